@@ -1,0 +1,145 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+/// Every target is compiled in Swift 6 language mode (strict concurrency) with the same upcoming
+/// features the anchors use, so that imports stay explicit and existentials are spelled `any`.
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "herald",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "herald", targets: ["herald"]),
+        .executable(name: "herald-bench", targets: ["HeraldBench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+    ],
+    targets: [
+        // System libraries: the card asks for libpq and libssl, linked through pkg-config.
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
+
+        // The only code that touches libpq.
+        .target(
+            name: "Postgres",
+            dependencies: [
+                "CLibPQ",
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // Domain types and pure rules; no I/O.
+        .target(
+            name: "HeraldCore",
+            dependencies: ["COpenSSL"],
+            swiftSettings: swiftSettings
+        ),
+
+        // SQL, repositories and the migration runner (migrations themselves live in `sql/`).
+        .target(
+            name: "HeraldStore",
+            dependencies: [
+                "Postgres",
+                "HeraldCore",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // The Hummingbird application, its services and configuration.
+        .target(
+            name: "HeraldServer",
+            dependencies: [
+                "Postgres",
+                "HeraldCore",
+                "HeraldStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        .executableTarget(
+            name: "herald",
+            dependencies: [
+                "HeraldServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        .executableTarget(
+            name: "HeraldBench",
+            dependencies: [
+                "Postgres",
+                "HeraldServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // Test support: throwaway Postgres cluster, process and HTTP helpers.
+        .target(
+            name: "HeraldTesting",
+            dependencies: [
+                "Postgres",
+                "HeraldStore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        .testTarget(
+            name: "PostgresTests",
+            dependencies: ["Postgres", "HeraldTesting"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HeraldStoreTests",
+            dependencies: ["HeraldStore", "HeraldTesting"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HeraldServerTests",
+            dependencies: [
+                "HeraldServer",
+                "HeraldTesting",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

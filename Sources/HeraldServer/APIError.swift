@@ -1,0 +1,52 @@
+import Foundation
+import Hummingbird
+
+/// An error answered to the client as `{"error":{"code":"…","message":"…"}}` with its HTTP status.
+///
+/// `code` is a stable, machine-readable snake_case identifier; `message` is for people. Neither ever
+/// carries internal detail (SQL, server messages, secrets).
+public struct APIError: Error, HTTPResponseError, Sendable, Equatable {
+    public var status: HTTPResponse.Status
+    public var code: String
+    public var message: String
+
+    public init(_ status: HTTPResponse.Status, code: String, message: String) {
+        self.status = status
+        self.code = code
+        self.message = message
+    }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        let body = Envelope(error: .init(code: code, message: message))
+        let data = (try? JSONEncoder().encode(body)) ?? Data(#"{"error":{"code":"internal_error","message":"internal error"}}"#.utf8)
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json; charset=utf-8"
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    struct Envelope: Codable {
+        struct Body: Codable {
+            var code: String
+            var message: String
+        }
+        var error: Body
+    }
+}
+
+extension APIError {
+    public static func badRequest(_ message: String, code: String = "bad_request") -> APIError {
+        APIError(.badRequest, code: code, message: message)
+    }
+
+    public static func notFound(_ message: String = "No such resource.") -> APIError {
+        APIError(.notFound, code: "not_found", message: message)
+    }
+
+    public static let internalError = APIError(.internalServerError, code: "internal_error", message: "An internal error occurred.")
+
+    public static let databaseUnavailable = APIError(
+        .serviceUnavailable,
+        code: "database_unavailable",
+        message: "The database is unavailable; retry later."
+    )
+}

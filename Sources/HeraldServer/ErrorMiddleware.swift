@@ -1,0 +1,51 @@
+import Hummingbird
+import Logging
+import Postgres
+
+/// Turns every error a handler throws into Herald's JSON error shape.
+///
+/// Known errors keep their status; anything unexpected is logged in full and answered as a bare 500,
+/// so no internal detail (SQL, server messages, file paths) reaches the client.
+struct ErrorMiddleware: RouterMiddleware {
+    typealias Context = HeraldRequestContext
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as APIError {
+            throw error
+        } catch let error as HTTPError {
+            throw APIError(error.status, code: Self.code(for: error.status), message: error.body ?? Self.message(for: error.status))
+        } catch let error as PostgresError where error.code == .connectionLost || error.code == .clientClosed {
+            context.logger.error("database unavailable", metadata: ["error": "\(error.debugDescription)"])
+            throw APIError.databaseUnavailable
+        } catch {
+            context.logger.error("unhandled error", metadata: ["error": "\(String(reflecting: error))"])
+            throw APIError.internalError
+        }
+    }
+
+    static func code(for status: HTTPResponse.Status) -> String {
+        switch status {
+        case .badRequest: return "bad_request"
+        case .unauthorized: return "unauthorized"
+        case .forbidden: return "forbidden"
+        case .notFound: return "not_found"
+        case .methodNotAllowed: return "method_not_allowed"
+        case .conflict: return "conflict"
+        case .contentTooLarge: return "payload_too_large"
+        case .unsupportedMediaType: return "unsupported_media_type"
+        case .unprocessableContent: return "unprocessable_entity"
+        case .tooManyRequests: return "too_many_requests"
+        case .serviceUnavailable: return "service_unavailable"
+        default: return status.code >= 500 ? "internal_error" : "http_\(status.code)"
+        }
+    }
+
+    static func message(for status: HTTPResponse.Status) -> String {
+        switch status {
+        case .notFound: return "No route or resource matches this request."
+        default: return status.reasonPhrase.isEmpty ? "HTTP \(status.code)" : status.reasonPhrase
+        }
+    }
+}

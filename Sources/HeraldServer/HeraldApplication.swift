@@ -1,0 +1,53 @@
+import HeraldStore
+import Hummingbird
+import Logging
+import Postgres
+import Prometheus
+
+/// Builds Herald's router and HTTP application from its parts.
+public enum HeraldApplication {
+    /// Everything the routes need.
+    public struct Dependencies: Sendable {
+        public var client: PostgresClient
+        public var migrator: Migrator
+        public var metricsRegistry: PrometheusCollectorRegistry
+        /// The bearer token admin routes accept; `nil` refuses them all.
+        public var adminToken: String?
+
+        public init(client: PostgresClient, migrator: Migrator, metricsRegistry: PrometheusCollectorRegistry, adminToken: String?) {
+            self.client = client
+            self.migrator = migrator
+            self.metricsRegistry = metricsRegistry
+            self.adminToken = adminToken
+        }
+    }
+
+    /// The router with every route and middleware, and the list of routes it serves.
+    public static func buildRouter(_ dependencies: Dependencies) -> (router: Router<HeraldRequestContext>, routes: [RouteDescription]) {
+        let router = Router(context: HeraldRequestContext.self)
+        router.add(middleware: MetricsMiddleware())
+        router.add(middleware: LogRequestsMiddleware(.debug))
+        router.add(middleware: ErrorMiddleware())
+        let registry = RouteRegistry(router: router)
+        OperationsController(migrator: dependencies.migrator, metricsRegistry: dependencies.metricsRegistry)
+            .register(in: registry)
+        return (router, registry.routes)
+    }
+
+    /// The HTTP application, ready to run in a `ServiceGroup`.
+    public static func build(
+        _ dependencies: Dependencies,
+        host: String,
+        port: Int,
+        logger: Logger,
+        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) -> some ApplicationProtocol {
+        let (router, _) = buildRouter(dependencies)
+        return Application(
+            router: router,
+            configuration: .init(address: .hostname(host, port: port), serverName: "Herald"),
+            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
+            logger: logger
+        )
+    }
+}

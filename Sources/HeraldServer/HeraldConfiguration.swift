@@ -1,0 +1,94 @@
+import Foundation
+import Logging
+
+/// Everything `herald serve` and `herald migrate` are configured with.
+///
+/// Each setting comes from a command-line flag, else an environment variable, else a default; the
+/// README's configuration table lists them all.
+public struct HeraldConfiguration: Sendable {
+    /// `--host` / `HERALD_HOST`.
+    public var host: String = "127.0.0.1"
+    /// `--port` / `HERALD_PORT`; 0 picks a free port (printed at start).
+    public var port: Int = 8080
+    /// `--log-level` / `HERALD_LOG_LEVEL`.
+    public var logLevel: Logger.Level = .info
+    /// `--data-dir` / `HERALD_DATA_DIR`: the embedded cluster and generated secrets live here.
+    public var dataDirectory: String = ".herald"
+    /// `--database-url` / `DATABASE_URL`: a libpq URI or conninfo string. When unset and no `PG*`
+    /// variable selects a server, Herald runs its embedded cluster.
+    public var databaseURL: String?
+    /// True when a standard libpq variable (`PGHOST`, `PGDATABASE`, …) names the server.
+    public var usesPGEnvironment: Bool = false
+    /// `--db-pool-size` / `HERALD_DB_POOL_SIZE`.
+    public var databasePoolSize: Int = 10
+    /// `HERALD_ADMIN_TOKEN`. Generated and kept in the data directory for the embedded default.
+    public var adminToken: String?
+    /// `--sql-dir` / `HERALD_SQL_DIR`: where the migration files are.
+    public var migrationsDirectory: String?
+
+    public init() {}
+
+    /// The libpq variables that choose a server; any of them set means "not the embedded default".
+    static let serverSelectingPGVariables = ["PGHOST", "PGHOSTADDR", "PGPORT", "PGDATABASE", "PGUSER", "PGSERVICE"]
+
+    /// Fills every setting not given on the command line from the environment.
+    public static func resolve(
+        host: String? = nil,
+        port: Int? = nil,
+        logLevel: String? = nil,
+        dataDirectory: String? = nil,
+        databaseURL: String? = nil,
+        databasePoolSize: Int? = nil,
+        migrationsDirectory: String? = nil,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> HeraldConfiguration {
+        func value(_ flag: String?, _ variable: String) -> String? {
+            if let flag, !flag.isEmpty { return flag }
+            if let env = environment[variable], !env.isEmpty { return env }
+            return nil
+        }
+        var configuration = HeraldConfiguration()
+        if let host = value(host, "HERALD_HOST") { configuration.host = host }
+        if let port {
+            configuration.port = port
+        } else if let text = environment["HERALD_PORT"], !text.isEmpty {
+            guard let port = Int(text) else { throw ConfigurationError("HERALD_PORT must be a number, got '\(text)'") }
+            configuration.port = port
+        }
+        guard (0...65535).contains(configuration.port) else {
+            throw ConfigurationError("the port must be between 0 and 65535")
+        }
+        if let level = value(logLevel, "HERALD_LOG_LEVEL") {
+            guard let parsed = Logger.Level(rawValue: level.lowercased()) else {
+                throw ConfigurationError("unknown log level '\(level)'; use trace, debug, info, notice, warning, error or critical")
+            }
+            configuration.logLevel = parsed
+        }
+        if let directory = value(dataDirectory, "HERALD_DATA_DIR") { configuration.dataDirectory = directory }
+        configuration.databaseURL = value(databaseURL, "DATABASE_URL")
+        configuration.usesPGEnvironment = serverSelectingPGVariables.contains { !(environment[$0] ?? "").isEmpty }
+        if let size = databasePoolSize {
+            configuration.databasePoolSize = size
+        } else if let text = environment["HERALD_DB_POOL_SIZE"], !text.isEmpty {
+            guard let size = Int(text) else { throw ConfigurationError("HERALD_DB_POOL_SIZE must be a number, got '\(text)'") }
+            configuration.databasePoolSize = size
+        }
+        guard (1...500).contains(configuration.databasePoolSize) else {
+            throw ConfigurationError("the database pool size must be between 1 and 500")
+        }
+        if let token = environment["HERALD_ADMIN_TOKEN"], !token.isEmpty { configuration.adminToken = token }
+        configuration.migrationsDirectory = value(migrationsDirectory, "HERALD_SQL_DIR")
+        return configuration
+    }
+
+    /// True when Herald should run its own cluster.
+    public var usesEmbeddedDatabase: Bool {
+        databaseURL == nil && !usesPGEnvironment
+    }
+}
+
+/// A setting was given a value Herald cannot use.
+public struct ConfigurationError: Error, CustomStringConvertible, Sendable {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}

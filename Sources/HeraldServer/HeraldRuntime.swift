@@ -1,0 +1,142 @@
+import Foundation
+import HeraldStore
+import Hummingbird
+import Logging
+import Postgres
+import Prometheus
+import ServiceLifecycle
+import UnixSignals
+
+/// What the `herald` command runs: `serve` and `migrate`.
+public enum HeraldRuntime {
+    /// The database Herald talks to: an external server or its embedded cluster.
+    struct Database {
+        var conninfo: String
+        var cluster: PostgresCluster?
+    }
+
+    /// Applies pending migrations; returns the names applied now and how many were applied before.
+    public static func migrate(_ configuration: HeraldConfiguration, logger: Logger) async throws -> (applied: [String], alreadyApplied: Int) {
+        let database = try await openDatabase(configuration, logger: logger)
+        let client = PostgresClient(configuration: .init(conninfo: database.conninfo, maximumConnections: 1), logger: logger)
+        do {
+            let report = try await makeMigrator(configuration, client: client, logger: logger).migrate()
+            await client.shutdown()
+            try await database.cluster?.stop()
+            return (report.applied, report.alreadyApplied)
+        } catch {
+            await client.shutdown()
+            try? await database.cluster?.stop()
+            throw error
+        }
+    }
+
+    /// Starts the database (embedded or not), migrates, and serves HTTP until SIGTERM or SIGINT; then
+    /// lets in-flight requests finish, closes the pool and stops the embedded cluster.
+    public static func serve(
+        _ configuration: HeraldConfiguration,
+        metricsRegistry: PrometheusCollectorRegistry,
+        logger: Logger
+    ) async throws {
+        let database = try await openDatabase(configuration, logger: logger)
+        let client = PostgresClient(
+            configuration: .init(conninfo: database.conninfo, maximumConnections: configuration.databasePoolSize),
+            logger: logger
+        )
+        let migrator: Migrator
+        let adminToken: String?
+        do {
+            migrator = try makeMigrator(configuration, client: client, logger: logger)
+            let report = try await migrator.migrate()
+            logger.info("database schema is current", metadata: ["applied": "\(report.applied.count)", "already_applied": "\(report.alreadyApplied)"])
+            adminToken = try resolveAdminToken(configuration, logger: logger)
+        } catch {
+            await client.shutdown()
+            try? await database.cluster?.stop()
+            throw error
+        }
+
+        let dependencies = HeraldApplication.Dependencies(
+            client: client,
+            migrator: migrator,
+            metricsRegistry: metricsRegistry,
+            adminToken: adminToken
+        )
+        let host = configuration.host
+        let application = HeraldApplication.build(dependencies, host: host, port: configuration.port, logger: logger) { port in
+            // A plain line on stdout for people and scripts (tests read the port from it).
+            Console.line("Herald listening on http://\(host):\(port)")
+        }
+        var services: [any Service] = []
+        if let cluster = database.cluster {
+            services.append(EmbeddedClusterService(cluster: cluster, logger: logger))
+        }
+        services.append(client)
+        services.append(application)
+        let group = ServiceGroup(
+            configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        )
+        try await group.run()
+    }
+
+    // MARK: - Private
+
+    static func makeMigrator(_ configuration: HeraldConfiguration, client: PostgresClient, logger: Logger) throws -> Migrator {
+        let directory = try MigrationsDirectory.locate(configured: configuration.migrationsDirectory)
+        return Migrator(client: client, migrations: try Migration.load(from: directory), logger: logger)
+    }
+
+    static func openDatabase(_ configuration: HeraldConfiguration, logger: Logger) async throws -> Database {
+        if let url = configuration.databaseURL {
+            logger.info("using the database from DATABASE_URL")
+            return Database(conninfo: url, cluster: nil)
+        }
+        if configuration.usesPGEnvironment {
+            logger.info("using the database named by the PG* environment variables")
+            return Database(conninfo: "", cluster: nil)
+        }
+        let directory = (configuration.dataDirectory as NSString).appendingPathComponent("postgres")
+        let cluster = try PostgresCluster(directory: directory)
+        logger.info("starting the embedded PostgreSQL cluster", metadata: ["directory": "\(cluster.directory)"])
+        try await cluster.start()
+        do {
+            try await createDatabaseIfMissing("herald", in: cluster, logger: logger)
+        } catch {
+            try? await cluster.stop()
+            throw error
+        }
+        logger.info("embedded PostgreSQL is running", metadata: ["socket": "\(cluster.socketDirectory)"])
+        return Database(conninfo: cluster.conninfo(database: "herald"), cluster: cluster)
+    }
+
+    static func createDatabaseIfMissing(_ name: String, in cluster: PostgresCluster, logger: Logger) async throws {
+        let admin = PostgresClient(configuration: .init(conninfo: cluster.conninfo(database: "postgres"), maximumConnections: 1), logger: logger)
+        do {
+            let existing = try await admin.query("SELECT 1 FROM pg_database WHERE datname = \(name)")
+            if existing.isEmpty {
+                try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \"\(name)\""))
+            }
+            await admin.shutdown()
+        } catch {
+            await admin.shutdown()
+            throw error
+        }
+    }
+
+    /// With the embedded default and no `HERALD_ADMIN_TOKEN`, generates a token once, keeps it in the
+    /// data directory and prints it (never logs it) when it is new.
+    static func resolveAdminToken(_ configuration: HeraldConfiguration, logger: Logger) throws -> String? {
+        if let token = configuration.adminToken { return token }
+        guard configuration.usesEmbeddedDatabase else {
+            logger.warning("HERALD_ADMIN_TOKEN is not set: admin routes will refuse every request")
+            return nil
+        }
+        let stored = try AdminToken.loadOrCreate(dataDirectory: configuration.dataDirectory)
+        if stored.created {
+            Console.line("Generated an admin token (kept in \(stored.path)); use it as 'Authorization: Bearer <token>':\n  \(stored.token)")
+        } else {
+            logger.info("using the admin token kept in the data directory", metadata: ["path": "\(stored.path)"])
+        }
+        return stored.token
+    }
+}

@@ -1,0 +1,37 @@
+import Foundation
+
+/// Finds the `sql/` directory that holds the migrations.
+///
+/// In order: the configured path; `sql/` under the working directory; `sql/` beside or above the running
+/// executable (so a binary built inside the repository finds the repository's migrations from any
+/// working directory).
+enum MigrationsDirectory {
+    static func locate(configured: String?) throws -> String {
+        if let configured {
+            guard isDirectory(configured) else {
+                throw ConfigurationError("the migrations directory \(configured) does not exist")
+            }
+            return configured
+        }
+        var candidates = [FileManager.default.currentDirectoryPath]
+        var directory = URL(fileURLWithPath: executablePath()).deletingLastPathComponent()
+        for _ in 0..<6 {
+            candidates.append(directory.path)
+            directory = directory.deletingLastPathComponent()
+        }
+        for candidate in candidates {
+            let sql = (candidate as NSString).appendingPathComponent("sql")
+            if isDirectory(sql) { return sql }
+        }
+        throw ConfigurationError("cannot find the migrations directory sql/; pass --sql-dir or set HERALD_SQL_DIR")
+    }
+
+    private static func executablePath() -> String {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    }
+
+    private static func isDirectory(_ path: String) -> Bool {
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
+    }
+}

@@ -1,0 +1,30 @@
+import Hummingbird
+
+/// A route as documented in `openapi.yaml`: method (lower case) and path template.
+public struct RouteDescription: Sendable, Hashable, CustomStringConvertible {
+    public var method: String
+    public var path: String
+
+    public var description: String { "\(method.uppercased()) \(path)" }
+}
+
+/// Registers handlers on the router and remembers every route, so that a test can hold the router and
+/// `openapi.yaml` to each other. Paths use the `{name}` capture syntax, which Hummingbird and OpenAPI
+/// share.
+final class RouteRegistry {
+    let router: Router<HeraldRequestContext>
+    private(set) var routes: [RouteDescription] = []
+
+    init(router: Router<HeraldRequestContext>) {
+        self.router = router
+    }
+
+    func add(
+        _ method: HTTPRequest.Method,
+        _ path: String,
+        use handler: @escaping @Sendable (Request, HeraldRequestContext) async throws -> some ResponseGenerator
+    ) {
+        router.on(RouterPath(path), method: method, use: handler)
+        routes.append(RouteDescription(method: method.rawValue.lowercased(), path: path))
+    }
+}

@@ -1,0 +1,153 @@
+import Foundation
+import HeraldStore
+import Logging
+import Postgres
+import Synchronization
+
+/// Real PostgreSQL for tests.
+///
+/// One throwaway cluster per test process (under `/tmp`, fsync off), started on first use and removed
+/// when the process exits; or, when `HERALD_TEST_DATABASE_URL` is set, that server instead. Each call to
+/// `withDatabase` gets a fresh database of its own, dropped afterwards, so tests never see each other's
+/// rows and can run in parallel.
+public enum TestPostgres {
+    /// Creates a fresh database (migrated with `sql/` unless `migrated` is false), hands a pool on it to
+    /// `body`, then closes the pool and drops the database.
+    public static func withDatabase<R: Sendable>(
+        migrated: Bool = true,
+        maximumConnections: Int = 4,
+        _ body: (TestDatabase) async throws -> R
+    ) async throws -> R {
+        let server = try await TestServer.shared.value
+        let name = "herald_test_\(UUID().uuidString.prefix(8).lowercased())"
+        try await server.createDatabase(name, migrated: migrated)
+        let conninfo = try server.conninfo(database: name)
+        let client = PostgresClient(configuration: .init(conninfo: conninfo, maximumConnections: maximumConnections), logger: testLogger)
+        let database = TestDatabase(name: name, conninfo: conninfo, client: client)
+        do {
+            let result = try await body(database)
+            await client.shutdown()
+            try await server.dropDatabase(name)
+            return result
+        } catch {
+            await client.shutdown()
+            try? await server.dropDatabase(name)
+            throw error
+        }
+    }
+
+    /// A cluster of the test's own, for tests that restart or stop the server. Removed afterwards.
+    public static func withPrivateCluster<R: Sendable>(_ body: (PostgresCluster) async throws -> R) async throws -> R {
+        let directory = NSTemporaryDirectory() + "herald-private-\(UUID().uuidString.prefix(8))"
+        let cluster = try PostgresCluster(directory: directory, durable: false)
+        try await cluster.start()
+        defer {
+            try? cluster.stopBlocking(immediate: true)
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        return try await body(cluster)
+    }
+
+    /// The repository's `sql/` migrations.
+    public static func repositoryMigrations() throws -> [Migration] {
+        try Migration.load(from: repositoryRoot() + "/sql")
+    }
+
+    /// The repository root, found from this source file's location.
+    public static func repositoryRoot(file: StaticString = #filePath) -> String {
+        URL(fileURLWithPath: "\(file)").deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+    }
+
+    static let testLogger: Logger = {
+        var logger = Logger(label: "herald.test")
+        logger.logLevel = .warning
+        return logger
+    }()
+}
+
+/// A fresh database for one test.
+public struct TestDatabase: Sendable {
+    public let name: String
+    public let conninfo: String
+    public let client: PostgresClient
+}
+
+/// The server the test process uses, and the bookkeeping to create databases on it.
+actor TestServer {
+    static let shared = Task { try await TestServer.start() }
+
+    let adminConninfo: String
+    let baseConninfo: String
+    let admin: PostgresClient
+    private var templateReady = false
+
+    init(baseConninfo: String, adminConninfo: String) {
+        self.baseConninfo = baseConninfo
+        self.adminConninfo = adminConninfo
+        self.admin = PostgresClient(configuration: .init(conninfo: adminConninfo, maximumConnections: 1), logger: TestPostgres.testLogger)
+    }
+
+    static func start() async throws -> TestServer {
+        if let url = ProcessInfo.processInfo.environment["HERALD_TEST_DATABASE_URL"], !url.isEmpty {
+            return TestServer(baseConninfo: url, adminConninfo: url)
+        }
+        let directory = NSTemporaryDirectory() + "herald-test-\(getpid())"
+        let cluster = try PostgresCluster(directory: directory, durable: false)
+        TestClusterCleanup.register(cluster)
+        try await cluster.start()
+        return TestServer(baseConninfo: cluster.conninfo(database: "postgres"), adminConninfo: cluster.conninfo(database: "postgres"))
+    }
+
+    nonisolated func conninfo(database: String) throws -> String {
+        try PostgresConninfo.settingDatabase(database, in: baseConninfo)
+    }
+
+    /// Databases are created one at a time: `CREATE DATABASE … TEMPLATE` needs the template idle.
+    func createDatabase(_ name: String, migrated: Bool) async throws {
+        if migrated {
+            try await prepareTemplate()
+            try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \"\(name)\" TEMPLATE herald_test_template"))
+        } else {
+            try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \"\(name)\""))
+        }
+    }
+
+    func dropDatabase(_ name: String) async throws {
+        try await admin.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \"\(name)\" WITH (FORCE)"))
+    }
+
+    /// A database with every migration applied, copied for each test (much faster than migrating).
+    private func prepareTemplate() async throws {
+        if templateReady { return }
+        try await admin.query("DROP DATABASE IF EXISTS herald_test_template WITH (FORCE)")
+        try await admin.query("CREATE DATABASE herald_test_template")
+        let client = PostgresClient(
+            configuration: .init(conninfo: try conninfo(database: "herald_test_template"), maximumConnections: 1),
+            logger: TestPostgres.testLogger
+        )
+        do {
+            try await Migrator(client: client, migrations: try TestPostgres.repositoryMigrations(), logger: TestPostgres.testLogger).migrate()
+            await client.shutdown()
+        } catch {
+            await client.shutdown()
+            throw error
+        }
+        templateReady = true
+    }
+}
+
+/// Stops and deletes the test process's cluster when the process exits.
+enum TestClusterCleanup {
+    private static let cluster = Mutex<PostgresCluster?>(nil)
+
+    static func register(_ newCluster: PostgresCluster) {
+        cluster.withLock { $0 = newCluster }
+        atexit {
+            TestClusterCleanup.cluster.withLock { cluster in
+                guard let cluster else { return }
+                try? cluster.stopBlocking(immediate: true)
+                try? FileManager.default.removeItem(atPath: cluster.directory)
+            }
+        }
+    }
+}

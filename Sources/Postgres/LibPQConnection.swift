@@ -1,0 +1,245 @@
+import CLibPQ
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One libpq connection. Every method blocks; callers run them on the client's dedicated threads.
+///
+/// Not thread-safe except for `cancel()`: the pool hands a connection to one lease at a time, and each
+/// lease issues one call at a time, which is what makes the `@unchecked Sendable` hold.
+final class LibPQConnection: @unchecked Sendable {
+    private var handle: OpaquePointer?
+    /// `PQcancel` may be called from any thread, but `PQgetCancel` must not race `PQreset`; the lock
+    /// orders the two.
+    private let cancelHandle = Mutex<CancelHandle?>(nil)
+
+    /// libpq's `PGcancel`: a self-contained copy of what is needed to reach the server, made for use
+    /// from another thread.
+    private struct CancelHandle: @unchecked Sendable {
+        let pointer: OpaquePointer
+    }
+    /// Set when the connection comes out of the idle list: its socket may have been closed by a
+    /// restarted server while it sat there, so the next call checks before sending.
+    var needsValidation = false
+
+    private init(handle: OpaquePointer) {
+        self.handle = handle
+        refreshCancelHandle()
+    }
+
+    deinit { close() }
+
+    /// Opens a connection. `conninfo` is a URI or `key=value` string; empty means libpq's defaults and
+    /// the standard `PG*` environment variables.
+    static func connect(conninfo: String, applicationName: String) throws(PostgresError) -> LibPQConnection {
+        // Order matters: options expanded from `dbname` override the ones before it, so the connection
+        // string can still choose its own timeout; client_encoding after it is always UTF-8.
+        let keywords = ["connect_timeout", "fallback_application_name", "dbname", "client_encoding"]
+        let values = ["10", applicationName, conninfo, "UTF8"]
+        let raw = withCStringArray(keywords) { keywordPointers in
+            withCStringArray(values) { valuePointers in
+                PQconnectdbParams(keywordPointers, valuePointers, 1)
+            }
+        }
+        guard let raw else {
+            throw PostgresError(code: .connectionLost, serverMessage: "libpq could not allocate a connection")
+        }
+        guard PQstatus(raw) == CONNECTION_OK else {
+            let message = String(cString: PQerrorMessage(raw)).trimmingTrailingNewlines()
+            PQfinish(raw)
+            throw PostgresError(code: .connectionLost, serverMessage: message)
+        }
+        return LibPQConnection(handle: raw)
+    }
+
+    var isOpen: Bool {
+        guard let handle else { return false }
+        return PQstatus(handle) == CONNECTION_OK
+    }
+
+    /// The server process id serving this connection.
+    var backendPID: Int32 {
+        handle.map { PQbackendPID($0) } ?? 0
+    }
+
+    /// Reports whether an idle connection is still usable, without blocking.
+    ///
+    /// A healthy idle connection has nothing to read: the server only speaks unprompted when it is
+    /// ending the session (shutdown, restart, `pg_terminate_backend`), and then the socket holds the
+    /// FATAL message and end-of-file. Readable input therefore means "reconnect".
+    func checkAlive() -> Bool {
+        guard let handle, PQstatus(handle) == CONNECTION_OK else { return false }
+        var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+        let ready = poll(&descriptor, 1, 0)
+        return ready == 0
+    }
+
+    /// Re-establishes the connection with the same parameters.
+    func reset() throws(PostgresError) {
+        guard let handle else {
+            throw PostgresError(code: .clientClosed, serverMessage: "connection is closed")
+        }
+        PQreset(handle)
+        guard PQstatus(handle) == CONNECTION_OK else {
+            throw PostgresError(code: .connectionLost, serverMessage: lastErrorMessage)
+        }
+        refreshCancelHandle()
+    }
+
+    /// Makes sure an idle connection is still alive before it is used; reconnects if it is not.
+    func validateIfNeeded() throws(PostgresError) {
+        guard needsValidation else { return }
+        needsValidation = false
+        if !checkAlive() { try reset() }
+    }
+
+    /// Runs one statement with binary parameters and binary results.
+    func execute(_ query: PostgresQuery) throws(PostgresError) -> PostgresResult {
+        let handle = try openHandle()
+        let bindings = query.bindings
+        let count = Int32(bindings.count)
+        let types = bindings.types.map { $0.oid }
+        let formats = [Int32](repeating: 1, count: bindings.count)
+        let raw: OpaquePointer? = bindings.bytes.withUnsafeBufferPointer { bytes in
+            // Zero-length values still need a non-NULL pointer, or libpq would read them as NULL.
+            var empty: UInt8 = 0
+            return withUnsafePointer(to: &empty) { emptyPointer in
+                let base = bytes.baseAddress.map { UnsafeRawPointer($0) } ?? UnsafeRawPointer(emptyPointer)
+                let values: [UnsafePointer<CChar>?] = (0..<bindings.count).map { index in
+                    guard bindings.lengths[index] >= 0 else { return nil }
+                    return (base + bindings.offsets[index]).assumingMemoryBound(to: CChar.self)
+                }
+                return PQexecParams(handle, query.sql, count, types, values, bindings.lengths, formats, 1)
+            }
+        }
+        return try checkResult(raw)
+    }
+
+    /// Runs SQL text that may hold several statements (the simple query protocol), without parameters.
+    /// For trusted text such as migration files only.
+    func executeScript(_ sql: String) throws(PostgresError) {
+        let handle = try openHandle()
+        _ = try checkResult(PQexec(handle, sql))
+    }
+
+    /// Asks the server to cancel the statement running on this connection. Safe from any thread.
+    func cancel() {
+        cancelHandle.withLock { cancel in
+            guard let cancel else { return }
+            var buffer = [CChar](repeating: 0, count: 256)
+            _ = PQcancel(cancel.pointer, &buffer, Int32(buffer.count))
+        }
+    }
+
+    /// The socket descriptor, for waiting on notifications.
+    var socket: Int32 {
+        handle.map { PQsocket($0) } ?? -1
+    }
+
+    /// Reads available input and returns the notifications it held. Never blocks.
+    func drainNotifications() throws(PostgresError) -> [PostgresNotification] {
+        let handle = try openHandle()
+        guard PQconsumeInput(handle) != 0 else {
+            throw PostgresError(code: .connectionLost, serverMessage: lastErrorMessage)
+        }
+        var result: [PostgresNotification] = []
+        while let notify = PQnotifies(handle) {
+            result.append(
+                PostgresNotification(
+                    channel: String(cString: notify.pointee.relname),
+                    payload: String(cString: notify.pointee.extra),
+                    senderPID: notify.pointee.be_pid
+                )
+            )
+            PQfreemem(notify)
+        }
+        return result
+    }
+
+    /// Quotes an identifier (for `LISTEN`, which takes no parameters).
+    func escapeIdentifier(_ identifier: String) throws(PostgresError) -> String {
+        let handle = try openHandle()
+        guard let escaped = PQescapeIdentifier(handle, identifier, identifier.utf8.count) else {
+            throw PostgresError(code: .other, serverMessage: lastErrorMessage)
+        }
+        defer { PQfreemem(escaped) }
+        return String(cString: escaped)
+    }
+
+    func close() {
+        cancelHandle.withLock { cancel in
+            if let cancel { PQfreeCancel(cancel.pointer) }
+            cancel = nil
+        }
+        if let handle { PQfinish(handle) }
+        handle = nil
+    }
+
+    // MARK: - Private
+
+    private var lastErrorMessage: String {
+        guard let handle else { return "connection is closed" }
+        return String(cString: PQerrorMessage(handle)).trimmingTrailingNewlines()
+    }
+
+    private func openHandle() throws(PostgresError) -> OpaquePointer {
+        guard let handle else {
+            throw PostgresError(code: .clientClosed, serverMessage: "connection is closed")
+        }
+        return handle
+    }
+
+    private func refreshCancelHandle() {
+        guard let handle else { return }
+        let fresh = PQgetCancel(handle).map { CancelHandle(pointer: $0) }
+        cancelHandle.withLock { cancel in
+            if let cancel { PQfreeCancel(cancel.pointer) }
+            cancel = fresh
+        }
+    }
+
+    private func checkResult(_ raw: OpaquePointer?) throws(PostgresError) -> PostgresResult {
+        guard let raw else {
+            // libpq returns no result only when it could not talk to the server at all.
+            throw PostgresError(code: .connectionLost, serverMessage: lastErrorMessage)
+        }
+        let status = PQresultStatus(raw)
+        if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_EMPTY_QUERY {
+            return PostgresResult(handle: raw)
+        }
+        defer { PQclear(raw) }
+        func field(_ code: UInt8) -> String? {
+            guard let value = PQresultErrorField(raw, Int32(code)) else { return nil }
+            return String(cString: value)
+        }
+        let sqlState = field(UInt8(ascii: "C"))
+        let message = field(UInt8(ascii: "M")) ?? lastErrorMessage
+        var error = PostgresError(
+            sqlState: sqlState,
+            serverMessage: message,
+            detail: field(UInt8(ascii: "D")),
+            constraintName: field(UInt8(ascii: "n"))
+        )
+        if !isOpen { error.code = .connectionLost }
+        throw error
+    }
+}
+
+/// Calls `body` with a NULL-terminated array of C strings that live for the duration of the call.
+private func withCStringArray<R>(_ strings: [String], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
+    let duplicates = strings.map { strdup($0) }
+    defer { duplicates.forEach { free($0) } }
+    return body(duplicates.map { UnsafePointer($0) } + [nil])
+}
+
+extension String {
+    func trimmingTrailingNewlines() -> String {
+        var text = Substring(self)
+        while let last = text.last, last.isNewline { text.removeLast() }
+        return String(text)
+    }
+}

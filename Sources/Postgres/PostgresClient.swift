@@ -1,0 +1,229 @@
+import DequeModule
+import Logging
+import Metrics
+import NIOPosix
+import ServiceLifecycle
+import Synchronization
+
+/// A bounded pool of libpq connections, run as a `Service`.
+///
+/// At most `maximumConnections` connections are open; further leases wait in FIFO order. Connections
+/// open lazily. A connection that broke is dropped when it comes back, and an idle one is checked before
+/// reuse (and reconnected if the server went away meanwhile), so the pool heals after a database restart
+/// without restarting Herald. All libpq calls run on the pool's own threads (an `NIOThreadPool` with one
+/// thread per connection), never on an event loop or the cooperative pool.
+///
+/// The client is usable as soon as it is created; `run()` only waits for graceful shutdown and then
+/// closes every connection once the leases in flight have finished.
+public final class PostgresClient: Service, Sendable {
+    public let configuration: Configuration
+    let threads: NIOThreadPool
+    private let logger: Logger
+    private let state: Mutex<State>
+    private let gauges: PoolGauges
+
+    public init(configuration: Configuration, logger: Logger = Logger(label: "herald.postgres")) {
+        self.configuration = configuration
+        self.logger = logger
+        self.threads = NIOThreadPool(numberOfThreads: configuration.maximumConnections)
+        self.threads.start()
+        self.state = Mutex(State())
+        self.gauges = PoolGauges(maximum: configuration.maximumConnections)
+    }
+
+    /// Leases a connection for the duration of `body` and returns it to the pool afterwards.
+    @discardableResult
+    public func withConnection<R: Sendable>(_ body: (PostgresConnection) async throws -> R) async throws -> R {
+        let raw = try await lease()
+        do {
+            let result = try await body(PostgresConnection(raw: raw, threads: threads))
+            release(raw)
+            return result
+        } catch {
+            release(raw)
+            throw error
+        }
+    }
+
+    /// Runs one statement on any pooled connection.
+    @discardableResult
+    public func query(_ query: PostgresQuery) async throws -> PostgresResult {
+        try await withConnection { try await $0.query(query) }
+    }
+
+    /// Waits for graceful shutdown, then closes the pool.
+    public func run() async throws {
+        try? await gracefulShutdown()
+        await shutdown()
+    }
+
+    /// Refuses new leases, waits for the ones in flight, closes every connection and stops the threads.
+    /// Safe to call more than once.
+    public func shutdown() async {
+        let (waiters, idle) = state.withLock { state -> ([Waiter], [LibPQConnection]) in
+            state.isShutdown = true
+            let waiters = Array(state.waiters)
+            state.waiters.removeAll()
+            let idle = state.idle
+            state.open -= idle.count
+            state.idle.removeAll()
+            return (waiters, idle)
+        }
+        for waiter in waiters {
+            waiter.continuation.resume(throwing: PostgresError(code: .clientClosed, serverMessage: "the pool is shut down"))
+        }
+        for connection in idle {
+            try? await threads.runIfActive { connection.close() }
+        }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = state.withLock { state -> Bool in
+                if state.open == 0 { return true }
+                state.drained.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+        publishGauges()
+        try? await threads.shutdownGracefully()
+    }
+
+    // MARK: - Leasing
+
+    private enum Grant: Sendable {
+        case existing(LibPQConnection)
+        case create
+    }
+
+    private struct Waiter {
+        let id: Int
+        let continuation: CheckedContinuation<Grant, any Error>
+    }
+
+    private struct State {
+        var idle: [LibPQConnection] = []
+        /// Connections open or being opened, leased or idle.
+        var open = 0
+        var waiters = Deque<Waiter>()
+        var nextWaiterID = 0
+        var isShutdown = false
+        var drained: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private func lease() async throws -> LibPQConnection {
+        let id = state.withLock { state in
+            state.nextWaiterID += 1
+            return state.nextWaiterID
+        }
+        let grant = try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Grant, any Error>) in
+                let immediate = state.withLock { state -> Result<Grant, any Error>? in
+                    if state.isShutdown {
+                        return .failure(PostgresError(code: .clientClosed, serverMessage: "the pool is shut down"))
+                    }
+                    if Task.isCancelled { return .failure(CancellationError()) }
+                    if let connection = state.idle.popLast() { return .success(.existing(connection)) }
+                    if state.open < configuration.maximumConnections {
+                        state.open += 1
+                        return .success(.create)
+                    }
+                    state.waiters.append(Waiter(id: id, continuation: continuation))
+                    return nil
+                }
+                if let immediate { continuation.resume(with: immediate) }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state -> Waiter? in
+                guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                return state.waiters.remove(at: index)
+            }
+            waiter?.continuation.resume(throwing: CancellationError())
+        }
+        publishGauges()
+        switch grant {
+        case .existing(let connection):
+            connection.needsValidation = true
+            return connection
+        case .create:
+            do {
+                let conninfo = configuration.conninfo
+                let name = configuration.applicationName
+                return try await threads.runIfActive {
+                    try LibPQConnection.connect(conninfo: conninfo, applicationName: name)
+                }
+            } catch {
+                logger.warning("could not open a database connection", metadata: ["error": "\(String(reflecting: error))"])
+                connectionClosed()
+                throw error
+            }
+        }
+    }
+
+    private func release(_ connection: LibPQConnection) {
+        enum Outcome { case handOff(Waiter), pooled, close }
+        let outcome: Outcome
+        if connection.isOpen {
+            outcome = state.withLock { state in
+                // Returned after shutdown began: close it instead of pooling it.
+                if state.isShutdown { return .close }
+                if let waiter = state.waiters.popFirst() { return .handOff(waiter) }
+                state.idle.append(connection)
+                return .pooled
+            }
+        } else {
+            outcome = .close
+        }
+        switch outcome {
+        case .handOff(let waiter):
+            waiter.continuation.resume(returning: .existing(connection))
+            publishGauges()
+        case .pooled:
+            publishGauges()
+        case .close:
+            connection.close()
+            connectionClosed()
+        }
+    }
+
+    /// A connection slot was freed: give it to a waiter (who will open a new connection) or shrink.
+    private func connectionClosed() {
+        let (waiter, drained) = state.withLock { state -> (Waiter?, [CheckedContinuation<Void, Never>]) in
+            if !state.isShutdown, let waiter = state.waiters.popFirst() {
+                return (waiter, [])
+            }
+            state.open -= 1
+            if state.open == 0 {
+                defer { state.drained.removeAll() }
+                return (nil, state.drained)
+            }
+            return (nil, [])
+        }
+        waiter?.continuation.resume(returning: .create)
+        drained.forEach { $0.resume() }
+        publishGauges()
+    }
+
+    private func publishGauges() {
+        let (open, idle, waiting) = state.withLock { ($0.open, $0.idle.count, $0.waiters.count) }
+        gauges.publish(open: open, idle: idle, waiting: waiting)
+    }
+}
+
+/// The pool's Prometheus gauges: `herald_db_pool_connections{state="open|idle|leased"}`,
+/// `herald_db_pool_waiters` and `herald_db_pool_max_connections`.
+private struct PoolGauges: Sendable {
+    let open = Gauge(label: "herald_db_pool_connections", dimensions: [("state", "open")])
+    let idle = Gauge(label: "herald_db_pool_connections", dimensions: [("state", "idle")])
+    let leased = Gauge(label: "herald_db_pool_connections", dimensions: [("state", "leased")])
+    let waiting = Gauge(label: "herald_db_pool_waiters")
+
+    init(maximum: Int) {
+        Gauge(label: "herald_db_pool_max_connections").record(maximum)
+    }
+
+    func publish(open: Int, idle: Int, waiting: Int) {
+        self.open.record(open)
+        self.idle.record(idle)
+        self.leased.record(open - idle)
+        self.waiting.record(waiting)
+    }
+}

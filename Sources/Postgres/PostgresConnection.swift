@@ -1,0 +1,38 @@
+import NIOPosix
+
+/// A connection leased from a `PostgresClient`, valid only inside the closure that received it.
+///
+/// Each call hops to one of the client's dedicated threads, where libpq blocks; the calling task
+/// suspends meanwhile, so neither the event loops nor Swift's cooperative pool ever wait on the socket.
+/// Cancelling the calling task asks the server to cancel the running statement.
+public struct PostgresConnection: Sendable {
+    let raw: LibPQConnection
+    let threads: NIOThreadPool
+
+    /// Runs one statement and returns its rows.
+    @discardableResult
+    public func query(_ query: PostgresQuery) async throws -> PostgresResult {
+        try await run { raw in try raw.execute(query) }
+    }
+
+    /// Runs trusted SQL text that may contain several statements (the simple query protocol), such as a
+    /// migration file. Takes no parameters: never build this text from input.
+    public func executeScript(_ sql: String) async throws {
+        try await run { raw in try raw.executeScript(sql) }
+    }
+
+    /// The server process id of this connection (for `pg_terminate_backend` in tests and diagnostics).
+    public var backendPID: Int32 { raw.backendPID }
+
+    private func run<R: Sendable>(_ work: @escaping @Sendable (LibPQConnection) throws -> R) async throws -> R {
+        let raw = self.raw
+        return try await withTaskCancellationHandler {
+            try await threads.runIfActive {
+                try raw.validateIfNeeded()
+                return try work(raw)
+            }
+        } onCancel: {
+            raw.cancel()
+        }
+    }
+}

@@ -1,0 +1,98 @@
+import ArgumentParser
+import Foundation
+import HeraldServer
+import Logging
+import Metrics
+import Prometheus
+
+/// `herald`: the notification-channel service and its administration commands.
+@main
+struct Herald: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "herald",
+        abstract: "Notification channels with incremental sync, live streams and silent APNs pushes.",
+        subcommands: [Serve.self, Migrate.self],
+        defaultSubcommand: Serve.self
+    )
+}
+
+/// Options shared by every command that reaches the database.
+struct DatabaseOptions: ParsableArguments {
+    @Option(name: .long, help: "Data directory for the embedded database and generated secrets (HERALD_DATA_DIR, default .herald).")
+    var dataDir: String?
+
+    @Option(name: .long, help: "PostgreSQL URI or conninfo (DATABASE_URL). Without it and without PG* variables, an embedded cluster is used.")
+    var databaseURL: String?
+
+    @Option(name: .long, help: "Directory of migration files (HERALD_SQL_DIR, default: sql/).")
+    var sqlDir: String?
+
+    @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical (HERALD_LOG_LEVEL, default info).")
+    var logLevel: String?
+}
+
+extension Herald {
+    struct Serve: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Migrate the database and serve the HTTP API.")
+
+        @OptionGroup var database: DatabaseOptions
+
+        @Option(name: .long, help: "Address to listen on (HERALD_HOST, default 127.0.0.1).")
+        var host: String?
+
+        @Option(name: .long, help: "Port to listen on; 0 picks a free one (HERALD_PORT, default 8080).")
+        var port: Int?
+
+        @Option(name: .long, help: "Most database connections open at once (HERALD_DB_POOL_SIZE, default 10).")
+        var dbPoolSize: Int?
+
+        func run() async throws {
+            let configuration = try HeraldConfiguration.resolve(
+                host: host,
+                port: port,
+                logLevel: database.logLevel,
+                dataDirectory: database.dataDir,
+                databaseURL: database.databaseURL,
+                databasePoolSize: dbPoolSize,
+                migrationsDirectory: database.sqlDir
+            )
+            let logger = bootstrapLogging(configuration)
+            let registry = PrometheusCollectorRegistry()
+            MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+            try await HeraldRuntime.serve(configuration, metricsRegistry: registry, logger: logger)
+        }
+    }
+
+    struct Migrate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Apply pending migrations from sql/ and exit.")
+
+        @OptionGroup var database: DatabaseOptions
+
+        func run() async throws {
+            let configuration = try HeraldConfiguration.resolve(
+                logLevel: database.logLevel,
+                dataDirectory: database.dataDir,
+                databaseURL: database.databaseURL,
+                migrationsDirectory: database.sqlDir
+            )
+            let logger = bootstrapLogging(configuration)
+            let report = try await HeraldRuntime.migrate(configuration, logger: logger)
+            if report.applied.isEmpty {
+                print("Database is up to date (\(report.alreadyApplied) migrations applied).")
+            } else {
+                print("Applied \(report.applied.count) migration(s): \(report.applied.joined(separator: ", ")).")
+            }
+        }
+    }
+}
+
+/// Structured logs (key=value metadata) on standard error at the configured level.
+func bootstrapLogging(_ configuration: HeraldConfiguration) -> Logger {
+    let level = configuration.logLevel
+    LoggingSystem.bootstrap { label in
+        var handler = StreamLogHandler.standardError(label: label)
+        handler.logLevel = level
+        return handler
+    }
+    return Logger(label: "herald")
+}

@@ -1,0 +1,99 @@
+import Foundation
+import HeraldTesting
+import Postgres
+import Synchronization
+import Testing
+
+@Suite("Connection pool")
+struct PoolTests {
+    @Test func fiftyTasksShareFourConnections() async throws {
+        try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
+            let applicationName = "pool-test-\(UUID().uuidString.prefix(8))"
+            let client = PostgresClient(configuration: .init(conninfo: db.conninfo, maximumConnections: 4, applicationName: applicationName))
+            let result = try await withThrowingTaskGroup(of: (Int32, Int).self) { group in
+                for _ in 0..<50 {
+                    group.addTask {
+                        try await client.withConnection { connection in
+                            // Each lease holds its connection a little while, so leases overlap and queue.
+                            let row = try #require(
+                                try await connection.query(
+                                    """
+                                    SELECT pg_backend_pid(), (SELECT count(*) FROM pg_stat_activity WHERE application_name = \(applicationName))::int8
+                                    FROM pg_sleep(0.01)
+                                    """
+                                ).first
+                            )
+                            return try row.decode((Int32, Int).self)
+                        }
+                    }
+                }
+                var pids = Set<Int32>()
+                var mostOpen = 0
+                var finished = 0
+                for try await (pid, open) in group {
+                    pids.insert(pid)
+                    mostOpen = max(mostOpen, open)
+                    finished += 1
+                }
+                return (pids, mostOpen, finished)
+            }
+            #expect(result.2 == 50)
+            #expect(result.0.count <= 4)
+            #expect(result.1 <= 4)
+            #expect(result.1 >= 2, "leases should have overlapped")
+            await client.shutdown()
+            // After shutdown the server sees none of the pool's connections.
+            let left = try #require(try await db.client.query("SELECT count(*) FROM pg_stat_activity WHERE application_name = \(applicationName)").first)
+            #expect(try left.decode(Int.self) == 0)
+        }
+    }
+
+    @Test func leasesAfterShutdownFail() async throws {
+        try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
+            let client = PostgresClient(configuration: .init(conninfo: db.conninfo, maximumConnections: 1))
+            #expect(try await client.query("SELECT 1").first?.decode(Int32.self) == 1)
+            await client.shutdown()
+            let error = try await #require(throws: PostgresError.self) { try await client.query("SELECT 1") }
+            #expect(error.code == .clientClosed)
+        }
+    }
+
+    @Test func cancelledWaiterLeavesTheQueue() async throws {
+        try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
+            let client = PostgresClient(configuration: .init(conninfo: db.conninfo, maximumConnections: 1))
+            let (held, release) = AsyncStream.makeStream(of: Void.self)
+            let (leased, leasedSignal) = AsyncStream.makeStream(of: Void.self)
+            let holder = Task {
+                try await client.withConnection { _ in
+                    leasedSignal.yield()
+                    for await _ in held { break }
+                }
+            }
+            for await _ in leased { break }
+            let waiter = Task { try await client.query("SELECT 1") }
+            waiter.cancel()
+            await #expect(throws: CancellationError.self) { try await waiter.value }
+            release.yield()
+            try await holder.value
+            // The slot is usable again, so the cancelled waiter did not swallow it.
+            #expect(try await client.query("SELECT 2").first?.decode(Int32.self) == 2)
+            await client.shutdown()
+        }
+    }
+}
+
+@Suite("Database restart")
+struct RestartTests {
+    @Test func queryAfterServerRestartSucceeds() async throws {
+        try await TestPostgres.withPrivateCluster { cluster in
+            let client = PostgresClient(configuration: .init(conninfo: cluster.conninfo(), maximumConnections: 2))
+            let before = try #require(try await client.query("SELECT pg_backend_pid()").first).decode(Int32.self)
+            try await cluster.restart()
+            // The pooled connection died with the old server; the pool notices and reconnects.
+            let after = try #require(try await client.query("SELECT pg_backend_pid()").first).decode(Int32.self)
+            #expect(before != after)
+            #expect(try await client.query("SELECT 41 + 1").first?.decode(Int32.self) == 42)
+            await client.shutdown()
+        }
+    }
+}
