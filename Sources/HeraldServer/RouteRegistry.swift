@@ -5,6 +5,11 @@ public struct RouteDescription: Sendable, Hashable, CustomStringConvertible {
     public var method: String
     public var path: String
 
+    public init(method: String, path: String) {
+        self.method = method
+        self.path = path
+    }
+
     public var description: String { "\(method.uppercased()) \(path)" }
 }
 

@@ -79,7 +79,8 @@ actor TestServer {
     let adminConninfo: String
     let baseConninfo: String
     let admin: PostgresClient
-    private var templateReady = false
+    /// Prepared once; concurrent first callers wait on the same task (the actor is reentrant).
+    private var template: Task<Void, any Error>?
 
     init(baseConninfo: String, adminConninfo: String) {
         self.baseConninfo = baseConninfo
@@ -118,7 +119,13 @@ actor TestServer {
 
     /// A database with every migration applied, copied for each test (much faster than migrating).
     private func prepareTemplate() async throws {
-        if templateReady { return }
+        if let template { return try await template.value }
+        let task = Task { try await createTemplate() }
+        template = task
+        try await task.value
+    }
+
+    private func createTemplate() async throws {
         try await admin.query("DROP DATABASE IF EXISTS herald_test_template WITH (FORCE)")
         try await admin.query("CREATE DATABASE herald_test_template")
         let client = PostgresClient(
@@ -132,7 +139,6 @@ actor TestServer {
             await client.shutdown()
             throw error
         }
-        templateReady = true
     }
 }
 

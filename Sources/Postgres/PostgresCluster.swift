@@ -107,7 +107,13 @@ public struct PostgresCluster: Sendable {
     private func prepareDirectories() throws {
         let manager = FileManager.default
         for path in [directory, socketDirectory] {
-            try manager.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            // Parents get the usual permissions (the server user must traverse them); only the
+            // cluster's own directories are private.
+            let parent = (path as NSString).deletingLastPathComponent
+            try manager.createDirectory(atPath: parent, withIntermediateDirectories: true)
+            if !manager.fileExists(atPath: path) {
+                try manager.createDirectory(atPath: path, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+            }
             if let runAs {
                 try changeOwner(path, to: runAs)
             }

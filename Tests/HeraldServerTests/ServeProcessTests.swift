@@ -1,0 +1,81 @@
+import AsyncHTTPClient
+import Foundation
+import HeraldTesting
+import NIOCore
+import NIOHTTP1
+import Postgres
+import Testing
+
+/// `herald serve` as a user runs it: a real process on the embedded default.
+@Suite("herald serve")
+struct ServeProcessTests {
+    func get(_ url: String) async throws -> (status: Int, body: String) {
+        let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .seconds(30))
+        let body = try await response.body.collect(upTo: 1 << 20)
+        return (Int(response.status.code), String(buffer: body))
+    }
+
+    @Test func servesOnTheEmbeddedDefaultAndStopsCleanly() async throws {
+        let dataDirectory = NSTemporaryDirectory() + "herald-serve-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: dataDirectory) }
+        // No DATABASE_URL and no PG* variables: the embedded cluster must be used.
+        let herald = try HeraldProcess(
+            arguments: ["serve", "--port", "0", "--data-dir", dataDirectory, "--sql-dir", TestPostgres.repositoryRoot() + "/sql"],
+            environment: ["HERALD_LOG_LEVEL": "info"]
+        )
+        let line = try await herald.waitForLine(containing: "Herald listening on")
+        let base = try #require(line.split(separator: " ").last.map(String.init))
+
+        let health = try await get(base + "/healthz")
+        #expect(health.status == 200)
+        #expect(health.body.contains(#""status":"ok""#))
+
+        let ready = try await get(base + "/readyz")
+        #expect(ready.status == 200)
+        #expect(ready.body.contains(#""status":"ready""#))
+
+        let missing = try await get(base + "/no-such-route")
+        #expect(missing.status == 404)
+        #expect(missing.body.contains(#""code":"not_found""#))
+
+        let metrics = try await get(base + "/metrics")
+        #expect(metrics.status == 200)
+        #expect(metrics.body.contains("herald_db_pool_connections{state=\"open\"}"))
+        #expect(metrics.body.contains("herald_db_pool_max_connections 10"))
+        #expect(metrics.body.contains("hb_requests"))
+        #expect(metrics.body.contains("http_server_request_duration"))
+
+        // The admin token was generated, stored privately and shown once.
+        let tokenPath = dataDirectory + "/admin-token"
+        let token = try String(contentsOfFile: tokenPath, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(token.count == 64)
+        let permissions = try FileManager.default.attributesOfItem(atPath: tokenPath)[.posixPermissions] as? Int
+        #expect(permissions == 0o600)
+        #expect(herald.printed.filter { $0.contains(token) }.count == 1)
+
+        let cluster = try PostgresCluster(directory: dataDirectory + "/postgres")
+        #expect(cluster.isRunning)
+        herald.signal(SIGTERM)
+        #expect(try await herald.waitForExit() == 0)
+        #expect(!cluster.isRunning, "the embedded cluster must stop with Herald")
+    }
+
+    @Test func migrateCommandAppliesOnceThenReportsUpToDate() async throws {
+        let dataDirectory = NSTemporaryDirectory() + "herald-migrate-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: dataDirectory) }
+        let arguments = ["migrate", "--data-dir", dataDirectory, "--sql-dir", TestPostgres.repositoryRoot() + "/sql"]
+        let first = try HeraldProcess(arguments: arguments)
+        #expect(try await first.waitForExit(timeout: .seconds(120)) == 0)
+        #expect(first.printed.contains { $0.hasPrefix("Applied ") })
+        let second = try HeraldProcess(arguments: arguments)
+        #expect(try await second.waitForExit(timeout: .seconds(120)) == 0)
+        #expect(second.printed.contains { $0.hasPrefix("Database is up to date") })
+        #expect(try !PostgresCluster(directory: dataDirectory + "/postgres").isRunning)
+    }
+
+    @Test func badConfigurationFailsWithAClearMessage() async throws {
+        let herald = try HeraldProcess(arguments: ["serve", "--log-level", "loud"], environment: ["DATABASE_URL": "postgres://unused"])
+        #expect(try await herald.waitForExit() != 0)
+        #expect(herald.printed.joined(separator: "\n").contains("unknown log level 'loud'"))
+    }
+}

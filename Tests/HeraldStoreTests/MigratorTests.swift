@@ -1,0 +1,123 @@
+import Foundation
+import HeraldStore
+import HeraldTesting
+import Postgres
+import Testing
+
+@Suite("Migrations")
+struct MigratorTests {
+    let first = Migration(name: "0001_accounts", sql: "CREATE TABLE accounts (id text PRIMARY KEY);\nCREATE INDEX accounts_id ON accounts (id);")
+    let second = Migration(name: "0002_notes", sql: "CREATE TABLE notes (id int8 PRIMARY KEY, account text REFERENCES accounts);")
+
+    func tables(_ client: PostgresClient) async throws -> Set<String> {
+        let rows = try await client.query("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+        return Set(try rows.map { try $0.decode(String.self) })
+    }
+
+    @Test func freshApplyThenReapplyIsANoOp() async throws {
+        try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
+            let migrator = Migrator(client: db.client, migrations: [first, second])
+            #expect(try await migrator.status().pending == ["0001_accounts", "0002_notes"])
+            let report = try await migrator.migrate()
+            #expect(report.applied == ["0001_accounts", "0002_notes"])
+            #expect(report.alreadyApplied == 0)
+            #expect(try await tables(db.client) == ["accounts", "notes", "herald_schema_migrations"])
+            #expect(try await migrator.status().isCurrent)
+
+            let again = try await migrator.migrate()
+            #expect(again.applied.isEmpty)
+            #expect(again.alreadyApplied == 2)
+            let recorded = try await db.client.query("SELECT name, checksum FROM herald_schema_migrations ORDER BY name")
+            #expect(try recorded.map { try $0.decode((String, String).self).0 } == ["0001_accounts", "0002_notes"])
+            #expect(try recorded.map { try $0.decode((String, String).self).1 } == [first.checksum, second.checksum])
+        }
+    }
+
+    @Test func laterFilesApplyOnTopOfEarlierOnes() async throws {
+        try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
+            try await Migrator(client: db.client, migrations: [first]).migrate()
+            let report = try await Migrator(client: db.client, migrations: [first, second]).migrate()
+            #expect(report.applied == ["0002_notes"])
+            #expect(report.alreadyApplied == 1)
+        }
+    }
+
+    @Test func editedAppliedFileIsRefused() async throws {
+        try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
+            try await Migrator(client: db.client, migrations: [first]).migrate()
+            let edited = Migration(name: first.name, sql: first.sql + "\nALTER TABLE accounts ADD COLUMN sneaky int;")
+            let migrator = Migrator(client: db.client, migrations: [edited, second])
+            let error = try await #require(throws: MigrationError.self) { try await migrator.migrate() }
+            guard case .checksumMismatch(let name, _, _) = error else {
+                Issue.record("expected a checksum mismatch, got \(error)")
+                return
+            }
+            #expect(name == "0001_accounts")
+            #expect(error.description.contains("must never be edited"))
+            // Nothing ran: neither the edit nor the pending second file.
+            #expect(try await tables(db.client) == ["accounts", "herald_schema_migrations"])
+            #expect(try await migrator.status().problems.count == 1)
+        }
+    }
+
+    @Test func failingFileLeavesNoTrace() async throws {
+        try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
+            let broken = Migration(
+                name: "0002_broken",
+                sql: "CREATE TABLE half_done (id int);\nINSERT INTO half_done VALUES (1);\nSELECT 1 / 0;"
+            )
+            let migrator = Migrator(client: db.client, migrations: [first, broken])
+            let error = try await #require(throws: MigrationError.self) { try await migrator.migrate() }
+            #expect(error == .failed(name: "0002_broken", reason: "division by zero"))
+            #expect(try await tables(db.client) == ["accounts", "herald_schema_migrations"])
+            #expect(try await migrator.status().pending == ["0002_broken"])
+            // Fixing the file lets the next run apply it.
+            let fixed = Migration(name: "0002_broken", sql: "CREATE TABLE half_done (id int);")
+            #expect(try await Migrator(client: db.client, migrations: [first, fixed]).migrate().applied == ["0002_broken"])
+        }
+    }
+
+    @Test func unknownAppliedMigrationIsReported() async throws {
+        try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
+            try await Migrator(client: db.client, migrations: [first, second]).migrate()
+            let older = Migrator(client: db.client, migrations: [first])
+            #expect(try await older.status().problems == [.unknownApplied(name: "0002_notes")])
+            await #expect(throws: MigrationError.unknownApplied(name: "0002_notes")) { try await older.migrate() }
+        }
+    }
+
+    @Test func concurrentMigratorsApplyEachFileOnce() async throws {
+        try await TestPostgres.withDatabase(migrated: false, maximumConnections: 4) { (db: TestDatabase) async throws in
+            let reports = try await withThrowingTaskGroup(of: Migrator.Report.self) { group in
+                for _ in 0..<3 {
+                    group.addTask { try await Migrator(client: db.client, migrations: [first, second]).migrate() }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(reports.flatMap(\.applied).sorted() == ["0001_accounts", "0002_notes"])
+        }
+    }
+
+    @Test func repositoryMigrationsApplyCleanly() async throws {
+        try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
+            let migrations = try TestPostgres.repositoryMigrations()
+            #expect(!migrations.isEmpty)
+            #expect(migrations.map(\.name) == migrations.map(\.name).sorted())
+            let report = try await Migrator(client: db.client, migrations: migrations).migrate()
+            #expect(report.applied == migrations.map(\.name))
+        }
+    }
+
+    @Test func loadsFilesInNameOrder() throws {
+        let directory = NSTemporaryDirectory() + "herald-sql-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try "SELECT 2;".write(toFile: directory + "/0010_later.sql", atomically: true, encoding: .utf8)
+        try "SELECT 1;".write(toFile: directory + "/0002_earlier.sql", atomically: true, encoding: .utf8)
+        try "not a migration".write(toFile: directory + "/README.md", atomically: true, encoding: .utf8)
+        let loaded = try Migration.load(from: directory)
+        #expect(loaded.map(\.name) == ["0002_earlier", "0010_later"])
+        #expect(loaded[0].checksum == Migration(name: "x", sql: "SELECT 1;").checksum)
+        #expect(loaded[0].checksum.count == 64)
+    }
+}
