@@ -39,11 +39,18 @@ let package = Package(
             providers: [.apt(["libssl-dev"])]
         ),
 
+        // Starting and reaping child processes (initdb, pg_ctl, pgbench, herald in tests).
+        .target(
+            name: "ChildProcess",
+            swiftSettings: swiftSettings
+        ),
+
         // The only code that touches libpq.
         .target(
             name: "Postgres",
             dependencies: [
                 "CLibPQ",
+                "ChildProcess",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -101,6 +108,7 @@ let package = Package(
         .executableTarget(
             name: "HeraldBench",
             dependencies: [
+                "ChildProcess",
                 "Postgres",
                 "HeraldServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -112,6 +120,7 @@ let package = Package(
         .target(
             name: "HeraldTesting",
             dependencies: [
+                "ChildProcess",
                 "Postgres",
                 "HeraldStore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -1,3 +1,4 @@
+import ChildProcess
 import Foundation
 import Synchronization
 
@@ -7,8 +8,7 @@ import Glibc
 
 /// A `herald` executable started by a test, with its output read line by line.
 ///
-/// Spawned with `posix_spawn` and reaped by `waitpid` on a thread of its own (Foundation's `Process`
-/// can miss child exits when several children run at once).
+/// Started through `ChildProcess` and reaped on a thread of its own.
 public final class HeraldProcess: Sendable {
     public let pid: pid_t
     private let lines: AsyncStream<String>
@@ -37,30 +37,21 @@ public final class HeraldProcess: Sendable {
         guard pipe(&pipeEnds) == 0 else { throw HeraldProcessError(message: "pipe failed: errno \(errno)") }
         let (readEnd, writeEnd) = (pipeEnds[0], pipeEnds[1])
 
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, writeEnd, 1)
-        posix_spawn_file_actions_adddup2(&actions, writeEnd, 2)
-        posix_spawn_file_actions_addclose(&actions, readEnd)
-        posix_spawn_file_actions_addclose(&actions, writeEnd)
-
-        let path = Self.executablePath
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        let envp = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, path, &actions, nil, argv, envp)
-        close(writeEnd)
-        guard spawned == 0 else {
+        let child: ChildProcess
+        do {
+            child = try ChildProcess.spawn(
+                [Self.executablePath] + arguments,
+                environment: env.map { "\($0.key)=\($0.value)" },
+                output: .descriptor(writeEnd)
+            )
+        } catch {
+            close(writeEnd)
             close(readEnd)
-            throw HeraldProcessError(message: "cannot start \(path): \(String(cString: strerror(spawned)))")
+            throw HeraldProcessError(message: error.message)
         }
-        self.pid = pid
+        // Only the child writes now; our copy must go so the reader sees end-of-file when it exits.
+        close(writeEnd)
+        self.pid = child.pid
 
         let (lines, lineContinuation) = AsyncStream.makeStream(of: String.self)
         let (exit, exitContinuation) = AsyncStream.makeStream(of: Int32.self)
@@ -86,12 +77,8 @@ public final class HeraldProcess: Sendable {
             close(readEnd)
             lineContinuation.finish()
         }.start()
-        let child = pid
         Thread {
-            var status: Int32 = 0
-            while waitpid(child, &status, 0) < 0 && errno == EINTR {}
-            // Exit code when it exited, 128 + signal when a signal killed it.
-            exitContinuation.yield(status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F))
+            exitContinuation.yield(child.wait())
             exitContinuation.finish()
         }.start()
     }

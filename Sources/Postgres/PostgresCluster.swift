@@ -1,3 +1,4 @@
+import ChildProcess
 import Foundation
 import NIOPosix
 
@@ -185,8 +186,6 @@ public struct PostgresCluster: Sendable {
 
     /// Runs a command to completion, as `user` when given (through `runuser`).
     ///
-    /// Spawned with `posix_spawn` and reaped with `waitpid` on the calling thread: Foundation's
-    /// `Process` relies on a SIGCHLD dispatch source that can miss children when several run at once.
     /// Output goes to a temporary file rather than a pipe, because `pg_ctl start` leaves a daemon
     /// behind and a pipe inherited by it would never report end-of-file.
     private func run(_ command: [String], as user: String?) throws -> ProcessOutcome {
@@ -198,7 +197,12 @@ public struct PostgresCluster: Sendable {
         defer { try? FileManager.default.removeItem(atPath: outputPath) }
         // A clean environment: inherited PG* variables (PGDATA, PGPORT, …) must not redirect the tools.
         let environment = ["PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "LC_ALL=C"]
-        let status = try ChildProcess.run(arguments, environment: environment, outputPath: outputPath)
+        let status: Int32
+        do {
+            status = try ChildProcess.run(arguments, environment: environment, outputPath: outputPath)
+        } catch {
+            throw ClusterError(message: error.message)
+        }
         let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
         return ProcessOutcome(status: status, output: text.trimmingCharacters(in: .whitespacesAndNewlines))
     }

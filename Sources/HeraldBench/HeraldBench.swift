@@ -1,0 +1,11 @@
+import ArgumentParser
+
+/// `herald-bench`: Herald's benchmarks. Each case prints a Markdown table for `docs/benchmarks.md`.
+@main
+struct HeraldBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "herald-bench",
+        abstract: "Measure Herald against reference tools on this machine.",
+        subcommands: [PGBenchmark.self]
+    )
+}

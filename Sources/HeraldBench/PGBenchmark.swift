@@ -1,0 +1,159 @@
+import ArgumentParser
+import ChildProcess
+import Foundation
+import Postgres
+
+/// The `pg` case: the same one-row indexed `SELECT` through Herald's pool and through `pgbench`, at
+/// the same client counts, against the same database, in the same run.
+struct PGBenchmark: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pg",
+        abstract: "Pool throughput and latency versus pgbench for a one-row indexed SELECT."
+    )
+
+    @Option(help: "Seconds per measurement.")
+    var seconds: Int = 5
+
+    @Option(help: "Comma-separated client counts.")
+    var clients: String = "1,2,4,8"
+
+    @Option(help: "Rows in the benchmark table.")
+    var rows: Int = 10_000
+
+    @Option(help: "PostgreSQL URI or conninfo; default: a private cluster in a temporary directory.")
+    var databaseURL: String?
+
+    func run() async throws {
+        let clientCounts = clients.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        guard !clientCounts.isEmpty, clientCounts.allSatisfy({ $0 > 0 }) else {
+            throw ValidationError("--clients must list positive numbers")
+        }
+        var cluster: PostgresCluster?
+        let conninfo: String
+        if let url = databaseURL ?? ProcessInfo.processInfo.environment["DATABASE_URL"] {
+            conninfo = url
+        } else {
+            let directory = NSTemporaryDirectory() + "herald-bench-\(getpid())"
+            let started = try PostgresCluster(directory: directory)
+            try await started.start()
+            cluster = started
+            conninfo = started.conninfo(database: "postgres")
+        }
+        defer {
+            if let cluster {
+                try? cluster.stopBlocking()
+                try? FileManager.default.removeItem(atPath: cluster.directory)
+            }
+        }
+
+        try await prepareTable(conninfo: conninfo)
+        let script = NSTemporaryDirectory() + "herald-bench-\(getpid()).sql"
+        try "\\set id random(1, \(rows))\nSELECT value FROM bench_kv WHERE id = :id;\n".write(toFile: script, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: script) }
+
+        print("| clients | Herald pool (q/s) | p50 ms | p99 ms | pgbench simple (tps) | pgbench extended (tps) | pgbench prepared (tps) | pool ÷ best pgbench |")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for count in clientCounts {
+            let pool = try await measurePool(conninfo: conninfo, clients: count)
+            let simple = try runPGBench(conninfo: conninfo, script: script, clients: count, mode: "simple")
+            let extended = try runPGBench(conninfo: conninfo, script: script, clients: count, mode: "extended")
+            let prepared = try runPGBench(conninfo: conninfo, script: script, clients: count, mode: "prepared")
+            let best = max(simple, extended, prepared)
+            print(
+                "| \(count) | \(format(pool.rate)) | \(format(pool.p50, digits: 3)) | \(format(pool.p99, digits: 3)) | \(format(simple)) | \(format(extended)) | \(format(prepared)) | \(format(pool.rate / best * 100, digits: 0)) % |"
+            )
+        }
+    }
+
+    private func prepareTable(conninfo: String) async throws {
+        let client = PostgresClient(configuration: .init(conninfo: conninfo, maximumConnections: 1))
+        do {
+            try await client.query("DROP TABLE IF EXISTS bench_kv")
+            try await client.query("CREATE TABLE bench_kv (id int8 PRIMARY KEY, value text NOT NULL)")
+            try await client.query("INSERT INTO bench_kv SELECT g, md5(g::text) FROM generate_series(1, \(rows)) g")
+            try await client.query("ANALYZE bench_kv")
+            await client.shutdown()
+        } catch {
+            await client.shutdown()
+            throw error
+        }
+    }
+
+    struct PoolResult {
+        var rate: Double
+        var p50: Double
+        var p99: Double
+    }
+
+    /// `clients` tasks, each issuing the query in a loop through a pool of `clients` connections.
+    private func measurePool(conninfo: String, clients: Int) async throws -> PoolResult {
+        let client = PostgresClient(configuration: .init(conninfo: conninfo, maximumConnections: clients, applicationName: "herald-bench"))
+        let rows = self.rows
+        // Warm up: open every connection before the clock starts, as pgbench does before it reports.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<clients {
+                group.addTask {
+                    for _ in 0..<50 { try await client.query("SELECT value FROM bench_kv WHERE id = \(Int.random(in: 1...rows))") }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(seconds)
+        let start = clock.now
+        let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
+            for _ in 0..<clients {
+                group.addTask {
+                    var samples: [Double] = []
+                    samples.reserveCapacity(200_000)
+                    while clock.now < deadline {
+                        let began = clock.now
+                        let result = try await client.query("SELECT value FROM bench_kv WHERE id = \(Int.random(in: 1...rows))")
+                        precondition(result.count == 1)
+                        let elapsed = clock.now - began
+                        samples.append(Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1e3)
+                    }
+                    return samples
+                }
+            }
+            return try await group.reduce(into: [Double]()) { $0 += $1 }
+        }
+        let elapsed = clock.now - start
+        await client.shutdown()
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let sorted = latencies.sorted()
+        func percentile(_ p: Double) -> Double {
+            sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
+        }
+        return PoolResult(rate: Double(sorted.count) / seconds, p50: percentile(0.5), p99: percentile(0.99))
+    }
+
+    /// Runs `pgbench` and returns its tps (excluding connection time).
+    private func runPGBench(conninfo: String, script: String, clients: Int, mode: String) throws -> Double {
+        let outputPath = NSTemporaryDirectory() + "herald-bench-pgbench-\(getpid()).out"
+        try? FileManager.default.removeItem(atPath: outputPath)
+        defer { try? FileManager.default.removeItem(atPath: outputPath) }
+        let arguments = [try pgbenchPath(), "-n", "-M", mode, "-f", script, "-c", "\(clients)", "-j", "\(clients)", "-T", "\(seconds)", conninfo]
+        let status = try ChildProcess.run(arguments, environment: ["PATH=/usr/bin:/bin", "LC_ALL=C"], outputPath: outputPath)
+        let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        guard status == 0,
+            let line = text.split(separator: "\n").first(where: { $0.hasPrefix("tps = ") }),
+            let value = Double(line.dropFirst(6).split(separator: " ").first ?? "")
+        else {
+            throw ValidationError("pgbench failed:\n\(text)")
+        }
+        return value
+    }
+
+    private func pgbenchPath() throws -> String {
+        for candidate in ["/usr/bin/pgbench", "/usr/local/bin/pgbench"] + ((try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []).map({ "/usr/lib/postgresql/\($0)/bin/pgbench" })
+        where FileManager.default.isExecutableFile(atPath: candidate) {
+            return candidate
+        }
+        throw ValidationError("pgbench not found: apt-get install postgresql-contrib (or postgresql)")
+    }
+
+    private func format(_ value: Double, digits: Int = 0) -> String {
+        String(format: "%.\(digits)f", value)
+    }
+}
