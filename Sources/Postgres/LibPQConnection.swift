@@ -1,4 +1,5 @@
 import CLibPQ
+import Logging
 import Synchronization
 
 #if canImport(Glibc)
@@ -29,6 +30,12 @@ final class LibPQConnection: @unchecked Sendable {
     private init(handle: OpaquePointer) {
         self.handle = handle
         refreshCancelHandle()
+        // libpq prints server notices (e.g. "table … does not exist, skipping") to stderr by default;
+        // they belong in the log instead, at debug level.
+        PQsetNoticeProcessor(handle, { _, message in
+            guard let message else { return }
+            Logger(label: "herald.postgres").debug("server notice", metadata: ["notice": "\(String(cString: message).trimmingTrailingNewlines())"])
+        }, nil)
     }
 
     deinit { close() }
@@ -84,6 +91,7 @@ final class LibPQConnection: @unchecked Sendable {
             throw PostgresError(code: .clientClosed, serverMessage: "connection is closed")
         }
         PQreset(handle)
+        preparedStatements.removeAll()  // a new session has none of the old one's statements
         guard PQstatus(handle) == CONNECTION_OK else {
             throw PostgresError(code: .connectionLost, serverMessage: lastErrorMessage)
         }
@@ -98,11 +106,30 @@ final class LibPQConnection: @unchecked Sendable {
     }
 
     /// Runs one statement with binary parameters and binary results.
+    ///
+    /// Statements are prepared once per session and executed by name afterwards (what `pgbench -M
+    /// prepared` does), so the server parses and plans each distinct statement once, not on every call.
     func execute(_ query: PostgresQuery) throws(PostgresError) -> PostgresResult {
+        do {
+            return try executeOnce(query)
+        } catch where error.sqlState == "0A000" && isIdleOutsideTransaction {
+            // "cached plan must not change result type": the table changed shape under a prepared
+            // statement (now forgotten). Outside a transaction block the failed call had no effect,
+            // so running it again, freshly prepared, is safe.
+            return try executeOnce(query)
+        }
+    }
+
+    private var isIdleOutsideTransaction: Bool {
+        handle.map { PQtransactionStatus($0) == PQTRANS_IDLE } ?? false
+    }
+
+    private func executeOnce(_ query: PostgresQuery) throws(PostgresError) -> PostgresResult {
         let handle = try openHandle()
         let bindings = query.bindings
-        let count = Int32(bindings.count)
         let types = bindings.types.map { $0.oid }
+        let key = StatementKey(sql: query.sql, types: types)
+        let name = try preparedName(for: key, handle: handle)
         let formats = [Int32](repeating: 1, count: bindings.count)
         let raw: OpaquePointer? = bindings.bytes.withUnsafeBufferPointer { bytes in
             // Zero-length values still need a non-NULL pointer, or libpq would read them as NULL.
@@ -113,10 +140,42 @@ final class LibPQConnection: @unchecked Sendable {
                     guard bindings.lengths[index] >= 0 else { return nil }
                     return (base + bindings.offsets[index]).assumingMemoryBound(to: CChar.self)
                 }
+                let count = Int32(bindings.count)
+                if let name {
+                    return PQexecPrepared(handle, name, count, values, bindings.lengths, formats, 1)
+                }
                 return PQexecParams(handle, query.sql, count, types, values, bindings.lengths, formats, 1)
             }
         }
-        return try checkResult(raw)
+        do {
+            return try checkResult(raw)
+        } catch {
+            // The plan is stale (see `execute`): forget it so the next call prepares afresh.
+            if error.sqlState == "0A000" { preparedStatements[key] = nil }
+            throw error
+        }
+    }
+
+    /// The session's prepared statements, by SQL text and parameter types.
+    private struct StatementKey: Hashable {
+        var sql: String
+        var types: [UInt32]
+    }
+
+    private var preparedStatements: [StatementKey: String] = [:]
+    private var nextStatementNumber = 0
+    /// Beyond this many distinct statements per session, new ones run unprepared: the cache must not
+    /// grow without bound if some caller builds SQL text dynamically.
+    static let preparedStatementLimit = 512
+
+    private func preparedName(for key: StatementKey, handle: OpaquePointer) throws(PostgresError) -> String? {
+        if let name = preparedStatements[key] { return name }
+        guard preparedStatements.count < Self.preparedStatementLimit else { return nil }
+        nextStatementNumber += 1
+        let name = "herald_\(nextStatementNumber)"
+        _ = try checkResult(PQprepare(handle, name, key.sql, Int32(key.types.count), key.types))
+        preparedStatements[key] = name
+        return name
     }
 
     /// Runs SQL text that may hold several statements (the simple query protocol), without parameters.

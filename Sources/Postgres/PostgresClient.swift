@@ -179,9 +179,15 @@ public final class PostgresClient: Service, Sendable {
         case .pooled:
             publishGauges()
         case .close:
-            connection.close()
+            closeOffTheCallersThread(connection)
             connectionClosed()
         }
+    }
+
+    /// `PQfinish` may write to the socket, so it runs on the pool's threads; if they have stopped, the
+    /// work item runs (cancelled) right here, which still frees the connection.
+    private func closeOffTheCallersThread(_ connection: LibPQConnection) {
+        threads.submit { _ in connection.close() }
     }
 
     /// A connection slot was freed: give it to a waiter (who will open a new connection) or shrink.

@@ -1,3 +1,4 @@
+import Foundation
 import NIOPosix
 
 /// A connection leased from a `PostgresClient`, valid only inside the closure that received it.
@@ -32,7 +33,9 @@ public struct PostgresConnection: Sendable {
                 return try work(raw)
             }
         } onCancel: {
-            raw.cancel()
+            // PQcancel opens a connection to the server and waits for it: never on the cancelling
+            // task's thread, and not on the pool's threads, which may all be busy with statements.
+            Thread { raw.cancel() }.start()
         }
     }
 }

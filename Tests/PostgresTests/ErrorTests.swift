@@ -58,3 +58,37 @@ struct ErrorTests {
         }
     }
 }
+
+@Suite("Prepared statements")
+struct PreparedStatementTests {
+    @Test func statementsArePreparedOncePerConnection() async throws {
+        try await TestPostgres.withDatabase(migrated: false, maximumConnections: 1) { (db: TestDatabase) async throws in
+            for value in 1...3 {
+                #expect(try await db.client.query("SELECT \(value) + 1").first?.decode(Int.self) == value + 1)
+            }
+            // Same text and parameter types: one prepared statement on the session, reused.
+            let prepared = try await db.client.query("SELECT count(*) FROM pg_prepared_statements WHERE statement = 'SELECT $1 + 1'")
+            #expect(try prepared.first?.decode(Int.self) == 1)
+        }
+    }
+
+    @Test func statementIsPreparedAgainAfterTheTableChangesShape() async throws {
+        try await TestPostgres.withDatabase(migrated: false, maximumConnections: 1) { (db: TestDatabase) async throws in
+            try await db.client.query("CREATE TABLE shapes (a int)")
+            try await db.client.query("INSERT INTO shapes VALUES (1)")
+            #expect(try await db.client.query("SELECT * FROM shapes").columnNames == ["a"])
+            try await db.client.query("ALTER TABLE shapes ADD COLUMN b int")
+            // The server refuses the stale plan; outside a transaction the connection re-prepares and
+            // retries, so the caller never sees it.
+            #expect(try await db.client.query("SELECT * FROM shapes").columnNames == ["a", "b"])
+            // Inside a transaction a retry is impossible (the transaction is aborted): the error surfaces,
+            // and the statement is prepared afresh for the next attempt.
+            try await db.client.query("ALTER TABLE shapes ADD COLUMN c int")
+            let stale = try await #require(throws: PostgresError.self) {
+                try await db.client.withTransaction { connection in try await connection.query("SELECT * FROM shapes") }
+            }
+            #expect(stale.sqlState == "0A000")
+            #expect(try await db.client.query("SELECT * FROM shapes").columnNames == ["a", "b", "c"])
+        }
+    }
+}
