@@ -51,16 +51,22 @@ struct PGBenchmark: AsyncParsableCommand {
         try "\\set id random(1, \(rows))\nSELECT value FROM bench_kv WHERE id = :id;\n".write(toFile: script, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: script) }
 
-        print("| clients | Herald pool (q/s) | p50 ms | p99 ms | pgbench simple (tps) | pgbench extended (tps) | pgbench prepared (tps) | pool ÷ best pgbench |")
-        print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+        print("Herald pool A: tasks on Swift's cooperative pool, one hop to the pool's threads per statement.")
+        print("Herald pool B: tasks with the pool's executor preference, statements run in place.")
+        print("")
+        print("| clients | pool A (q/s) | A p50 / p99 ms | pool B (q/s) | B p50 / p99 ms | pgbench simple | pgbench extended | pgbench prepared | B ÷ simple | B ÷ prepared |")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for count in clientCounts {
-            let pool = try await measurePool(conninfo: conninfo, clients: count)
+            let hop = try await measurePool(conninfo: conninfo, clients: count, onExecutor: false)
+            let inPlace = try await measurePool(conninfo: conninfo, clients: count, onExecutor: true)
             let simple = try runPGBench(conninfo: conninfo, script: script, clients: count, mode: "simple")
             let extended = try runPGBench(conninfo: conninfo, script: script, clients: count, mode: "extended")
             let prepared = try runPGBench(conninfo: conninfo, script: script, clients: count, mode: "prepared")
-            let best = max(simple, extended, prepared)
             print(
-                "| \(count) | \(format(pool.rate)) | \(format(pool.p50, digits: 3)) | \(format(pool.p99, digits: 3)) | \(format(simple)) | \(format(extended)) | \(format(prepared)) | \(format(pool.rate / best * 100, digits: 0)) % |"
+                "| \(count) | \(format(hop.rate)) | \(format(hop.p50, digits: 3)) / \(format(hop.p99, digits: 3)) "
+                    + "| \(format(inPlace.rate)) | \(format(inPlace.p50, digits: 3)) / \(format(inPlace.p99, digits: 3)) "
+                    + "| \(format(simple)) | \(format(extended)) | \(format(prepared)) "
+                    + "| \(format(inPlace.rate / simple * 100, digits: 0)) % | \(format(inPlace.rate / prepared * 100, digits: 0)) % |"
             )
         }
     }
@@ -85,8 +91,9 @@ struct PGBenchmark: AsyncParsableCommand {
         var p99: Double
     }
 
-    /// `clients` tasks, each issuing the query in a loop through a pool of `clients` connections.
-    private func measurePool(conninfo: String, clients: Int) async throws -> PoolResult {
+    /// `clients` tasks, each issuing the query in a loop through a pool of `clients` connections, each
+    /// statement leasing a connection of its own. `onExecutor` runs the tasks on the pool's executor.
+    private func measurePool(conninfo: String, clients: Int, onExecutor: Bool) async throws -> PoolResult {
         let client = PostgresClient(configuration: .init(conninfo: conninfo, maximumConnections: clients, applicationName: "herald-bench"))
         let rows = self.rows
         // Warm up: open every connection before the clock starts, as pgbench does before it reports.
@@ -103,7 +110,7 @@ struct PGBenchmark: AsyncParsableCommand {
         let start = clock.now
         let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
             for _ in 0..<clients {
-                group.addTask {
+                group.addTask(executorPreference: onExecutor ? client.executor : nil) {
                     var samples: [Double] = []
                     samples.reserveCapacity(200_000)
                     while clock.now < deadline {

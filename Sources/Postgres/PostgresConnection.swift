@@ -1,14 +1,14 @@
 import Foundation
-import NIOPosix
 
 /// A connection leased from a `PostgresClient`, valid only inside the closure that received it.
 ///
-/// Each call hops to one of the client's dedicated threads, where libpq blocks; the calling task
-/// suspends meanwhile, so neither the event loops nor Swift's cooperative pool ever wait on the socket.
+/// Each call runs on one of the client's dedicated threads, where libpq blocks: in place when the task
+/// already runs on the client's `executor`, else after a hop there. Neither the event loops nor Swift's
+/// cooperative pool ever wait on the socket.
 /// Cancelling the calling task asks the server to cancel the running statement.
 public struct PostgresConnection: Sendable {
     let raw: LibPQConnection
-    let threads: NIOThreadPool
+    let executor: PostgresExecutor
 
     /// Runs one statement and returns its rows.
     @discardableResult
@@ -28,7 +28,7 @@ public struct PostgresConnection: Sendable {
     private func run<R: Sendable>(_ work: @escaping @Sendable (LibPQConnection) throws -> R) async throws -> R {
         let raw = self.raw
         return try await withTaskCancellationHandler {
-            try await threads.runIfActive {
+            try await executor.run {
                 try raw.validateIfNeeded()
                 return try work(raw)
             }
