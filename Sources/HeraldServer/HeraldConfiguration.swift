@@ -47,14 +47,15 @@ public struct HeraldConfiguration: Sendable {
             if let env = environment[variable], !env.isEmpty { return env }
             return nil
         }
+        func integer(_ flag: Int?, _ variable: String) throws -> Int? {
+            if let flag { return flag }
+            guard let text = environment[variable], !text.isEmpty else { return nil }
+            guard let number = Int(text) else { throw ConfigurationError("\(variable) must be a number, got '\(text)'") }
+            return number
+        }
         var configuration = HeraldConfiguration()
         if let host = value(host, "HERALD_HOST") { configuration.host = host }
-        if let port {
-            configuration.port = port
-        } else if let text = environment["HERALD_PORT"], !text.isEmpty {
-            guard let port = Int(text) else { throw ConfigurationError("HERALD_PORT must be a number, got '\(text)'") }
-            configuration.port = port
-        }
+        if let port = try integer(port, "HERALD_PORT") { configuration.port = port }
         guard (0...65535).contains(configuration.port) else {
             throw ConfigurationError("the port must be between 0 and 65535")
         }
@@ -67,12 +68,7 @@ public struct HeraldConfiguration: Sendable {
         if let directory = value(dataDirectory, "HERALD_DATA_DIR") { configuration.dataDirectory = directory }
         configuration.databaseURL = value(databaseURL, "DATABASE_URL")
         configuration.usesPGEnvironment = serverSelectingPGVariables.contains { !(environment[$0] ?? "").isEmpty }
-        if let size = databasePoolSize {
-            configuration.databasePoolSize = size
-        } else if let text = environment["HERALD_DB_POOL_SIZE"], !text.isEmpty {
-            guard let size = Int(text) else { throw ConfigurationError("HERALD_DB_POOL_SIZE must be a number, got '\(text)'") }
-            configuration.databasePoolSize = size
-        }
+        if let size = try integer(databasePoolSize, "HERALD_DB_POOL_SIZE") { configuration.databasePoolSize = size }
         guard (1...500).contains(configuration.databasePoolSize) else {
             throw ConfigurationError("the database pool size must be between 1 and 500")
         }

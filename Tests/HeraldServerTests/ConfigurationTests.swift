@@ -1,0 +1,53 @@
+import HeraldServer
+import Logging
+import Testing
+
+@Suite("Configuration")
+struct ConfigurationTests {
+    @Test func defaultsUseTheEmbeddedDatabase() throws {
+        let configuration = try HeraldConfiguration.resolve(environment: [:])
+        #expect(configuration.host == "127.0.0.1")
+        #expect(configuration.port == 8080)
+        #expect(configuration.dataDirectory == ".herald")
+        #expect(configuration.databasePoolSize == 10)
+        #expect(configuration.usesEmbeddedDatabase)
+        #expect(configuration.adminToken == nil)
+    }
+
+    @Test func flagsWinOverEnvironment() throws {
+        let environment = ["HERALD_PORT": "9000", "HERALD_HOST": "0.0.0.0", "HERALD_LOG_LEVEL": "debug", "HERALD_DB_POOL_SIZE": "3"]
+        let fromEnvironment = try HeraldConfiguration.resolve(environment: environment)
+        #expect(fromEnvironment.port == 9000)
+        #expect(fromEnvironment.host == "0.0.0.0")
+        #expect(fromEnvironment.logLevel == .debug)
+        #expect(fromEnvironment.databasePoolSize == 3)
+        let fromFlags = try HeraldConfiguration.resolve(host: "::1", port: 7000, logLevel: "error", databasePoolSize: 5, environment: environment)
+        #expect(fromFlags.port == 7000)
+        #expect(fromFlags.host == "::1")
+        #expect(fromFlags.logLevel == .error)
+        #expect(fromFlags.databasePoolSize == 5)
+    }
+
+    @Test func databaseSelection() throws {
+        let url = try HeraldConfiguration.resolve(environment: ["DATABASE_URL": "postgres://db/herald"])
+        #expect(url.databaseURL == "postgres://db/herald")
+        #expect(!url.usesEmbeddedDatabase)
+        let pg = try HeraldConfiguration.resolve(environment: ["PGHOST": "db.internal"])
+        #expect(pg.usesPGEnvironment)
+        #expect(!pg.usesEmbeddedDatabase)
+        // A password alone names no server: still the embedded default.
+        #expect(try HeraldConfiguration.resolve(environment: ["PGPASSWORD": "x"]).usesEmbeddedDatabase)
+        #expect(try HeraldConfiguration.resolve(environment: ["HERALD_ADMIN_TOKEN": "t0ken"]).adminToken == "t0ken")
+    }
+
+    @Test func badValuesAreRefusedWithTheirName() {
+        #expect(throws: ConfigurationError.self) { try HeraldConfiguration.resolve(environment: ["HERALD_PORT": "eighty"]) }
+        #expect(throws: ConfigurationError.self) { try HeraldConfiguration.resolve(port: 70_000, environment: [:]) }
+        #expect(throws: ConfigurationError.self) { try HeraldConfiguration.resolve(environment: ["HERALD_DB_POOL_SIZE": "0"]) }
+        do {
+            _ = try HeraldConfiguration.resolve(environment: ["HERALD_PORT": "eighty"])
+        } catch {
+            #expect("\(error)".contains("HERALD_PORT"))
+        }
+    }
+}
