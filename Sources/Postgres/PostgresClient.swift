@@ -2,7 +2,7 @@ import DequeModule
 import Logging
 import Metrics
 import ServiceLifecycle
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// A bounded pool of libpq connections, run as a `Service`.
 ///
@@ -20,14 +20,14 @@ public final class PostgresClient: Service, Sendable {
     /// (`withTaskExecutorPreference(client.executor)`) to avoid a thread hand-off per statement.
     public let executor: PostgresExecutor
     private let logger: Logger
-    private let state: Mutex<State>
+    private let state: NIOLockedValueBox<State>
     private let gauges: PoolGauges
 
     public init(configuration: Configuration, logger: Logger = Logger(label: "herald.postgres")) {
         self.configuration = configuration
         self.logger = logger
         self.executor = PostgresExecutor(threadCount: configuration.maximumConnections, name: "herald-pg")
-        self.state = Mutex(State())
+        self.state = NIOLockedValueBox(State())
         self.gauges = PoolGauges(maximum: configuration.maximumConnections)
     }
 
@@ -67,7 +67,7 @@ public final class PostgresClient: Service, Sendable {
     /// Refuses new leases, waits for the ones in flight, closes every connection and stops the threads.
     /// Safe to call more than once.
     public func shutdown() async {
-        let (waiters, idle) = state.withLock { state -> ([Waiter], [LibPQConnection]) in
+        let (waiters, idle) = state.withLockedValue { state -> ([Waiter], [LibPQConnection]) in
             state.isShutdown = true
             let waiters = Array(state.waiters)
             state.waiters.removeAll()
@@ -83,7 +83,7 @@ public final class PostgresClient: Service, Sendable {
             _ = try? await executor.run { connection.close() }
         }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = state.withLock { state -> Bool in
+            let done = state.withLockedValue { state -> Bool in
                 if state.open == 0 { return true }
                 state.drained.append(continuation)
                 return false
@@ -123,7 +123,7 @@ public final class PostgresClient: Service, Sendable {
             case wait(id: Int)
         }
         // Fast path: an idle connection or a free slot, decided under one lock without suspending.
-        let decision = state.withLock { state -> Decision in
+        let decision = state.withLockedValue { state -> Decision in
             if state.isShutdown {
                 return .fail(PostgresError(code: .clientClosed, serverMessage: "the pool is shut down"))
             }
@@ -165,7 +165,7 @@ public final class PostgresClient: Service, Sendable {
     private func waitForGrant(id: Int) async throws -> Grant {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Grant, any Error>) in
-                let immediate = state.withLock { state -> Result<Grant, any Error>? in
+                let immediate = state.withLockedValue { state -> Result<Grant, any Error>? in
                     if state.isShutdown {
                         return .failure(PostgresError(code: .clientClosed, serverMessage: "the pool is shut down"))
                     }
@@ -181,7 +181,7 @@ public final class PostgresClient: Service, Sendable {
                 if let immediate { continuation.resume(with: immediate) }
             }
         } onCancel: {
-            let waiter = state.withLock { state -> Waiter? in
+            let waiter = state.withLockedValue { state -> Waiter? in
                 guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
                 return state.waiters.remove(at: index)
             }
@@ -193,7 +193,7 @@ public final class PostgresClient: Service, Sendable {
         enum Outcome { case handOff(Waiter), pooled, close }
         let outcome: Outcome
         if connection.isOpen {
-            outcome = state.withLock { state in
+            outcome = state.withLockedValue { state in
                 // Returned after shutdown began: close it instead of pooling it.
                 if state.isShutdown { return .close }
                 if let waiter = state.waiters.popFirst() { return .handOff(waiter) }
@@ -222,7 +222,7 @@ public final class PostgresClient: Service, Sendable {
 
     /// A connection slot was freed: give it to a waiter (who will open a new connection) or shrink.
     private func connectionClosed() {
-        let (waiter, drained) = state.withLock { state -> (Waiter?, [CheckedContinuation<Void, Never>]) in
+        let (waiter, drained) = state.withLockedValue { state -> (Waiter?, [CheckedContinuation<Void, Never>]) in
             if !state.isShutdown, let waiter = state.waiters.popFirst() {
                 return (waiter, [])
             }
@@ -238,7 +238,7 @@ public final class PostgresClient: Service, Sendable {
     }
 
     private func publishGauges() {
-        let (open, idle, waiting) = state.withLock { ($0.open, $0.idle.count, $0.waiters.count) }
+        let (open, idle, waiting) = state.withLockedValue { ($0.open, $0.idle.count, $0.waiters.count) }
         gauges.publish(open: open, idle: idle, waiting: waiting)
     }
 }
