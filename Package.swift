@@ -131,6 +131,11 @@ let package = Package(
         ),
 
         .testTarget(
+            name: "HeraldCoreTests",
+            dependencies: ["HeraldCore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "PostgresTests",
             dependencies: ["Postgres", "HeraldTesting"],
             swiftSettings: swiftSettings

@@ -1,8 +1,8 @@
 import DequeModule
 import Logging
 import Metrics
-import ServiceLifecycle
 import NIOConcurrencyHelpers
+import ServiceLifecycle
 
 /// A bounded pool of libpq connections, run as a `Service`.
 ///
@@ -12,8 +12,8 @@ import NIOConcurrencyHelpers
 /// without restarting Herald. All libpq calls run on the pool's own threads (a `PostgresExecutor` with
 /// one thread per connection), never on an event loop or the cooperative pool.
 ///
-/// The client is usable as soon as it is created; `run()` only waits for graceful shutdown and then
-/// closes every connection once the leases in flight have finished.
+/// The client is usable as soon as it is created; `run()` publishes the pool gauges and, on graceful
+/// shutdown, closes every connection once the leases in flight have finished.
 public final class PostgresClient: Service, Sendable {
     public let configuration: Configuration
     /// The threads that make every libpq call. Run request handlers with this executor preference
