@@ -23,6 +23,9 @@ final class LibPQConnection: @unchecked Sendable {
     private struct CancelHandle: @unchecked Sendable {
         let pointer: OpaquePointer
     }
+    /// Set by `cancel()`. A cancel request that reaches the server between two round trips of one call
+    /// (after `Parse`, before `Execute`) finds nothing to cancel; this flag makes the call stop anyway.
+    private let cancelRequested = Atomic<Bool>(false)
     /// Set when the connection comes out of the idle list: its socket may have been closed by a
     /// restarted server while it sat there, so the next call checks before sending.
     var needsValidation = false
@@ -130,6 +133,9 @@ final class LibPQConnection: @unchecked Sendable {
         let types = bindings.types.map { $0.oid }
         let key = StatementKey(sql: query.sql, types: types)
         let name = try preparedName(for: key, handle: handle)
+        if cancelRequested.load(ordering: .acquiring) {
+            throw PostgresError(code: .queryCanceled, sqlState: "57014", serverMessage: "canceled before execution")
+        }
         let formats = [Int32](repeating: 1, count: bindings.count)
         let raw: OpaquePointer? = bindings.bytes.withUnsafeBufferPointer { bytes in
             // Zero-length values still need a non-NULL pointer, or libpq would read them as NULL.
@@ -187,11 +193,19 @@ final class LibPQConnection: @unchecked Sendable {
 
     /// Asks the server to cancel the statement running on this connection. Safe from any thread.
     func cancel() {
+        cancelRequested.store(true, ordering: .releasing)
         cancelHandle.withLock { cancel in
             guard let cancel else { return }
             var buffer = [CChar](repeating: 0, count: 256)
-            _ = PQcancel(cancel.pointer, &buffer, Int32(buffer.count))
+            if PQcancel(cancel.pointer, &buffer, Int32(buffer.count)) == 0 {
+                Logger(label: "herald.postgres").warning("could not cancel a statement", metadata: ["error": "\(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))"])
+            }
         }
+    }
+
+    /// Forgets an earlier cancel request; called before each new call on behalf of a task.
+    func clearCancelRequest() {
+        cancelRequested.store(false, ordering: .releasing)
     }
 
     /// The socket descriptor, for waiting on notifications.

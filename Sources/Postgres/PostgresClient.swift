@@ -209,15 +209,13 @@ public final class PostgresClient: Service, Sendable {
         case .pooled:
             break
         case .close:
-            closeOffTheCallersThread(connection)
-            connectionClosed()
+            // `PQfinish` may write to the socket, so it runs on the pool's threads (or here, once they
+            // have stopped). The slot counts as open until it is done, so `shutdown()` waits for it.
+            executor.submit {
+                connection.close()
+                self.connectionClosed()
+            }
         }
-    }
-
-    /// `PQfinish` may write to the socket, so it runs on the pool's threads (or here, once they have
-    /// stopped and nothing else needs them).
-    private func closeOffTheCallersThread(_ connection: LibPQConnection) {
-        executor.submit { connection.close() }
     }
 
     /// A connection slot was freed: give it to a waiter (who will open a new connection) or shrink.

@@ -27,6 +27,10 @@ public struct PostgresConnection: Sendable {
 
     private func run<R: Sendable>(_ work: @escaping @Sendable (LibPQConnection) throws -> R) async throws -> R {
         let raw = self.raw
+        // A cancelled task sends no more statements; and a cancel meant for an earlier call must not
+        // stop this one.
+        raw.clearCancelRequest()
+        try Task.checkCancellation()
         return try await withTaskCancellationHandler {
             try await executor.run {
                 try raw.validateIfNeeded()

@@ -46,8 +46,8 @@ struct ErrorTests {
         try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
             let client = db.client
             let task = Task { try await client.query("SELECT pg_sleep(30)") }
-            // Cancel once the statement is really running on the server.
-            while try await client.query("SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(30)' AND state = 'active'").first?.decode(Int.self) == 0 {
+            // Cancel once the statement is really executing on the server (sleeping, not being parsed).
+            while try await client.query("SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(30)' AND wait_event = 'PgSleep'").first?.decode(Int.self) == 0 {
                 await Task.yield()
             }
             task.cancel()
@@ -55,6 +55,29 @@ struct ErrorTests {
             #expect(error.code == .queryCanceled)
             // The connection is still good for the next lease.
             #expect(try await client.query("SELECT 7").first?.decode(Int.self) == 7)
+        }
+    }
+
+    @Test func aCancelledTaskSendsNoFurtherStatements() async throws {
+        try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
+            let client = db.client
+            try await client.query("CREATE TABLE marks (n int)")
+            let (started, startedSignal) = AsyncStream.makeStream(of: Void.self)
+            let (proceed, proceedSignal) = AsyncStream.makeStream(of: Void.self)
+            let task = Task {
+                try await client.withConnection { connection in
+                    try await connection.query("INSERT INTO marks VALUES (1)")
+                    startedSignal.yield()
+                    for await _ in proceed { break }
+                    try await connection.query("INSERT INTO marks VALUES (2)")
+                }
+            }
+            for await _ in started { break }
+            task.cancel()
+            proceedSignal.yield()
+            await #expect(throws: CancellationError.self) { try await task.value }
+            let rows = try await client.query("SELECT n FROM marks")
+            #expect(try rows.map { try $0.decode(Int32.self) } == [1])
         }
     }
 }
