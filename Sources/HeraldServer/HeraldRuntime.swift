@@ -13,6 +13,9 @@ public enum HeraldRuntime {
     struct Database {
         var conninfo: String
         var cluster: PostgresCluster?
+        /// False when the embedded cluster was already running (another Herald process on the same
+        /// data directory, or one that was killed): `migrate` must then leave it running.
+        var startedCluster = false
     }
 
     /// Applies pending migrations; returns the names applied now and how many were applied before.
@@ -22,11 +25,11 @@ public enum HeraldRuntime {
         do {
             let report = try await makeMigrator(configuration, client: client, logger: logger).migrate()
             await client.shutdown()
-            try await database.cluster?.stop()
+            if database.startedCluster { try await database.cluster?.stop() }
             return (report.applied, report.alreadyApplied)
         } catch {
             await client.shutdown()
-            try? await database.cluster?.stop()
+            if database.startedCluster { try? await database.cluster?.stop() }
             throw error
         }
     }
@@ -98,15 +101,15 @@ public enum HeraldRuntime {
         let directory = (configuration.dataDirectory as NSString).appendingPathComponent("postgres")
         let cluster = try PostgresCluster(directory: directory)
         logger.info("starting the embedded PostgreSQL cluster", metadata: ["directory": "\(cluster.directory)"])
-        try await cluster.start()
+        let started = try await cluster.start()
         do {
             try await createDatabaseIfMissing("herald", in: cluster, logger: logger)
         } catch {
-            try? await cluster.stop()
+            if started { try? await cluster.stop() }
             throw error
         }
-        logger.info("embedded PostgreSQL is running", metadata: ["socket": "\(cluster.socketDirectory)"])
-        return Database(conninfo: cluster.conninfo(database: "herald"), cluster: cluster)
+        logger.info("embedded PostgreSQL is running", metadata: ["socket": "\(cluster.socketDirectory)", "started_now": "\(started)"])
+        return Database(conninfo: cluster.conninfo(database: "herald"), cluster: cluster, startedCluster: started)
     }
 
     static func createDatabaseIfMissing(_ name: String, in cluster: PostgresCluster, logger: Logger) async throws {

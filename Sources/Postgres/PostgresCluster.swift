@@ -61,16 +61,19 @@ public struct PostgresCluster: Sendable {
     }
 
     /// Creates the cluster on first use and starts it; a cluster already running is left as it is.
-    /// Blocks: call from a thread of your own, or use `start()`.
-    public func startBlocking() throws {
+    /// Returns whether this call started the server. Blocks: call from a thread of your own, or use
+    /// `start()`.
+    @discardableResult
+    public func startBlocking() throws -> Bool {
         try prepareDirectories()
         if !isInitialized { try initialize() }
         try writeSettings()
-        if isRunning { return }
+        if isRunning { return false }
         let outcome = try pgctl(["start", "-D", dataDirectory, "-l", logFile, "-w", "-t", "60"])
         guard outcome.status == 0 else {
             throw ClusterError(message: "pg_ctl start failed: \(outcome.output)\n\(logTail())")
         }
+        return true
     }
 
     /// Stops the server. `fast` ends sessions and shuts down cleanly; `immediate` (for throwaway test
@@ -91,7 +94,9 @@ public struct PostgresCluster: Sendable {
         }
     }
 
-    public func start() async throws {
+    /// Starts the server off the caller's thread; see `startBlocking()`.
+    @discardableResult
+    public func start() async throws -> Bool {
         try await NIOThreadPool.singleton.runIfActive { try startBlocking() }
     }
 

@@ -5,6 +5,7 @@ import Foundation
 /// Each call runs on one of the client's dedicated threads, where libpq blocks: in place when the task
 /// already runs on the client's `executor`, else after a hop there. Neither the event loops nor Swift's
 /// cooperative pool ever wait on the socket.
+///
 /// Cancelling the calling task asks the server to cancel the running statement.
 public struct PostgresConnection: Sendable {
     let raw: LibPQConnection

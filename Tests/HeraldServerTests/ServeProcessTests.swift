@@ -55,6 +55,15 @@ struct ServeProcessTests {
 
         let cluster = try PostgresCluster(directory: dataDirectory + "/postgres")
         #expect(cluster.isRunning)
+
+        // `herald migrate` beside a running server finds the schema current and leaves the cluster it
+        // did not start running.
+        let migrate = try HeraldProcess(arguments: ["migrate", "--data-dir", dataDirectory, "--sql-dir", TestPostgres.repositoryRoot() + "/sql"])
+        #expect(try await migrate.waitForExit(timeout: .seconds(120)) == 0)
+        #expect(migrate.printed.contains { $0.hasPrefix("Database is up to date") })
+        #expect(cluster.isRunning)
+        #expect(try await get(base + "/readyz").status == 200)
+
         herald.signal(SIGTERM)
         #expect(try await herald.waitForExit() == 0)
         #expect(!cluster.isRunning, "the embedded cluster must stop with Herald")
