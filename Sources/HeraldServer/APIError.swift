@@ -34,14 +34,6 @@ public struct APIError: Error, HTTPResponseError, Sendable, Equatable {
 }
 
 extension APIError {
-    public static func badRequest(_ message: String, code: String = "bad_request") -> APIError {
-        APIError(.badRequest, code: code, message: message)
-    }
-
-    public static func notFound(_ message: String = "No such resource.") -> APIError {
-        APIError(.notFound, code: "not_found", message: message)
-    }
-
     public static let internalError = APIError(.internalServerError, code: "internal_error", message: "An internal error occurred.")
 
     public static let databaseUnavailable = APIError(
