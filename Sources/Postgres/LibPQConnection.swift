@@ -23,9 +23,11 @@ final class LibPQConnection: @unchecked Sendable {
     private struct CancelHandle: @unchecked Sendable {
         let pointer: OpaquePointer
     }
+
     /// Set by `cancel()`. A cancel request that reaches the server between two round trips of one call
     /// (after `Parse`, before `Execute`) finds nothing to cancel; this flag makes the call stop anyway.
     private let cancelRequested = Atomic<Bool>(false)
+
     /// Set when the connection comes out of the idle list: its socket may have been closed by a
     /// restarted server while it sat there, so the next call checks before sending.
     var needsValidation = false
