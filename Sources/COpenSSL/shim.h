@@ -5,4 +5,5 @@
 #include <openssl/err.h>
 #include <openssl/hmac.h>
 #include <openssl/sha.h>
+#include <openssl/crypto.h>
 #endif

@@ -1,4 +1,5 @@
 import Hummingbird
+import NIOCore
 import Logging
 import Postgres
 
@@ -16,6 +17,8 @@ struct ErrorMiddleware: RouterMiddleware {
             throw error
         } catch let error as HTTPError {
             throw APIError(error.status, code: Self.code(for: error.status), message: error.body ?? Self.message(for: error.status))
+        } catch is NIOTooManyBytesError {
+            throw APIError(.contentTooLarge, code: "payload_too_large", message: "The request body is larger than \(context.maxUploadSize) bytes.")
         } catch let error as PostgresError where error.code == .connectionLost || error.code == .clientClosed {
             context.logger.error("database unavailable", metadata: ["error": "\(error.debugDescription)"])
             throw APIError.databaseUnavailable

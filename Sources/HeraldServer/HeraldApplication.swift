@@ -28,8 +28,11 @@ public enum HeraldApplication {
         router.add(middleware: MetricsMiddleware())
         router.add(middleware: LogRequestsMiddleware(.debug))
         router.add(middleware: ErrorMiddleware())
-        let registry = RouteRegistry(router: router)
+        let sessions = SessionStore(client: dependencies.client)
+        let registry = RouteRegistry(router: router, authenticator: Authenticator(adminToken: dependencies.adminToken, sessions: sessions))
         OperationsController(migrator: dependencies.migrator, metricsRegistry: dependencies.metricsRegistry)
+            .register(in: registry)
+        UsersController(users: UserStore(client: dependencies.client), sessions: sessions)
             .register(in: registry)
         return (router, registry.routes)
     }

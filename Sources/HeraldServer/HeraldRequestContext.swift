@@ -8,4 +8,7 @@ public struct HeraldRequestContext: RequestContext {
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
     }
+
+    /// The largest request body accepted (larger ones get a 413): 1 MiB.
+    public var maxUploadSize: Int { 1 << 20 }
 }

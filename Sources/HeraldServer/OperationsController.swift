@@ -10,13 +10,13 @@ struct OperationsController: Sendable {
     let metricsRegistry: PrometheusCollectorRegistry
 
     func register(in routes: RouteRegistry) {
-        routes.add(.get, "/healthz") { _, _ in
+        routes.add(.get, "/healthz", access: .anyone) { _, _ in
             StatusBody(status: "ok")
         }
-        routes.add(.get, "/readyz") { _, context in
+        routes.add(.get, "/readyz", access: .anyone) { _, context in
             try await ready(context: context)
         }
-        routes.add(.get, "/metrics") { _, _ in
+        routes.add(.get, "/metrics", access: .anyone) { _, _ in
             metrics()
         }
     }

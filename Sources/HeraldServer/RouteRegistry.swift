@@ -13,23 +13,30 @@ public struct RouteDescription: Sendable, Hashable, CustomStringConvertible {
     public var description: String { "\(method.uppercased()) \(path)" }
 }
 
-/// Registers handlers on the router and remembers every route, so that a test can hold the router and
-/// `openapi.yaml` to each other. Paths use the `{name}` capture syntax, which Hummingbird and OpenAPI
-/// share.
+/// Registers handlers on the router, each behind its access check, and remembers every route so that
+/// a test can hold the router and `openapi.yaml` to each other. Paths use the `{name}` capture syntax,
+/// which Hummingbird and OpenAPI share.
 final class RouteRegistry {
     let router: Router<HeraldRequestContext>
+    let authenticator: Authenticator
     private(set) var routes: [RouteDescription] = []
 
-    init(router: Router<HeraldRequestContext>) {
+    init(router: Router<HeraldRequestContext>, authenticator: Authenticator) {
         self.router = router
+        self.authenticator = authenticator
     }
 
     func add(
         _ method: HTTPRequest.Method,
         _ path: String,
+        access: Authenticator.Access,
         use handler: @escaping @Sendable (Request, HeraldRequestContext) async throws -> some ResponseGenerator
     ) {
-        router.on(RouterPath(path), method: method, use: handler)
+        let authenticator = self.authenticator
+        router.on(RouterPath(path), method: method) { request, context in
+            try await authenticator.authorize(request, for: access)
+            return try await handler(request, context)
+        }
         routes.append(RouteDescription(method: method.rawValue.lowercased(), path: path))
     }
 }

@@ -1,0 +1,33 @@
+/// A user's session token: `<user id, hex>.<256 random bits, hex>`.
+///
+/// The token names its user so that the server finds the session by `(user_id, hash)`, the key of the
+/// per-user `sessions` table; only the SHA-256 hash of the whole token is stored.
+public struct SessionToken: Sendable, Equatable {
+    public let userID: String
+    public let text: String
+
+    /// A new random token for `userID`.
+    public static func generate(for userID: String) -> SessionToken {
+        let text = Hex.encode(Array(userID.utf8)) + "." + SecureRandom.hexToken(byteCount: 32)
+        return SessionToken(userID: userID, text: text)
+    }
+
+    /// Parses a presented token; `nil` when it is not of the session format.
+    public init?(parsing text: String) {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts[1].count == 64, Hex.decode(String(parts[1])) != nil,
+            let idBytes = Hex.decode(String(parts[0])), !idBytes.isEmpty
+        else { return nil }
+        let id = String(decoding: idBytes, as: UTF8.self)
+        guard UserID.problem(with: id) == nil else { return nil }
+        self.init(userID: id, text: text)
+    }
+
+    private init(userID: String, text: String) {
+        self.userID = userID
+        self.text = text
+    }
+
+    /// What the database stores: SHA-256 of the token's text.
+    public var hash: [UInt8] { SHA256.digest(Array(text.utf8)) }
+}

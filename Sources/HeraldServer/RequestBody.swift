@@ -1,0 +1,38 @@
+import Foundation
+import Hummingbird
+
+/// Reading JSON request bodies with Herald's limits and error shape.
+enum RequestBody {
+    /// Decodes the body as `T`; `nil` for an empty body (routes whose body is optional).
+    /// A body over the context's limit is a 413; malformed JSON a 400 naming what is wrong.
+    static func decode<T: Decodable>(_ type: T.Type, from request: Request, context: HeraldRequestContext) async throws -> T? {
+        let buffer = try await request.body.collect(upTo: context.maxUploadSize)
+        if buffer.readableBytes == 0 { return nil }
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(buffer.readableBytesView))
+        } catch let error as DecodingError {
+            throw APIError(.badRequest, code: "invalid_json", message: Self.describe(error))
+        } catch {
+            throw APIError(.badRequest, code: "invalid_json", message: "The request body is not valid JSON.")
+        }
+    }
+
+    /// A message that names the JSON path and the problem, without echoing the input.
+    static func describe(_ error: DecodingError) -> String {
+        func path(_ codingPath: [any CodingKey]) -> String {
+            codingPath.isEmpty ? "the body" : "$." + codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+        }
+        switch error {
+        case .typeMismatch(let type, let context):
+            return "\(path(context.codingPath)) must be of type \(type)."
+        case .valueNotFound(_, let context):
+            return "\(path(context.codingPath)) must not be null."
+        case .keyNotFound(let key, let context):
+            return "\(path(context.codingPath + [key])) is required."
+        case .dataCorrupted(let context):
+            return context.codingPath.isEmpty ? "The request body is not valid JSON." : "\(path(context.codingPath)) is invalid."
+        @unknown default:
+            return "The request body is not valid JSON."
+        }
+    }
+}

@@ -1,0 +1,131 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+import Hummingbird
+
+/// Admin routes for users and their sessions.
+struct UsersController: Sendable {
+    let users: UserStore
+    let sessions: SessionStore
+
+    /// Longest nickname and profile URL accepted.
+    static let maximumNicknameLength = 255
+    static let maximumURLLength = 2048
+    /// Session lifetimes: default 30 days, at most one year.
+    static let defaultSessionLifetime = 30 * 24 * 3600
+    static let sessionLifetimes = 60...(366 * 24 * 3600)
+
+    func register(in routes: RouteRegistry) {
+        routes.add(.put, "/v1/users/{user_id}", access: .admin) { request, context in
+            try await upsertUser(request, context: context)
+        }
+        routes.add(.post, "/v1/users/{user_id}/sessions", access: .admin) { request, context in
+            try await createSession(request, context: context)
+        }
+        routes.add(.delete, "/v1/users/{user_id}/sessions", access: .admin) { _, context in
+            let userID = try Self.userID(context)
+            return RevokedBody(revoked: try await sessions.revokeAll(userID: userID))
+        }
+    }
+
+    struct UserUpdate: Decodable {
+        var nickname: String?
+        var profileURL: String?
+
+        enum CodingKeys: String, CodingKey {
+            case nickname
+            case profileURL = "profile_url"
+        }
+    }
+
+    struct UserBody: ResponseEncodable {
+        var userID: String
+        var nickname: String
+        var profileURL: String
+        var createdAt: String
+        var updatedAt: String
+
+        enum CodingKeys: String, CodingKey {
+            case userID = "user_id"
+            case nickname
+            case profileURL = "profile_url"
+            case createdAt = "created_at"
+            case updatedAt = "updated_at"
+        }
+    }
+
+    struct SessionRequest: Decodable {
+        var expiresIn: Int?
+
+        enum CodingKeys: String, CodingKey {
+            case expiresIn = "expires_in"
+        }
+    }
+
+    struct SessionBody: ResponseEncodable {
+        var userID: String
+        var token: String
+        var expiresAt: String
+
+        enum CodingKeys: String, CodingKey {
+            case userID = "user_id"
+            case token
+            case expiresAt = "expires_at"
+        }
+    }
+
+    struct RevokedBody: ResponseEncodable {
+        var revoked: Int
+    }
+
+    func upsertUser(_ request: Request, context: HeraldRequestContext) async throws -> EditedResponse<UserBody> {
+        let userID = try Self.userID(context)
+        let update = try await RequestBody.decode(UserUpdate.self, from: request, context: context) ?? UserUpdate()
+        if let nickname = update.nickname, nickname.count > Self.maximumNicknameLength {
+            throw APIError(.badRequest, code: "invalid_nickname", message: "nickname must be at most \(Self.maximumNicknameLength) characters.")
+        }
+        if let url = update.profileURL, !url.isEmpty {
+            guard url.count <= Self.maximumURLLength, let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme?.lowercased() ?? "") else {
+                throw APIError(.badRequest, code: "invalid_profile_url", message: "profile_url must be an http(s) URL of at most \(Self.maximumURLLength) characters.")
+            }
+        }
+        let (user, created) = try await users.upsert(id: userID, nickname: update.nickname, profileURL: update.profileURL)
+        let body = UserBody(
+            userID: user.id,
+            nickname: user.nickname,
+            profileURL: user.profileURL,
+            createdAt: RFC3339.string(from: user.createdAt),
+            updatedAt: RFC3339.string(from: user.updatedAt)
+        )
+        return EditedResponse(status: created ? .created : .ok, response: body)
+    }
+
+    func createSession(_ request: Request, context: HeraldRequestContext) async throws -> EditedResponse<SessionBody> {
+        let userID = try Self.userID(context)
+        let options = try await RequestBody.decode(SessionRequest.self, from: request, context: context)
+        let lifetime = options?.expiresIn ?? Self.defaultSessionLifetime
+        guard Self.sessionLifetimes.contains(lifetime) else {
+            throw APIError(
+                .badRequest,
+                code: "invalid_expires_in",
+                message: "expires_in must be between \(Self.sessionLifetimes.lowerBound) and \(Self.sessionLifetimes.upperBound) seconds."
+            )
+        }
+        guard let session = try await sessions.create(userID: userID, lifetime: lifetime) else {
+            throw APIError(.notFound, code: "user_not_found", message: "No user with this id; create it with PUT /v1/users/{user_id} first.")
+        }
+        let body = SessionBody(userID: userID, token: session.token.text, expiresAt: RFC3339.string(from: session.expiresAt))
+        return EditedResponse(status: .created, response: body)
+    }
+
+    /// The `{user_id}` path parameter, percent-decoded and validated.
+    static func userID(_ context: HeraldRequestContext) throws -> String {
+        guard let id = try context.parameters.require("user_id").removingPercentEncoding else {
+            throw APIError(.badRequest, code: "invalid_user_id", message: "the user id is not valid percent-encoding")
+        }
+        if let problem = UserID.problem(with: id) {
+            throw APIError(.badRequest, code: "invalid_user_id", message: problem)
+        }
+        return id
+    }
+}

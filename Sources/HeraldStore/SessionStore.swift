@@ -1,0 +1,46 @@
+import Foundation
+import HeraldCore
+import Postgres
+
+/// Session tokens: issued by admins for a user, stored only as hashes, valid until they expire or are
+/// revoked.
+public struct SessionStore: Sendable {
+    let client: PostgresClient
+
+    public init(client: PostgresClient) {
+        self.client = client
+    }
+
+    /// Issues a token valid for `lifetime` seconds; `nil` when the user does not exist.
+    public func create(userID: String, lifetime: Int) async throws -> (token: SessionToken, expiresAt: Date)? {
+        let token = SessionToken.generate(for: userID)
+        do {
+            let rows = try await client.query(
+                """
+                INSERT INTO sessions (user_id, token_hash, expires_at)
+                VALUES (\(userID), \(PostgresBytes(token.hash)), now() + make_interval(secs => \(Double(lifetime))))
+                RETURNING expires_at
+                """
+            )
+            return (token, try rows[0].decode(Date.self))
+        } catch let error as PostgresError where error.code == .foreignKeyViolation {
+            return nil
+        }
+    }
+
+    /// True when `token` is a live session of its user.
+    public func isValid(_ token: SessionToken) async throws -> Bool {
+        let rows = try await client.query(
+            """
+            SELECT 1 FROM sessions
+            WHERE user_id = \(token.userID) AND token_hash = \(PostgresBytes(token.hash)) AND expires_at > now()
+            """
+        )
+        return !rows.isEmpty
+    }
+
+    /// Revokes every session of the user; returns how many there were.
+    public func revokeAll(userID: String) async throws -> Int {
+        try await client.query("DELETE FROM sessions WHERE user_id = \(userID)").affectedRows
+    }
+}

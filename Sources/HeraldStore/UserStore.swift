@@ -1,0 +1,28 @@
+import Postgres
+
+/// Users: create or update, look up.
+public struct UserStore: Sendable {
+    let client: PostgresClient
+
+    public init(client: PostgresClient) {
+        self.client = client
+    }
+
+    /// Creates the user, or updates the fields given (`nil` keeps the stored value; a new user gets
+    /// empty strings). Returns the user and whether it was created.
+    public func upsert(id: String, nickname: String?, profileURL: String?) async throws -> (user: User, created: Bool) {
+        let rows = try await client.query(
+            """
+            INSERT INTO users AS u (id, nickname, profile_url)
+            VALUES (\(id), coalesce(\(nickname), ''), coalesce(\(profileURL), ''))
+            ON CONFLICT (id) DO UPDATE SET
+                nickname = coalesce(\(nickname), u.nickname),
+                profile_url = coalesce(\(profileURL), u.profile_url),
+                updated_at = now()
+            RETURNING id, nickname, profile_url, created_at, updated_at, (xmax = 0) AS created
+            """
+        )
+        let row = try rows[0].decode((String, String, String, PostgresTimestamp, PostgresTimestamp, Bool).self)
+        return (User(id: row.0, nickname: row.1, profileURL: row.2, createdAt: row.3.date, updatedAt: row.4.date), row.5)
+    }
+}

@@ -1,0 +1,172 @@
+import Foundation
+import HeraldServer
+import HeraldStore
+import HeraldTesting
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import Postgres
+import Prometheus
+import Testing
+
+/// Users, sessions and the admin/user authentication rules, over HTTP against a real database.
+@Suite("Users and auth")
+struct UsersAndAuthTests {
+    static let adminToken = "test-admin-token-0123456789abcdef"
+
+    func application(_ db: TestDatabase) throws -> some ApplicationProtocol {
+        let dependencies = HeraldApplication.Dependencies(
+            client: db.client,
+            migrator: Migrator(client: db.client, migrations: try TestPostgres.repositoryMigrations()),
+            metricsRegistry: PrometheusCollectorRegistry(),
+            adminToken: Self.adminToken
+        )
+        return Application(router: HeraldApplication.buildRouter(dependencies).router)
+    }
+
+    func headers(_ token: String?) -> HTTPFields {
+        var fields = HTTPFields()
+        fields[.contentType] = "application/json"
+        if let token { fields[.authorization] = "Bearer \(token)" }
+        return fields
+    }
+
+    func json(_ response: TestResponse) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(String(buffer: response.body).utf8)) as? [String: Any])
+    }
+
+    func errorCode(_ response: TestResponse) throws -> String? {
+        (try json(response)["error"] as? [String: Any])?["code"] as? String
+    }
+
+    @Test func createThenUpdateKeepsUnsentFields() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            try await application(db).test(.router) { client in
+                let created = try await client.execute(
+                    uri: "/v1/users/alice", method: .put, headers: headers(Self.adminToken),
+                    body: ByteBuffer(string: #"{"nickname":"Alice","profile_url":"https://example.com/a.png"}"#)
+                )
+                #expect(created.status == .created)
+                let body = try json(created)
+                #expect(body["user_id"] as? String == "alice")
+                #expect(body["nickname"] as? String == "Alice")
+                #expect((body["created_at"] as? String)?.hasSuffix("Z") == true)
+
+                let updated = try await client.execute(
+                    uri: "/v1/users/alice", method: .put, headers: headers(Self.adminToken),
+                    body: ByteBuffer(string: #"{"nickname":"Alice B."}"#)
+                )
+                #expect(updated.status == .ok)
+                #expect(try json(updated)["nickname"] as? String == "Alice B.")
+                #expect(try json(updated)["profile_url"] as? String == "https://example.com/a.png")
+
+                // No body at all is a valid PUT: creates with defaults.
+                let bare = try await client.execute(uri: "/v1/users/bob", method: .put, headers: headers(Self.adminToken))
+                #expect(bare.status == .created)
+                #expect(try json(bare)["nickname"] as? String == "")
+            }
+            let stored = try await db.client.query("SELECT count(*) FROM users")
+            #expect(try stored.first?.decode(Int.self) == 2)
+        }
+    }
+
+    @Test func badInputIsAClearJSONError() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            try await application(db).test(.router) { client in
+                let longID = String(repeating: "x", count: 129)
+                let cases: [(String, String, String)] = [
+                    ("/v1/users/\(longID)", "{}", "invalid_user_id"),
+                    ("/v1/users/bad%01id", "{}", "invalid_user_id"),
+                    ("/v1/users/carol", "{not json", "invalid_json"),
+                    ("/v1/users/carol", #"{"nickname":42}"#, "invalid_json"),
+                    ("/v1/users/carol", "{\"nickname\":\"\(String(repeating: "n", count: 256))\"}", "invalid_nickname"),
+                    ("/v1/users/carol", #"{"profile_url":"ftp://example.com/x"}"#, "invalid_profile_url"),
+                ]
+                for (uri, body, code) in cases {
+                    let response = try await client.execute(uri: uri, method: .put, headers: headers(Self.adminToken), body: ByteBuffer(string: body))
+                    #expect(response.status == .badRequest, "\(uri) \(body)")
+                    #expect(try errorCode(response) == code, "\(uri) \(body)")
+                }
+                let wrongType = try await client.execute(
+                    uri: "/v1/users/carol", method: .put, headers: headers(Self.adminToken),
+                    body: ByteBuffer(string: #"{"nickname":42}"#)
+                )
+                #expect((try json(wrongType)["error"] as? [String: Any])?["message"] as? String == "$.nickname must be of type String.")
+                let huge = try await client.execute(
+                    uri: "/v1/users/carol", method: .put, headers: headers(Self.adminToken),
+                    body: ByteBuffer(string: "{\"nickname\":\"\(String(repeating: "n", count: 1 << 20))\"}")
+                )
+                #expect(huge.status == .contentTooLarge)
+                #expect(try errorCode(huge) != nil)
+            }
+            // Nothing was written by any rejected request.
+            #expect(try await db.client.query("SELECT count(*) FROM users").first?.decode(Int.self) == 0)
+        }
+    }
+
+    @Test func adminRoutesNeedTheAdminToken() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            try await application(db).test(.router) { client in
+                let missing = try await client.execute(uri: "/v1/users/dave", method: .put, headers: headers(nil))
+                #expect(missing.status == .unauthorized)
+                #expect(try errorCode(missing) == "unauthorized")
+                let wrong = try await client.execute(uri: "/v1/users/dave", method: .put, headers: headers("not-the-token"))
+                #expect(wrong.status == .unauthorized)
+                var basic = headers(nil)
+                basic[.authorization] = "Basic \(Self.adminToken)"
+                #expect(try await client.execute(uri: "/v1/users/dave", method: .put, headers: basic).status == .unauthorized)
+            }
+            #expect(try await db.client.query("SELECT count(*) FROM users").first?.decode(Int.self) == 0)
+        }
+    }
+
+    @Test func sessionsAreIssuedRecognisedRevokedAndExpire() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            try await application(db).test(.router) { client in
+                let unknown = try await client.execute(uri: "/v1/users/erin/sessions", method: .post, headers: headers(Self.adminToken))
+                #expect(unknown.status == .notFound)
+                #expect(try errorCode(unknown) == "user_not_found")
+
+                _ = try await client.execute(uri: "/v1/users/erin", method: .put, headers: headers(Self.adminToken))
+                let issued = try await client.execute(uri: "/v1/users/erin/sessions", method: .post, headers: headers(Self.adminToken))
+                #expect(issued.status == .created)
+                let token = try #require(try json(issued)["token"] as? String)
+                #expect(token.count >= 64)
+
+                // Stored only as its hash.
+                let stored = try await db.client.query("SELECT token_hash FROM sessions WHERE user_id = 'erin'")
+                #expect(stored.count == 1)
+                let hash = try #require(stored.first).decode(PostgresBytes.self)
+                #expect(hash.bytes.count == 32)
+                #expect(!String(decoding: hash.bytes, as: UTF8.self).contains(token))
+
+                // A valid user session on an admin route is forbidden, not unauthenticated.
+                let asUser = try await client.execute(uri: "/v1/users/erin", method: .put, headers: headers(token))
+                #expect(asUser.status == .forbidden)
+                #expect(try errorCode(asUser) == "forbidden")
+
+                let revoked = try await client.execute(uri: "/v1/users/erin/sessions", method: .delete, headers: headers(Self.adminToken))
+                #expect(revoked.status == .ok)
+                #expect(try json(revoked)["revoked"] as? Int == 1)
+                #expect(try await client.execute(uri: "/v1/users/erin", method: .put, headers: headers(token)).status == .unauthorized)
+
+                // An expired session is no longer recognised either.
+                let short = try await client.execute(
+                    uri: "/v1/users/erin/sessions", method: .post, headers: headers(Self.adminToken),
+                    body: ByteBuffer(string: #"{"expires_in":60}"#)
+                )
+                let shortToken = try #require(try json(short)["token"] as? String)
+                #expect(try await client.execute(uri: "/v1/users/erin", method: .put, headers: headers(shortToken)).status == .forbidden)
+                try await db.client.query("UPDATE sessions SET expires_at = now() - interval '1 second' WHERE user_id = 'erin'")
+                #expect(try await client.execute(uri: "/v1/users/erin", method: .put, headers: headers(shortToken)).status == .unauthorized)
+
+                let badLifetime = try await client.execute(
+                    uri: "/v1/users/erin/sessions", method: .post, headers: headers(Self.adminToken),
+                    body: ByteBuffer(string: #"{"expires_in":5}"#)
+                )
+                #expect(badLifetime.status == .badRequest)
+                #expect(try errorCode(badLifetime) == "invalid_expires_in")
+            }
+        }
+    }
+}
