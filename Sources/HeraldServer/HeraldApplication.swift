@@ -34,6 +34,8 @@ public enum HeraldApplication {
             .register(in: registry)
         UsersController(users: UserStore(client: dependencies.client), sessions: sessions)
             .register(in: registry)
+        ChannelsController(channels: ChannelStore(client: dependencies.client))
+            .register(in: registry)
         return (router, registry.routes)
     }
 

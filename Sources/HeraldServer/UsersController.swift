@@ -8,9 +8,8 @@ struct UsersController: Sendable {
     let users: UserStore
     let sessions: SessionStore
 
-    /// Longest nickname and profile URL accepted.
+    /// Longest nickname accepted.
     static let maximumNicknameLength = 255
-    static let maximumURLLength = 2048
     /// Session lifetimes: default 30 days, at most one year.
     static let defaultSessionLifetime = 30 * 24 * 3600
     static let sessionLifetimes = 60...(366 * 24 * 3600)
@@ -84,10 +83,8 @@ struct UsersController: Sendable {
         if let nickname = update.nickname, nickname.count > Self.maximumNicknameLength {
             throw APIError(.badRequest, code: "invalid_nickname", message: "nickname must be at most \(Self.maximumNicknameLength) characters.")
         }
-        if let url = update.profileURL, !url.isEmpty {
-            guard url.count <= Self.maximumURLLength, let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme?.lowercased() ?? "") else {
-                throw APIError(.badRequest, code: "invalid_profile_url", message: "profile_url must be an http(s) URL of at most \(Self.maximumURLLength) characters.")
-            }
+        if let url = update.profileURL, !url.isEmpty, !WebURL.isHTTP(url) {
+            throw APIError(.badRequest, code: "invalid_profile_url", message: "profile_url must be an http(s) URL of at most \(WebURL.maximumLength) characters.")
         }
         let (user, created) = try await users.upsert(id: userID, nickname: update.nickname, profileURL: update.profileURL)
         let body = UserBody(

@@ -13,6 +13,8 @@ public final class HeraldProcess: Sendable {
     public let pid: pid_t
     private let lines: AsyncStream<String>
     private let exit: AsyncStream<Int32>
+    /// Finishes when the reader has seen end-of-file, i.e. `printed` holds everything.
+    private let outputDrained: AsyncStream<Void>
     private let output = PrintedLines()
 
     /// The `herald` binary built beside the test bundle.
@@ -55,8 +57,10 @@ public final class HeraldProcess: Sendable {
 
         let (lines, lineContinuation) = AsyncStream.makeStream(of: String.self)
         let (exit, exitContinuation) = AsyncStream.makeStream(of: Int32.self)
+        let (outputDrained, drainedContinuation) = AsyncStream.makeStream(of: Void.self)
         self.lines = lines
         self.exit = exit
+        self.outputDrained = outputDrained
 
         let output = self.output
         Thread {
@@ -76,6 +80,7 @@ public final class HeraldProcess: Sendable {
             }
             close(readEnd)
             lineContinuation.finish()
+            drainedContinuation.finish()
         }.start()
         Thread {
             exitContinuation.yield(child.wait())
@@ -101,9 +106,10 @@ public final class HeraldProcess: Sendable {
         kill(pid, signal)
     }
 
-    /// Waits for the process to exit and returns its exit status.
+    /// Waits for the process to exit and for its output to be read to the end; returns its exit status.
     public func waitForExit(timeout: Duration = .seconds(60)) async throws -> Int32 {
-        try await withTimeout(timeout, what: "herald to exit") { [exit] in
+        try await withTimeout(timeout, what: "herald to exit") { [exit, outputDrained] in
+            for await _ in outputDrained {}
             for await status in exit { return status }
             throw HeraldProcessError(message: "no exit status")
         }

@@ -1,0 +1,92 @@
+import Foundation
+import HeraldCore
+import Postgres
+
+/// A channel as stored, with its timestamps.
+public struct StoredChannel: Sendable, Equatable {
+    public var channel: Channel
+    public var createdAt: Date
+    public var updatedAt: Date
+}
+
+/// What a `put` did.
+public enum PutOutcome: String, Sendable, Equatable {
+    case created, updated, unchanged
+}
+
+/// Channels: create or replace, read, list, delete.
+public struct ChannelStore: Sendable {
+    let client: PostgresClient
+
+    public init(client: PostgresClient) {
+        self.client = client
+    }
+
+    /// A channel's kind is fixed once created: feeds and chats order and list differently.
+    public struct KindChange: Error, Sendable {
+        public var existing: Channel.Kind
+    }
+
+    /// Creates the channel or replaces its definition. Throws `KindChange` when the kind differs.
+    public func put(_ channel: Channel) async throws -> (stored: StoredChannel, outcome: PutOutcome) {
+        try await client.withTransaction { connection in
+            try await Self.put(channel, on: connection)
+        }
+    }
+
+    /// `put` inside a caller's transaction (the fixtures loader applies many at once).
+    public static func put(_ channel: Channel, on connection: PostgresConnection) async throws -> (stored: StoredChannel, outcome: PutOutcome) {
+        let categories = try PostgresJSONB(utf8: Array(JSONEncoder().encode(channel.categories)))
+        let current = try await connection.query("SELECT \(unescaped: columns) FROM channels WHERE url = \(channel.url) FOR UPDATE")
+        if let existing = try current.first.map(decode) {
+            guard existing.channel.kind == channel.kind else { throw KindChange(existing: existing.channel.kind) }
+            if existing.channel == channel { return (existing, .unchanged) }
+        }
+        let rows = try await connection.query(
+            """
+            INSERT INTO channels AS c (url, kind, name, cover_url, custom_type, categories)
+            VALUES (\(channel.url), \(channel.kind.rawValue), \(channel.name), \(channel.coverURL), \(channel.customType), \(categories))
+            ON CONFLICT (url) DO UPDATE SET
+                name = EXCLUDED.name, cover_url = EXCLUDED.cover_url, custom_type = EXCLUDED.custom_type,
+                categories = EXCLUDED.categories, updated_at = now()
+            RETURNING \(unescaped: columns), (xmax = 0) AS created
+            """
+        )
+        let stored = try decode(rows[0])
+        return (stored, try rows[0].decode(column: "created", as: Bool.self) ? .created : .updated)
+    }
+
+    public func get(_ url: String) async throws -> StoredChannel? {
+        try await client.query("SELECT \(unescaped: Self.columns) FROM channels WHERE url = \(url)").first.map(Self.decode)
+    }
+
+    /// Channels in URL order, `limit` at a time, starting after `after`.
+    public func list(after: String?, limit: Int) async throws -> [StoredChannel] {
+        try await client.query(
+            "SELECT \(unescaped: Self.columns) FROM channels WHERE url > \(after ?? "") ORDER BY url LIMIT \(limit)"
+        ).map(Self.decode)
+    }
+
+    /// Deletes the channel; false when there was none.
+    public func delete(_ url: String) async throws -> Bool {
+        try await client.query("DELETE FROM channels WHERE url = \(url)").affectedRows == 1
+    }
+
+    // MARK: - Rows
+
+    static let columns = "url, kind, name, cover_url, custom_type, categories, created_at, updated_at"
+
+    static func decode(_ row: PostgresRow) throws -> StoredChannel {
+        let (url, kind, name, coverURL, customType, categories, createdAt, updatedAt) =
+            try row.decode((String, String, String, String, String, PostgresJSONB, Date, Date).self)
+        let channel = Channel(
+            url: url,
+            kind: Channel.Kind(rawValue: kind) ?? .feed,
+            name: name,
+            coverURL: coverURL,
+            customType: customType,
+            categories: try JSONDecoder().decode([Channel.Category].self, from: Data(categories.utf8))
+        )
+        return StoredChannel(channel: channel, createdAt: createdAt, updatedAt: updatedAt)
+    }
+}
