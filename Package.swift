@@ -22,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
@@ -65,7 +66,10 @@ let package = Package(
         // Domain types and pure rules; no I/O.
         .target(
             name: "HeraldCore",
-            dependencies: ["COpenSSL"],
+            dependencies: [
+                "COpenSSL",
+                .product(name: "Mustache", package: "swift-mustache"),
+            ],
             swiftSettings: swiftSettings
         ),
 

@@ -102,17 +102,9 @@ struct ChannelsController: Sendable {
     }
 
     func list(_ request: Request) async throws -> ListBody {
-        let query = request.uri.queryParameters
-        var limit = Self.defaultPageSize
-        if let text = query["limit"] {
-            guard let value = Int(String(text)), (1...Self.maximumPageSize).contains(value) else {
-                throw APIError(.badRequest, code: "invalid_limit", message: "limit must be between 1 and \(Self.maximumPageSize).")
-            }
-            limit = value
-        }
-        let after = query["after"].map(String.init)
-        let page = try await channels.list(after: after, limit: limit)
-        return ListBody(channels: page.map(ChannelBody.init), next: page.count == limit ? page.last?.channel.url : nil)
+        let page = try PageRequest(request, maximum: Self.maximumPageSize, default: Self.defaultPageSize)
+        let found = try await channels.list(after: page.after, limit: page.limit)
+        return ListBody(channels: found.map(ChannelBody.init), next: found.count == page.limit ? found.last?.channel.url : nil)
     }
 
     /// The `{channel_url}` path parameter, validated.

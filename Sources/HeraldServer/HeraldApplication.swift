@@ -36,6 +36,8 @@ public enum HeraldApplication {
             .register(in: registry)
         ChannelsController(channels: ChannelStore(client: dependencies.client))
             .register(in: registry)
+        TemplatesController(templates: TemplateStore(client: dependencies.client))
+            .register(in: registry)
         return (router, registry.routes)
     }
 

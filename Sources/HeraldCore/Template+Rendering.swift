@@ -1,0 +1,135 @@
+import Foundation
+import Mustache
+
+extension Template {
+    /// Checks the template as a whole: key and variable rules, defaults of the declared type, every
+    /// string a valid mustache template, and every placeholder a declared variable.
+    public func validate() throws(TemplateProblem) {
+        if let problem = Self.keyProblem(key) { throw TemplateProblem(path: "$.key", message: problem) }
+        guard case .object = data else { throw TemplateProblem(path: "$.data", message: "must be a JSON object") }
+        var declared = Set<String>()
+        for (index, variable) in variables.enumerated() {
+            let path = "$.variables[\(index)]"
+            guard Self.isIdentifier(variable.name) else {
+                throw TemplateProblem(path: "\(path).name", message: "must be a letter or _ followed by letters, digits or _")
+            }
+            guard declared.insert(variable.name).inserted else {
+                throw TemplateProblem(path: "\(path).name", message: "'\(variable.name)' is declared twice")
+            }
+            if let value = variable.defaultValue, let problem = Self.typeProblem(value, as: variable.type) {
+                throw TemplateProblem(path: "\(path).default", message: problem)
+            }
+        }
+        for (path, text) in templatedStrings() {
+            let referenced = try Self.placeholders(in: text, at: path)
+            if let unknown = referenced.sorted().first(where: { !declared.contains($0) }) {
+                throw TemplateProblem(path: path, message: "uses {{\(unknown)}}, which is not a declared variable")
+            }
+        }
+    }
+
+    /// What a template renders to for one recipient.
+    public struct Rendered: Sendable, Equatable {
+        public var data: JSONValue
+        public var pushTitle: String?
+        public var pushBody: String?
+    }
+
+    /// Renders the template with `values` (shared variables overlaid by per-user ones by the caller).
+    /// Unknown variables, missing required ones and values of the wrong type are problems naming the
+    /// variable.
+    public func render(_ values: [String: JSONValue]) throws(TemplateProblem) -> Rendered {
+        let declared = Dictionary(uniqueKeysWithValues: variables.map { ($0.name, $0) })
+        if let unknown = values.keys.sorted().first(where: { declared[$0] == nil }) {
+            throw TemplateProblem(path: unknown, message: "is not a variable of template '\(key)'")
+        }
+        var context: [String: String] = [:]
+        for variable in variables {
+            guard let value = values[variable.name] ?? variable.defaultValue else {
+                if variable.required { throw TemplateProblem(path: variable.name, message: "is required") }
+                continue
+            }
+            if let problem = Self.typeProblem(value, as: variable.type) {
+                throw TemplateProblem(path: variable.name, message: problem)
+            }
+            context[variable.name] = Self.text(of: value)
+        }
+        func fill(_ text: String) throws(TemplateProblem) -> String {
+            do {
+                return try MustacheTemplate(string: Self.textPragma + text).render(context)
+            } catch {
+                throw TemplateProblem(path: "template", message: "is not a valid template")
+            }
+        }
+        do {
+            let data = try self.data.mappingStrings { try fill($0) }
+            return Rendered(data: data, pushTitle: try pushTitle.map(fill), pushBody: try pushBody.map(fill))
+        } catch let problem as TemplateProblem {
+            throw problem
+        } catch {
+            throw TemplateProblem(path: "template", message: "could not be rendered")
+        }
+    }
+
+    // MARK: - Private
+
+    /// Values are inserted as they are: the output is JSON string content, not HTML.
+    static let textPragma = "{{% CONTENT_TYPE: TEXT}}"
+
+    func templatedStrings() -> [(path: String, text: String)] {
+        var strings = data.strings(at: "$.data")
+        if let pushTitle { strings.append(("$.push_title", pushTitle)) }
+        if let pushBody { strings.append(("$.push_body", pushBody)) }
+        return strings
+    }
+
+    /// The names a mustache template looks up, found by rendering it once against a recorder.
+    static func placeholders(in text: String, at path: String) throws(TemplateProblem) -> Set<String> {
+        let template: MustacheTemplate
+        do {
+            template = try MustacheTemplate(string: textPragma + text)
+        } catch {
+            throw TemplateProblem(path: path, message: "is not a valid template: \(error)")
+        }
+        let recorder = LookupRecorder()
+        _ = template.render(recorder)
+        return recorder.names
+    }
+
+    static func isIdentifier(_ name: String) -> Bool {
+        guard let first = name.unicodeScalars.first, name.count <= 64 else { return false }
+        let isStart = first == "_" || (first.isASCII && first.properties.isAlphabetic)
+        return isStart && name.unicodeScalars.allSatisfy { $0 == "_" || ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) }
+    }
+
+    static func typeProblem(_ value: JSONValue, as type: VariableType) -> String? {
+        switch (type, value) {
+        case (.string, .string), (.number, .number), (.bool, .bool): return nil
+        case (.url, .string(let text)): return WebURL.isHTTP(text) ? nil : "must be an http(s) URL"
+        case (.datetime, .string(let text)):
+            return (try? Date.ISO8601FormatStyle(includingFractionalSeconds: text.contains(".")).parse(text)) != nil ? nil : "must be an RFC 3339 date-time"
+        default: return "must be a \(type.rawValue)"
+        }
+    }
+
+    static func text(of value: JSONValue) -> String {
+        switch value {
+        case .string(let text): return text
+        case .bool(let flag): return flag ? "true" : "false"
+        case .number(let number):
+            return number.rounded() == number && abs(number) < 1e15 ? String(Int64(number)) : String(number)
+        default: return ""
+        }
+    }
+}
+
+/// A mustache context that answers every lookup (so sections render their content) and remembers
+/// the names asked for.
+private final class LookupRecorder: MustacheParent {
+    private(set) var names = Set<String>()
+
+    func child(named name: String) -> Any? {
+        names.insert(name)
+        return "x"
+    }
+}

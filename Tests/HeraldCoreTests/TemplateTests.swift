@@ -1,0 +1,112 @@
+import Foundation
+import HeraldCore
+import Testing
+
+@Suite("Templates")
+struct TemplateTests {
+    func decode(_ json: String) throws -> Template {
+        try JSONDecoder().decode(Template.self, from: Data(json.utf8))
+    }
+
+    static let orderShipped = #"""
+        {
+          "key": "order.shipped",
+          "name": "Order shipped",
+          "variables": [
+            {"name": "order_id", "type": "string", "required": true},
+            {"name": "carrier", "type": "string", "default": "DHL"},
+            {"name": "items", "type": "number", "required": true},
+            {"name": "gift", "type": "bool", "default": false},
+            {"name": "tracking_url", "type": "url"}
+          ],
+          "data": {
+            "title": "Order {{order_id}} is on its way",
+            "body": "{{items}} item(s) with {{carrier}}{{#gift}} — gift wrapped{{/gift}}",
+            "links": [{"href": "{{tracking_url}}"}],
+            "priority": 2
+          },
+          "push_title": "Shipped: {{order_id}}",
+          "category": "shipping"
+        }
+        """#
+
+    @Test func rendersSharedValuesDefaultsAndSections() throws {
+        let template = try decode(Self.orderShipped)
+        try template.validate()
+        let rendered = try template.render([
+            "order_id": .string("A-1 <&>"), "items": .number(3), "gift": .bool(true),
+            "tracking_url": .string("https://track.example.com/A-1"),
+        ])
+        guard case .object(let data) = rendered.data else {
+            Issue.record("data must stay an object")
+            return
+        }
+        // Values go in as text: nothing is HTML-escaped, numbers print as integers.
+        #expect(data["title"] == .string("Order A-1 <&> is on its way"))
+        #expect(data["body"] == .string("3 item(s) with DHL — gift wrapped"))
+        #expect(data["links"] == .array([.object(["href": .string("https://track.example.com/A-1")])]))
+        #expect(data["priority"] == .number(2))
+        #expect(rendered.pushTitle == "Shipped: A-1 <&>")
+        #expect(rendered.pushBody == nil)
+    }
+
+    @Test func renderingErrorsNameTheVariable() throws {
+        let template = try decode(Self.orderShipped)
+        #expect(throws: TemplateProblem(path: "order_id", message: "is required")) {
+            try template.render(["items": .number(1)])
+        }
+        #expect(throws: TemplateProblem(path: "items", message: "must be a number")) {
+            try template.render(["order_id": .string("A"), "items": .string("three")])
+        }
+        #expect(throws: TemplateProblem(path: "coupon", message: "is not a variable of template 'order.shipped'")) {
+            try template.render(["order_id": .string("A"), "items": .number(1), "coupon": .string("X")])
+        }
+        #expect(throws: TemplateProblem(path: "tracking_url", message: "must be an http(s) URL")) {
+            try template.render(["order_id": .string("A"), "items": .number(1), "tracking_url": .string("not a url")])
+        }
+    }
+
+    @Test func validationFindsUndeclaredPlaceholdersBadDefaultsAndSyntax() throws {
+        var template = try decode(Self.orderShipped)
+        template.pushBody = "Hi {{nickname}}"
+        #expect(throws: TemplateProblem(path: "$.push_body", message: "uses {{nickname}}, which is not a declared variable")) {
+            try template.validate()
+        }
+        template = try decode(Self.orderShipped)
+        template.data = .object(["nested": .array([.string("{{#gift}}{{unknown_flag}}{{/gift}}")])])
+        #expect(throws: TemplateProblem(path: "$.data.nested[0]", message: "uses {{unknown_flag}}, which is not a declared variable")) {
+            try template.validate()
+        }
+        template = try decode(Self.orderShipped)
+        template.variables[2].defaultValue = .string("many")
+        #expect(throws: TemplateProblem(path: "$.variables[2].default", message: "must be a number")) {
+            try template.validate()
+        }
+        template = try decode(Self.orderShipped)
+        template.data = .object(["broken": .string("{{#open}} never closed")])
+        #expect(throws: TemplateProblem.self) { try template.validate() }
+        template = try decode(Self.orderShipped)
+        template.key = "Order Shipped"
+        #expect(throws: TemplateProblem.self) { try template.validate() }
+        template = try decode(Self.orderShipped)
+        template.variables.append(.init(name: "order_id", type: .string))
+        #expect(throws: TemplateProblem(path: "$.variables[5].name", message: "'order_id' is declared twice")) {
+            try template.validate()
+        }
+    }
+
+    @Test func datetimeVariablesTakeRFC3339() throws {
+        let template = Template(
+            key: "digest",
+            name: "Digest",
+            variables: [.init(name: "since", type: .datetime, required: true)],
+            data: .object(["text": .string("Since {{since}}")])
+        )
+        try template.validate()
+        #expect(try template.render(["since": .string("2026-11-22T08:00:00Z")]).data == .object(["text": .string("Since 2026-11-22T08:00:00Z")]))
+        #expect(try template.render(["since": .string("2026-11-22T08:00:00.250Z")]).data == .object(["text": .string("Since 2026-11-22T08:00:00.250Z")]))
+        #expect(throws: TemplateProblem(path: "since", message: "must be an RFC 3339 date-time")) {
+            try template.render(["since": .string("yesterday")])
+        }
+    }
+}
