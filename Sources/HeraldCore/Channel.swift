@@ -23,6 +23,13 @@ public struct Channel: Sendable, Equatable, Codable {
             case id, name
             case isDefault = "is_default"
         }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            id = try container.decode(String.self, forKey: .id)
+            name = try container.decodeIfPresent(String.self, forKey: .name) ?? id
+            isDefault = try container.decodeIfPresent(Bool.self, forKey: .isDefault) ?? false
+        }
     }
 
     public var url: String
@@ -47,6 +54,17 @@ public struct Channel: Sendable, Equatable, Codable {
         case coverURL = "cover_url"
         case customType = "custom_type"
         case categories
+    }
+
+    /// Only `channel_url` and `kind` are required; the rest default to empty.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        url = try container.decode(String.self, forKey: .url)
+        kind = try container.decode(Kind.self, forKey: .kind)
+        name = try container.decodeIfPresent(String.self, forKey: .name) ?? ""
+        coverURL = try container.decodeIfPresent(String.self, forKey: .coverURL) ?? ""
+        customType = try container.decodeIfPresent(String.self, forKey: .customType) ?? ""
+        categories = try container.decodeIfPresent([Category].self, forKey: .categories) ?? []
     }
 
     public static let maximumURLLength = 128

@@ -25,6 +25,8 @@ public struct HeraldConfiguration: Sendable {
     public var adminToken: String?
     /// `--sql-dir` / `HERALD_SQL_DIR`: where the migration files are.
     public var migrationsDirectory: String?
+    /// `HERALD_FIXTURES_DIR`: the fixtures the embedded default loads on first start (default `fixtures/`).
+    public var fixturesDirectory: String?
 
     public init() {}
 
@@ -74,6 +76,7 @@ public struct HeraldConfiguration: Sendable {
         }
         if let token = environment["HERALD_ADMIN_TOKEN"], !token.isEmpty { configuration.adminToken = token }
         configuration.migrationsDirectory = value(migrationsDirectory, "HERALD_SQL_DIR")
+        configuration.fixturesDirectory = value(nil, "HERALD_FIXTURES_DIR")
         return configuration
     }
 

@@ -16,6 +16,8 @@ public enum HeraldRuntime {
         /// False when the embedded cluster was already running (another Herald process on the same
         /// data directory, or one that was killed): `migrate` must then leave it running.
         var startedCluster = false
+        /// True on the embedded default's first start, when the demo fixtures are loaded.
+        var createdDatabase = false
     }
 
     /// Applies pending migrations; returns the names applied now and how many were applied before.
@@ -27,6 +29,23 @@ public enum HeraldRuntime {
             await client.shutdown()
             if database.startedCluster { try await database.cluster?.stop() }
             return (report.applied, report.alreadyApplied)
+        } catch {
+            await client.shutdown()
+            if database.startedCluster { try? await database.cluster?.stop() }
+            throw error
+        }
+    }
+
+    /// Migrates, then loads the fixtures in `directory` (see `FixtureLoader`).
+    public static func loadFixtures(_ configuration: HeraldConfiguration, directory: String, logger: Logger) async throws -> FixtureLoader.Report {
+        let database = try await openDatabase(configuration, logger: logger)
+        let client = PostgresClient(configuration: .init(conninfo: database.conninfo, maximumConnections: 1), logger: logger)
+        do {
+            try await makeMigrator(configuration, client: client, logger: logger).migrate()
+            let report = try await FixtureLoader(client: client).load(directory: directory)
+            await client.shutdown()
+            if database.startedCluster { try await database.cluster?.stop() }
+            return report
         } catch {
             await client.shutdown()
             if database.startedCluster { try? await database.cluster?.stop() }
@@ -52,6 +71,10 @@ public enum HeraldRuntime {
             migrator = try makeMigrator(configuration, client: client, logger: logger)
             let report = try await migrator.migrate()
             logger.info("database schema is current", metadata: ["applied": "\(report.applied.count)", "already_applied": "\(report.alreadyApplied)"])
+            if database.createdDatabase, let fixtures = configuration.fixturesDirectory ?? FixturesDirectory.locate() {
+                let loaded = try await FixtureLoader(client: client).load(directory: fixtures)
+                logger.info("loaded the demo fixtures into the new embedded database", metadata: ["items": "\(loaded.items.count)", "directory": "\(fixtures)"])
+            }
             adminToken = try resolveAdminToken(configuration, logger: logger)
         } catch {
             await client.shutdown()
@@ -102,17 +125,19 @@ public enum HeraldRuntime {
         let cluster = try PostgresCluster(directory: directory)
         logger.info("starting the embedded PostgreSQL cluster", metadata: ["directory": "\(cluster.directory)"])
         let started = try await cluster.start()
+        let created: Bool
         do {
-            try await createDatabaseIfMissing("herald", in: cluster, logger: logger)
+            created = try await createDatabaseIfMissing("herald", in: cluster, logger: logger)
         } catch {
             if started { try? await cluster.stop() }
             throw error
         }
         logger.info("embedded PostgreSQL is running", metadata: ["socket": "\(cluster.socketDirectory)", "started_now": "\(started)"])
-        return Database(conninfo: cluster.conninfo(database: "herald"), cluster: cluster, startedCluster: started)
+        return Database(conninfo: cluster.conninfo(database: "herald"), cluster: cluster, startedCluster: started, createdDatabase: created)
     }
 
-    static func createDatabaseIfMissing(_ name: String, in cluster: PostgresCluster, logger: Logger) async throws {
+    /// Returns true when the database had to be created.
+    static func createDatabaseIfMissing(_ name: String, in cluster: PostgresCluster, logger: Logger) async throws -> Bool {
         let admin = PostgresClient(configuration: .init(conninfo: cluster.conninfo(database: "postgres"), maximumConnections: 1), logger: logger)
         do {
             let existing = try await admin.query("SELECT 1 FROM pg_database WHERE datname = \(name)")
@@ -120,6 +145,7 @@ public enum HeraldRuntime {
                 try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \"\(name)\""))
             }
             await admin.shutdown()
+            return existing.isEmpty
         } catch {
             await admin.shutdown()
             throw error

@@ -13,25 +13,40 @@ enum MigrationsDirectory {
             }
             return configured
         }
+        guard let found = RepositoryDirectory.find("sql") else {
+            throw ConfigurationError("cannot find the migrations directory sql/; pass --sql-dir or set HERALD_SQL_DIR")
+        }
+        return found
+    }
+
+    static func isDirectory(_ path: String) -> Bool {
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
+    }
+}
+
+/// Finds the demo `fixtures/` directory the same way.
+enum FixturesDirectory {
+    static func locate() -> String? {
+        RepositoryDirectory.find("fixtures")
+    }
+}
+
+/// Looks for a directory of the repository: under the working directory, then beside or above the
+/// running executable.
+enum RepositoryDirectory {
+    static func find(_ name: String) -> String? {
         var candidates = [FileManager.default.currentDirectoryPath]
         var directory = URL(fileURLWithPath: executablePath()).deletingLastPathComponent()
         for _ in 0..<6 {
             candidates.append(directory.path)
             directory = directory.deletingLastPathComponent()
         }
-        for candidate in candidates {
-            let sql = (candidate as NSString).appendingPathComponent("sql")
-            if isDirectory(sql) { return sql }
-        }
-        throw ConfigurationError("cannot find the migrations directory sql/; pass --sql-dir or set HERALD_SQL_DIR")
+        return candidates.map { ($0 as NSString).appendingPathComponent(name) }.first(where: MigrationsDirectory.isDirectory)
     }
 
     private static func executablePath() -> String {
         (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
     }
 
-    private static func isDirectory(_ path: String) -> Bool {
-        var isDirectory: ObjCBool = false
-        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
-    }
 }

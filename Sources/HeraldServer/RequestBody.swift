@@ -20,7 +20,7 @@ enum RequestBody {
     /// A message that names the JSON path and the problem, without echoing the input.
     static func describe(_ error: DecodingError) -> String {
         func path(_ codingPath: [any CodingKey]) -> String {
-            codingPath.isEmpty ? "the body" : "$." + codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+            codingPath.isEmpty ? "the body" : JSONPath.string(codingPath)
         }
         switch error {
         case .typeMismatch(let type, let context):

@@ -11,7 +11,7 @@ struct Herald: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "herald",
         abstract: "Notification channels with incremental sync, live streams and silent APNs pushes.",
-        subcommands: [Serve.self, Migrate.self],
+        subcommands: [Serve.self, Migrate.self, Fixtures.self],
         defaultSubcommand: Serve.self
     )
 }
@@ -81,6 +81,41 @@ extension Herald {
                 print("Database is up to date (\(report.alreadyApplied) migrations applied).")
             } else {
                 print("Applied \(report.applied.count) migration(s): \(report.applied.joined(separator: ", ")).")
+            }
+        }
+    }
+}
+
+extension Herald {
+    struct Fixtures: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Manage channel and template fixtures.",
+            subcommands: [Load.self]
+        )
+
+        struct Load: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Validate every fixture file, then apply them all in one transaction."
+            )
+
+            @OptionGroup var database: DatabaseOptions
+
+            @Argument(help: "Directory of *.json fixture files.")
+            var directory: String = "fixtures"
+
+            func run() async throws {
+                let configuration = try HeraldConfiguration.resolve(
+                    logLevel: database.logLevel,
+                    dataDirectory: database.dataDir,
+                    databaseURL: database.databaseURL,
+                    migrationsDirectory: database.sqlDir
+                )
+                let logger = bootstrapLogging(configuration)
+                let report = try await HeraldRuntime.loadFixtures(configuration, directory: directory, logger: logger)
+                for item in report.items {
+                    print("\(item.outcome.padding(toLength: 9, withPad: " ", startingAt: 0)) \(item.kind) \(item.id)")
+                }
+                print(report.isUnchanged ? "Nothing changed (\(report.items.count) items)." : "Loaded \(report.items.count) items.")
             }
         }
     }
