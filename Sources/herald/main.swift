@@ -29,6 +29,11 @@ struct DatabaseOptions: ParsableArguments {
 
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical (HERALD_LOG_LEVEL, default info).")
     var logLevel: String?
+
+    /// The configuration for a command that only needs the database.
+    func configuration() throws -> HeraldConfiguration {
+        try HeraldConfiguration.resolve(logLevel: logLevel, dataDirectory: dataDir, databaseURL: databaseURL, migrationsDirectory: sqlDir)
+    }
 }
 
 extension Herald {
@@ -69,12 +74,7 @@ extension Herald {
         @OptionGroup var database: DatabaseOptions
 
         func run() async throws {
-            let configuration = try HeraldConfiguration.resolve(
-                logLevel: database.logLevel,
-                dataDirectory: database.dataDir,
-                databaseURL: database.databaseURL,
-                migrationsDirectory: database.sqlDir
-            )
+            let configuration = try database.configuration()
             let logger = bootstrapLogging(configuration)
             let report = try await HeraldRuntime.migrate(configuration, logger: logger)
             if report.applied.isEmpty {
@@ -104,12 +104,7 @@ extension Herald {
             var directory: String = "fixtures"
 
             func run() async throws {
-                let configuration = try HeraldConfiguration.resolve(
-                    logLevel: database.logLevel,
-                    dataDirectory: database.dataDir,
-                    databaseURL: database.databaseURL,
-                    migrationsDirectory: database.sqlDir
-                )
+                let configuration = try database.configuration()
                 let logger = bootstrapLogging(configuration)
                 let report = try await HeraldRuntime.loadFixtures(configuration, directory: directory, logger: logger)
                 for item in report.items {

@@ -15,29 +15,12 @@ struct ChannelsTests {
     static let adminToken = "channels-admin-token"
 
     func application(_ db: TestDatabase) throws -> some ApplicationProtocol {
-        let dependencies = HeraldApplication.Dependencies(
-            client: db.client,
-            migrator: Migrator(client: db.client, migrations: try TestPostgres.repositoryMigrations()),
-            metricsRegistry: PrometheusCollectorRegistry(),
-            adminToken: Self.adminToken
-        )
-        return Application(router: HeraldApplication.buildRouter(dependencies).router)
+        try heraldApplication(db, adminToken: Self.adminToken)
     }
 
-    var admin: HTTPFields {
-        var fields = HTTPFields()
-        fields[.authorization] = "Bearer \(Self.adminToken)"
-        fields[.contentType] = "application/json"
-        return fields
-    }
+    var admin: HTTPFields { jsonHeaders(bearer: Self.adminToken) }
 
-    func json(_ response: TestResponse) throws -> [String: Any] {
-        try #require(try JSONSerialization.jsonObject(with: Data(String(buffer: response.body).utf8)) as? [String: Any])
-    }
-
-    func errorCode(_ response: TestResponse) throws -> String? {
-        (try json(response)["error"] as? [String: Any])?["code"] as? String
-    }
+    func json(_ response: TestResponse) throws -> [String: Any] { try jsonObject(response) }
 
     static let orders = #"{"kind":"feed","name":"Orders","cover_url":"https://cdn.example.com/orders.png","categories":[{"id":"shipping","name":"Shipping","is_default":true},{"id":"billing","name":"Billing","is_default":false}]}"#
 

@@ -15,25 +15,12 @@ struct TemplatesHTTPTests {
     static let adminToken = "templates-admin-token"
 
     func application(_ db: TestDatabase) throws -> some ApplicationProtocol {
-        let dependencies = HeraldApplication.Dependencies(
-            client: db.client,
-            migrator: Migrator(client: db.client, migrations: try TestPostgres.repositoryMigrations()),
-            metricsRegistry: PrometheusCollectorRegistry(),
-            adminToken: Self.adminToken
-        )
-        return Application(router: HeraldApplication.buildRouter(dependencies).router)
+        try heraldApplication(db, adminToken: Self.adminToken)
     }
 
-    var admin: HTTPFields {
-        var fields = HTTPFields()
-        fields[.authorization] = "Bearer \(Self.adminToken)"
-        fields[.contentType] = "application/json"
-        return fields
-    }
+    var admin: HTTPFields { jsonHeaders(bearer: Self.adminToken) }
 
-    func json(_ response: TestResponse) throws -> [String: Any] {
-        try #require(try JSONSerialization.jsonObject(with: Data(String(buffer: response.body).utf8)) as? [String: Any])
-    }
+    func json(_ response: TestResponse) throws -> [String: Any] { try jsonObject(response) }
 
     static let v1 = #"{"name":"Payment failed","variables":[{"name":"amount","type":"string","required":true}],"data":{"title":"Payment of {{amount}} failed"}}"#
     static let v2 = #"{"name":"Payment failed","variables":[{"name":"amount","type":"string","required":true}],"data":{"title":"We could not charge {{amount}}"}}"#

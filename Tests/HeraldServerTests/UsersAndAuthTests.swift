@@ -15,29 +15,12 @@ struct UsersAndAuthTests {
     static let adminToken = "test-admin-token-0123456789abcdef"
 
     func application(_ db: TestDatabase) throws -> some ApplicationProtocol {
-        let dependencies = HeraldApplication.Dependencies(
-            client: db.client,
-            migrator: Migrator(client: db.client, migrations: try TestPostgres.repositoryMigrations()),
-            metricsRegistry: PrometheusCollectorRegistry(),
-            adminToken: Self.adminToken
-        )
-        return Application(router: HeraldApplication.buildRouter(dependencies).router)
+        try heraldApplication(db, adminToken: Self.adminToken)
     }
 
-    func headers(_ token: String?) -> HTTPFields {
-        var fields = HTTPFields()
-        fields[.contentType] = "application/json"
-        if let token { fields[.authorization] = "Bearer \(token)" }
-        return fields
-    }
+    func headers(_ token: String?) -> HTTPFields { jsonHeaders(bearer: token) }
 
-    func json(_ response: TestResponse) throws -> [String: Any] {
-        try #require(try JSONSerialization.jsonObject(with: Data(String(buffer: response.body).utf8)) as? [String: Any])
-    }
-
-    func errorCode(_ response: TestResponse) throws -> String? {
-        (try json(response)["error"] as? [String: Any])?["code"] as? String
-    }
+    func json(_ response: TestResponse) throws -> [String: Any] { try jsonObject(response) }
 
     @Test func createThenUpdateKeepsUnsentFields() async throws {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in

@@ -1,0 +1,37 @@
+import Foundation
+import HeraldServer
+import HeraldStore
+import HeraldTesting
+import Hummingbird
+import HummingbirdTesting
+import Prometheus
+import Testing
+
+/// Herald's router on a test database, as the HTTP tests drive it.
+func heraldApplication(_ db: TestDatabase, adminToken: String?) throws -> some ApplicationProtocol {
+    let dependencies = HeraldApplication.Dependencies(
+        client: db.client,
+        migrator: Migrator(client: db.client, migrations: try TestPostgres.repositoryMigrations()),
+        metricsRegistry: PrometheusCollectorRegistry(),
+        adminToken: adminToken
+    )
+    return Application(router: HeraldApplication.buildRouter(dependencies).router)
+}
+
+/// JSON request headers, with a bearer token when given.
+func jsonHeaders(bearer token: String?) -> HTTPFields {
+    var fields = HTTPFields()
+    fields[.contentType] = "application/json"
+    if let token { fields[.authorization] = "Bearer \(token)" }
+    return fields
+}
+
+/// The response body as a JSON object.
+func jsonObject(_ response: TestResponse) throws -> [String: Any] {
+    try #require(try JSONSerialization.jsonObject(with: Data(String(buffer: response.body).utf8)) as? [String: Any])
+}
+
+/// `error.code` of an error response.
+func errorCode(_ response: TestResponse) throws -> String? {
+    (try jsonObject(response)["error"] as? [String: Any])?["code"] as? String
+}
