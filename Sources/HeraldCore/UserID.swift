@@ -1,11 +1,12 @@
-/// The rules for a user id: 1–128 characters, none of them control characters.
+/// The rules for a user id: 1–128 characters (Unicode code points, as PostgreSQL counts them), none of
+/// them control characters.
 public enum UserID {
     public static let maximumLength = 128
 
     /// Why `id` is not a valid user id, or `nil` when it is.
     public static func problem(with id: String) -> String? {
         if id.isEmpty { return "the user id must not be empty" }
-        if id.count > maximumLength { return "the user id must be at most \(maximumLength) characters" }
+        if id.unicodeScalars.count > maximumLength { return "the user id must be at most \(maximumLength) characters" }
         if id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
             return "the user id must not contain control characters"
         }

@@ -19,6 +19,15 @@ struct ErrorMiddleware: RouterMiddleware {
             throw APIError(error.status, code: Self.code(for: error.status), message: error.body ?? Self.message(for: error.status))
         } catch is NIOTooManyBytesError {
             throw APIError(.contentTooLarge, code: "payload_too_large", message: "The request body is larger than \(context.maxUploadSize) bytes.")
+        } catch let error as PostgresError where error.sqlState?.hasPrefix("22") == true {
+            // Class 22 is "data exception": a value from the request that the database cannot hold (a
+            // NUL character in text, a number out of range). The statement failed, nothing was written.
+            context.logger.info("request value refused by the database", metadata: ["error": "\(error.debugDescription)"])
+            throw APIError(
+                .badRequest,
+                code: "invalid_value",
+                message: "A value in the request cannot be stored (for example it contains a NUL character or is out of range)."
+            )
         } catch let error as PostgresError where error.code == .connectionLost || error.code == .clientClosed {
             context.logger.error("database unavailable", metadata: ["error": "\(error.debugDescription)"])
             throw APIError.databaseUnavailable

@@ -153,3 +153,29 @@ struct UsersAndAuthTests {
         }
     }
 }
+
+/// Values the database cannot hold are the client's error, answered as JSON 400s.
+@Suite("Unstorable values")
+struct UnstorableValueTests {
+    @Test func nulCharactersAndCombiningMarksAreClientErrors() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            try await heraldApplication(db, adminToken: "nul-admin").test(.router) { client in
+                let headers = jsonHeaders(bearer: "nul-admin")
+                let nulNickname = try await client.execute(
+                    uri: "/v1/users/zoe", method: .put, headers: headers, body: ByteBuffer(string: #"{"nickname":"a\u0000b"}"#)
+                )
+                #expect(nulNickname.status == .badRequest)
+                #expect(try errorCode(nulNickname) == "invalid_value")
+                let nulCursor = try await client.execute(uri: "/v1/channels?after=%00", method: .get, headers: headers)
+                #expect(nulCursor.status == .badRequest)
+                // 100 letters each with a combining mark: 100 characters to Swift, 200 code points to
+                // PostgreSQL, which is what the 128 limit counts.
+                let id = String(repeating: "e\u{301}", count: 100).addingPercentEncoding(withAllowedCharacters: .urlPathAllowed)!
+                let marked = try await client.execute(uri: "/v1/users/\(id)", method: .put, headers: headers)
+                #expect(marked.status == .badRequest)
+                #expect(try errorCode(marked) == "invalid_user_id")
+            }
+            #expect(try await db.client.query("SELECT count(*) FROM users").first?.decode(Int.self) == 0)
+        }
+    }
+}
