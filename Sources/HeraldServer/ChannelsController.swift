@@ -7,9 +7,6 @@ import Hummingbird
 struct ChannelsController: Sendable {
     let channels: ChannelStore
 
-    static let defaultPageSize = 100
-    static let maximumPageSize = 200
-
     func register(in routes: RouteRegistry) {
         routes.add(.put, "/v1/channels/{channel_url}", access: .admin) { request, context in
             try await put(request, context: context)
@@ -102,7 +99,7 @@ struct ChannelsController: Sendable {
     }
 
     func list(_ request: Request) async throws -> ListBody {
-        let page = try PageRequest(request, maximum: Self.maximumPageSize, default: Self.defaultPageSize)
+        let page = try PageRequest(request)
         let found = try await channels.list(after: page.after, limit: page.limit)
         return ListBody(channels: found.map(ChannelBody.init), next: found.count == page.limit ? found.last?.channel.url : nil)
     }

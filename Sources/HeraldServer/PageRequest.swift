@@ -1,11 +1,14 @@
 import Hummingbird
 
-/// `?limit=` and `?after=` of a keyset-paged list.
+/// `?limit=` and `?after=` of a keyset-paged list (every admin list pages the same way).
 struct PageRequest {
+    static let defaultLimit = 100
+    static let maximumLimit = 200
+
     var limit: Int
     var after: String?
 
-    init(_ request: Request, maximum: Int, default defaultLimit: Int) throws {
+    init(_ request: Request, maximum: Int = maximumLimit, default defaultLimit: Int = defaultLimit) throws {
         let query = request.uri.queryParameters
         limit = defaultLimit
         if let text = query["limit"] {

@@ -7,15 +7,12 @@ import Hummingbird
 struct TemplatesController: Sendable {
     let templates: TemplateStore
 
-    static let defaultPageSize = 100
-    static let maximumPageSize = 200
-
     func register(in routes: RouteRegistry) {
         routes.add(.put, "/v1/templates/{key}", access: .admin) { request, context in
             try await put(request, context: context)
         }
         routes.add(.get, "/v1/templates", access: .admin) { request, _ in
-            let page = try PageRequest(request, maximum: Self.maximumPageSize, default: Self.defaultPageSize)
+            let page = try PageRequest(request)
             let found = try await templates.list(after: page.after, limit: page.limit)
             return ListBody(templates: found.map(TemplateBody.init), next: found.count == page.limit ? found.last?.template.key : nil)
         }
