@@ -1,3 +1,5 @@
+import Foundation
+
 /// Any JSON value, kept as parsed (templates carry arbitrary JSON data).
 public enum JSONValue: Sendable, Equatable, Codable {
     case string(String)
@@ -53,6 +55,22 @@ public enum JSONValue: Sendable, Equatable, Codable {
         case .array(let values): return .array(try values.map { try $0.mappingStrings(transform) })
         case .object(let members): return .object(try members.mapValues { try $0.mappingStrings(transform) })
         default: return self
+        }
+    }
+}
+
+extension JSONValue {
+    /// The size of this value encoded as compact JSON, in bytes.
+    public var encodedSize: Int {
+        (try? JSONEncoder().encode(self).count) ?? 0
+    }
+
+    /// How deeply arrays and objects nest (a scalar is 0, `[1]` is 1).
+    public var depth: Int {
+        switch self {
+        case .array(let values): return 1 + (values.map(\.depth).max() ?? 0)
+        case .object(let members): return 1 + (members.values.map(\.depth).max() ?? 0)
+        default: return 0
         }
     }
 }

@@ -107,7 +107,7 @@ extension Template {
         case (.string, .string), (.number, .number), (.bool, .bool): return nil
         case (.url, .string(let text)): return WebURL.isHTTP(text) ? nil : "must be an http(s) URL"
         case (.datetime, .string(let text)):
-            return (try? Date.ISO8601FormatStyle(includingFractionalSeconds: text.contains(".")).parse(text)) != nil ? nil : "must be an RFC 3339 date-time"
+            return RFC3339.date(from: text) != nil ? nil : "must be an RFC 3339 date-time"
         default: return "must be a \(type.rawValue)"
         }
     }

@@ -13,12 +13,21 @@ public enum HeraldApplication {
         public var metricsRegistry: PrometheusCollectorRegistry
         /// The bearer token admin routes accept; `nil` refuses them all.
         public var adminToken: String?
+        /// Signalled after an `audience: "all"` send, to wake the `FanoutService`.
+        public var fanoutWake: WakeSignal
 
-        public init(client: PostgresClient, migrator: Migrator, metricsRegistry: PrometheusCollectorRegistry, adminToken: String?) {
+        public init(
+            client: PostgresClient,
+            migrator: Migrator,
+            metricsRegistry: PrometheusCollectorRegistry,
+            adminToken: String?,
+            fanoutWake: WakeSignal = WakeSignal()
+        ) {
             self.client = client
             self.migrator = migrator
             self.metricsRegistry = metricsRegistry
             self.adminToken = adminToken
+            self.fanoutWake = fanoutWake
         }
     }
 
@@ -29,7 +38,11 @@ public enum HeraldApplication {
         router.add(middleware: LogRequestsMiddleware(.debug))
         router.add(middleware: ErrorMiddleware())
         let sessions = SessionStore(client: dependencies.client)
-        let registry = RouteRegistry(router: router, authenticator: Authenticator(adminToken: dependencies.adminToken, sessions: sessions))
+        let registry = RouteRegistry(
+            router: router,
+            authenticator: Authenticator(adminToken: dependencies.adminToken, sessions: sessions),
+            databaseExecutor: dependencies.client.executor
+        )
         OperationsController(migrator: dependencies.migrator, metricsRegistry: dependencies.metricsRegistry)
             .register(in: registry)
         UsersController(users: UserStore(client: dependencies.client), sessions: sessions)
@@ -38,6 +51,12 @@ public enum HeraldApplication {
             .register(in: registry)
         TemplatesController(templates: TemplateStore(client: dependencies.client))
             .register(in: registry)
+        NotificationsController(
+            notifications: NotificationStore(client: dependencies.client),
+            channels: ChannelStore(client: dependencies.client),
+            templates: TemplateStore(client: dependencies.client),
+            fanoutWake: dependencies.fanoutWake
+        ).register(in: registry)
         return (router, registry.routes)
     }
 

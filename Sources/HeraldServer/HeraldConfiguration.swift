@@ -21,6 +21,8 @@ public struct HeraldConfiguration: Sendable {
     public var usesPGEnvironment: Bool = false
     /// `--db-pool-size` / `HERALD_DB_POOL_SIZE`.
     public var databasePoolSize: Int = 10
+    /// `HERALD_FANOUT_BATCH_SIZE`: users reached per transaction by an `audience: "all"` send.
+    public var fanoutBatchSize: Int = 10_000
     /// `HERALD_ADMIN_TOKEN`. Generated and kept in the data directory for the embedded default.
     public var adminToken: String?
     /// `--sql-dir` / `HERALD_SQL_DIR`: where the migration files are.
@@ -73,6 +75,10 @@ public struct HeraldConfiguration: Sendable {
         if let size = try integer(databasePoolSize, "HERALD_DB_POOL_SIZE") { configuration.databasePoolSize = size }
         guard (1...500).contains(configuration.databasePoolSize) else {
             throw ConfigurationError("the database pool size must be between 1 and 500")
+        }
+        if let size = try integer(nil, "HERALD_FANOUT_BATCH_SIZE") { configuration.fanoutBatchSize = size }
+        guard (1...100_000).contains(configuration.fanoutBatchSize) else {
+            throw ConfigurationError("the fan-out batch size must be between 1 and 100000")
         }
         if let token = environment["HERALD_ADMIN_TOKEN"], !token.isEmpty { configuration.adminToken = token }
         configuration.migrationsDirectory = value(migrationsDirectory, "HERALD_SQL_DIR")

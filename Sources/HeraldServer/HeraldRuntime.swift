@@ -82,11 +82,13 @@ public enum HeraldRuntime {
             throw error
         }
 
+        let fanoutWake = WakeSignal()
         let dependencies = HeraldApplication.Dependencies(
             client: client,
             migrator: migrator,
             metricsRegistry: metricsRegistry,
-            adminToken: adminToken
+            adminToken: adminToken,
+            fanoutWake: fanoutWake
         )
         let host = configuration.host
         let application = HeraldApplication.build(dependencies, host: host, port: configuration.port, logger: logger) { port in
@@ -97,7 +99,10 @@ public enum HeraldRuntime {
         if let cluster = database.cluster {
             services.append(EmbeddedClusterService(cluster: cluster, logger: logger))
         }
+        // Shut down in reverse: HTTP first, then the background work, then the pool it all uses.
         services.append(client)
+        services.append(FanoutService(client: client, batchSize: configuration.fanoutBatchSize, wake: fanoutWake, logger: logger))
+        services.append(HousekeepingService(client: client, logger: logger))
         services.append(application)
         let group = ServiceGroup(
             configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)

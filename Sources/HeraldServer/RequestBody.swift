@@ -4,9 +4,9 @@ import Hummingbird
 /// Reading JSON request bodies with Herald's limits and error shape.
 enum RequestBody {
     /// Decodes the body as `T`; `nil` for an empty body (routes whose body is optional).
-    /// A body over the context's limit is a 413; malformed JSON a 400 naming what is wrong.
-    static func decode<T: Decodable>(_ type: T.Type, from request: Request, context: HeraldRequestContext) async throws -> T? {
-        let buffer = try await request.body.collect(upTo: context.maxUploadSize)
+    /// A body over `limit` (default: the context's) is a 413; malformed JSON a 400 naming what is wrong.
+    static func decode<T: Decodable>(_ type: T.Type, from request: Request, context: HeraldRequestContext, limit: Int? = nil) async throws -> T? {
+        let buffer = try await request.body.collect(upTo: limit ?? context.maxUploadSize)
         if buffer.readableBytes == 0 { return nil }
         do {
             return try JSONDecoder().decode(T.self, from: Data(buffer.readableBytesView))

@@ -67,9 +67,19 @@ public struct ChannelStore: Sendable {
         ).map(Self.decode)
     }
 
-    /// Deletes the channel; false when there was none.
+    /// Deletes the channel with its notifications and every recipient's copy; false when there was none.
     public func delete(_ url: String) async throws -> Bool {
-        try await client.query("DELETE FROM channels WHERE url = \(url)").affectedRows == 1
+        try await client.withTransaction { connection in
+            // Recipient rows carry no foreign key (it would slow every fan-out), so they go explicitly;
+            // the notifications follow by cascade.
+            try await connection.query(
+                """
+                DELETE FROM notification_recipients WHERE notification_id IN (
+                    SELECT n.id FROM notifications n JOIN channels c ON c.key = n.channel_key WHERE c.url = \(url))
+                """
+            )
+            return try await connection.query("DELETE FROM channels WHERE url = \(url)").affectedRows == 1
+        }
     }
 
     // MARK: - Rows

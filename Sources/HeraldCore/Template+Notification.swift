@@ -1,0 +1,68 @@
+/// A notification's content: the data rendered with the shared variables, and for each user who has
+/// per-user variables, the data rendered with those laid over the shared ones.
+public struct RenderedNotification: Sendable, Equatable {
+    public var shared: Template.Rendered
+    /// Keyed by user id; only users with per-user variables.
+    public var perUser: [String: Template.Rendered]
+}
+
+/// Why a notification could not be rendered, naming the variable and, for per-user variables, the user.
+public struct NotificationRenderProblem: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Kind: Sendable, Equatable {
+        /// A variable is missing, unknown or of the wrong type.
+        case variable
+        /// The rendered data is over `Template.maximumDataBytes`.
+        case tooLarge
+    }
+
+    public var kind: Kind
+    /// The user whose per-user variables caused it; `nil` for the shared variables.
+    public var userID: String?
+    /// The variable at fault, for `.variable`.
+    public var variable: String?
+    public var message: String
+
+    public var description: String { message }
+}
+
+extension Template {
+    /// The most a notification's rendered data may take, as compact JSON: 32 KiB. Feeds carry it to
+    /// every device on every sync; bigger content belongs behind a URL in the data.
+    public static let maximumDataBytes = 32 * 1024
+
+    /// Renders a notification for the shared variables and for every user's per-user variables.
+    public func renderNotification(
+        variables: [String: JSONValue],
+        userVariables: [String: [String: JSONValue]]
+    ) throws(NotificationRenderProblem) -> RenderedNotification {
+        let shared = try renderChecked(variables, userID: nil)
+        var perUser: [String: Template.Rendered] = [:]
+        perUser.reserveCapacity(userVariables.count)
+        // Sorted so that, of several bad users, the error always names the same one.
+        for userID in userVariables.keys.sorted() {
+            let merged = variables.merging(userVariables[userID]!) { _, own in own }
+            perUser[userID] = try renderChecked(merged, userID: userID)
+        }
+        return RenderedNotification(shared: shared, perUser: perUser)
+    }
+
+    private func renderChecked(_ values: [String: JSONValue], userID: String?) throws(NotificationRenderProblem) -> Template.Rendered {
+        let rendered: Template.Rendered
+        do {
+            rendered = try render(values)
+        } catch {
+            let field = userID.map { "user_variables.\($0).\(error.path)" } ?? "variables.\(error.path)"
+            let message = userID.map { "\(field) \(error.message) (user '\($0)')." } ?? "\(field) \(error.message)."
+            throw NotificationRenderProblem(kind: .variable, userID: userID, variable: error.path, message: message)
+        }
+        let size = rendered.data.encodedSize
+        guard size <= Self.maximumDataBytes else {
+            let whose = userID.map { " for user '\($0)'" } ?? ""
+            throw NotificationRenderProblem(
+                kind: .tooLarge, userID: userID, variable: nil,
+                message: "The rendered data\(whose) is \(size) bytes; the limit is \(Self.maximumDataBytes) bytes."
+            )
+        }
+        return rendered
+    }
+}

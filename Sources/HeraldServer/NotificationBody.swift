@@ -1,0 +1,92 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+import Hummingbird
+
+/// A notification as the admin API shows it.
+struct NotificationBody: ResponseEncodable {
+    struct Fanout: Encodable {
+        var state: String
+        /// Users the send addressed (for `all`: every user at the time of the send).
+        var audienceSize: Int64
+        /// Users who have their copy so far.
+        var reached: Int64
+
+        enum CodingKeys: String, CodingKey {
+            case state
+            case audienceSize = "audience_size"
+            case reached
+        }
+    }
+
+    struct Counts: Encodable {
+        var recipients: Int64
+        var sent: Int64
+        var delivered: Int64
+        var read: Int64
+        /// Pushes handed to APNs (the push issues fill this in).
+        var pushed: Int64
+    }
+
+    var id: String
+    var channelURL: String
+    var templateKey: String
+    var templateVersion: Int
+    var variables: [String: JSONValue]
+    var data: JSONValue
+    var pushTitle: String?
+    var pushBody: String?
+    var category: String
+    var tags: [String]
+    var eventDeadline: String?
+    var push: PushOptions
+    var audience: String
+    var fanout: Fanout
+    var counts: Counts?
+    var createdAt: String
+    var updatedAt: String
+
+    init(_ stored: StoredNotification, counts: RecipientCounts? = nil) {
+        id = String(stored.id)
+        channelURL = stored.channelURL
+        templateKey = stored.templateKey
+        templateVersion = stored.templateVersion
+        variables = stored.variables
+        data = stored.data
+        pushTitle = stored.pushTitle
+        pushBody = stored.pushBody
+        category = stored.category
+        tags = stored.tags
+        eventDeadline = stored.eventDeadline.map(RFC3339.string)
+        push = stored.push
+        audience = stored.audience
+        fanout = Fanout(state: stored.fanoutState.rawValue, audienceSize: stored.audienceSize, reached: stored.recipientCount)
+        self.counts = counts.map {
+            Counts(recipients: $0.sent + $0.delivered + $0.read, sent: $0.sent, delivered: $0.delivered, read: $0.read, pushed: 0)
+        }
+        createdAt = RFC3339.string(from: stored.createdAt)
+        updatedAt = RFC3339.string(from: stored.updatedAt)
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id
+        case channelURL = "channel_url"
+        case templateKey = "template_key"
+        case templateVersion = "template_version"
+        case variables, data
+        case pushTitle = "push_title"
+        case pushBody = "push_body"
+        case category, tags
+        case eventDeadline = "event_deadline"
+        case push, audience, fanout, counts
+        case createdAt = "created_at"
+        case updatedAt = "updated_at"
+    }
+
+    /// The body as JSON bytes, the form kept for idempotent replays.
+    func encoded() throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return Array(try encoder.encode(self))
+    }
+}

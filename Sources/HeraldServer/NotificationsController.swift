@@ -1,0 +1,192 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+import HTTPTypes
+import Hummingbird
+
+/// Admin routes for sending notifications and changing them afterwards.
+struct NotificationsController: Sendable {
+    let notifications: NotificationStore
+    let channels: ChannelStore
+    let templates: TemplateStore
+    /// Wakes the fan-out service after an `audience: "all"` send.
+    let fanoutWake: WakeSignal
+
+    /// Request bodies of these routes may list 10,000 users with their variables: 8 MiB.
+    static let maximumBodySize = 8 << 20
+
+    func register(in routes: RouteRegistry) {
+        routes.add(.post, "/v1/notifications", access: .admin) { request, context in
+            try await send(request, context: context)
+        }
+        routes.add(.get, "/v1/notifications/{notification_id}", access: .admin) { _, context in
+            let id = try Self.notificationID(context)
+            guard let stored = try await notifications.get(id) else { throw Self.notFound }
+            return NotificationBody(stored, counts: try await notifications.counts(id))
+        }
+        routes.add(.patch, "/v1/notifications/{notification_id}", access: .admin) { request, context in
+            try await update(request, context: context)
+        }
+        routes.add(.delete, "/v1/notifications/{notification_id}", access: .admin) { _, context in
+            guard try await notifications.delete(try Self.notificationID(context)) else { throw Self.notFound }
+            return Response(status: .noContent)
+        }
+    }
+
+    // MARK: - Send
+
+    func send(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        guard let body = try await RequestBody.decode(SendNotificationRequest.self, from: request, context: context, limit: Self.maximumBodySize) else {
+            throw APIError(.badRequest, code: "invalid_notification", message: "The body must name channel_url, template_key and targets or audience.")
+        }
+        let idempotency = try Self.idempotencyKey(request, body: body)
+        // A retry is answered before anything else is looked at: the template may have changed since,
+        // but the first response stands.
+        if let idempotency, let previous = try await notifications.previousOutcome(for: idempotency) {
+            return try Self.response(previous)
+        }
+        let (audience, deadline) = try body.validate()
+        guard let channel = try await channels.get(body.channelURL)?.channel else {
+            throw APIError(.badRequest, code: "unknown_channel", message: "There is no channel '\(body.channelURL)'.")
+        }
+        guard let template = try await templates.get(body.templateKey) else {
+            throw APIError(.badRequest, code: "unknown_template", message: "There is no template '\(body.templateKey)'.")
+        }
+        let category = try Self.category(body.category, channel: channel, template: template.template)
+        let content = try Self.render(template.template, variables: body.variables, userVariables: body.userVariables)
+        let draft = NotificationDraft(
+            channelURL: channel.url, templateKey: template.template.key, templateVersion: template.version,
+            variables: body.variables, content: content, category: category, tags: body.tags,
+            eventDeadline: deadline, push: body.push, audience: audience
+        )
+        let status: HTTPResponse.Status = audience == .all ? .accepted : .created
+        let outcome: NotificationStore.SendOutcome
+        do {
+            outcome = try await notifications.send(draft, idempotency: idempotency) { stored in
+                StoredResponse(status: status.code, body: try NotificationBody(stored).encoded())
+            }
+        } catch let error as NotificationStoreError {
+            throw Self.apiError(error)
+        }
+        if case .created(let stored, _) = outcome, stored.fanoutState == .running { fanoutWake.signal() }
+        return try Self.response(outcome)
+    }
+
+    static func response(_ outcome: NotificationStore.SendOutcome) throws -> Response {
+        switch outcome {
+        case .created(_, let response):
+            return jsonResponse(response, replayed: false)
+        case .replayed(let response):
+            return jsonResponse(response, replayed: true)
+        case .keyReused:
+            throw APIError(
+                .unprocessableContent, code: "idempotency_key_reused",
+                message: "This Idempotency-Key was already used with a different request."
+            )
+        }
+    }
+
+    static func jsonResponse(_ stored: StoredResponse, replayed: Bool) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json; charset=utf-8"
+        if replayed { headers[Self.replayedHeader] = "true" }
+        return Response(
+            status: HTTPResponse.Status(code: stored.status),
+            headers: headers,
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: stored.body))
+        )
+    }
+
+    static let idempotencyHeader = HTTPField.Name("Idempotency-Key")!
+    /// Set on a response that repeats the first response to an earlier request with the same key.
+    static let replayedHeader = HTTPField.Name("Idempotent-Replayed")!
+
+    static func idempotencyKey(_ request: Request, body: SendNotificationRequest) throws -> IdempotencyKey? {
+        guard let key = request.headers[idempotencyHeader] else { return nil }
+        guard (1...IdempotencyKey.maximumLength).contains(key.utf8.count) else {
+            throw APIError(
+                .badRequest, code: "invalid_idempotency_key",
+                message: "Idempotency-Key must be 1–\(IdempotencyKey.maximumLength) bytes."
+            )
+        }
+        return IdempotencyKey(key: key, requestHash: try body.canonicalDigest())
+    }
+
+    /// The category given (it must be one of the channel's), else the template's when the channel has
+    /// it, else the channel's default; empty for a channel without categories.
+    static func category(_ requested: String?, channel: Channel, template: Template) throws -> String {
+        let ids = channel.categories.map(\.id)
+        if let requested {
+            guard ids.contains(requested) else {
+                let known = ids.isEmpty ? "it has none" : "it has \(ids.joined(separator: ", "))"
+                throw APIError(.badRequest, code: "unknown_category", message: "category '\(requested)' is not a category of channel '\(channel.url)'; \(known).")
+            }
+            return requested
+        }
+        if let own = template.category, ids.contains(own) { return own }
+        return channel.categories.first(where: \.isDefault)?.id ?? ""
+    }
+
+    static func render(
+        _ template: Template,
+        variables: [String: JSONValue],
+        userVariables: [String: [String: JSONValue]]
+    ) throws -> RenderedNotification {
+        do {
+            return try template.renderNotification(variables: variables, userVariables: userVariables)
+        } catch {
+            switch error.kind {
+            case .variable: throw APIError(.badRequest, code: "invalid_variables", message: error.message)
+            case .tooLarge: throw APIError(.badRequest, code: "data_too_large", message: error.message)
+            }
+        }
+    }
+
+    // MARK: - Change
+
+    func update(_ request: Request, context: HeraldRequestContext) async throws -> NotificationBody {
+        let id = try Self.notificationID(context)
+        guard let body = try await RequestBody.decode(UpdateNotificationRequest.self, from: request, context: context, limit: Self.maximumBodySize) else {
+            throw APIError(.badRequest, code: "invalid_notification", message: "The body must give the new variables.")
+        }
+        try body.validate()
+        guard let current = try await notifications.get(id) else { throw Self.notFound }
+        guard let template = try await templates.get(current.templateKey, version: current.templateVersion) else {
+            throw Self.notFound
+        }
+        let content = try Self.render(template.template, variables: body.variables, userVariables: body.userVariables)
+        do {
+            guard let updated = try await notifications.update(id, variables: body.variables, content: content) else { throw Self.notFound }
+            return NotificationBody(updated, counts: try await notifications.counts(id))
+        } catch let error as NotificationStoreError {
+            throw Self.apiError(error)
+        }
+    }
+
+    // MARK: - Helpers
+
+    static let notFound = APIError(.notFound, code: "notification_not_found", message: "No notification with this id.")
+
+    static func notificationID(_ context: HeraldRequestContext) throws -> Int64 {
+        let text = try context.parameters.require("notification_id")
+        guard let id = Int64(text), id > 0 else { throw notFound }
+        return id
+    }
+
+    static func apiError(_ error: NotificationStoreError) -> APIError {
+        func list(_ ids: [String], total: Int) -> String {
+            let shown = ids.map { "'\($0)'" }.joined(separator: ", ")
+            return total > ids.count ? "\(shown) and \(total - ids.count) more" : shown
+        }
+        switch error {
+        case .unknownChannel:
+            return APIError(.badRequest, code: "unknown_channel", message: "The channel no longer exists.")
+        case .unknownUsers(let ids, let total):
+            return APIError(.badRequest, code: "unknown_users", message: "These users do not exist: \(list(ids, total: total)).")
+        case .notRecipients(let ids, let total):
+            return APIError(.badRequest, code: "not_recipients", message: "user_variables names users who are not recipients: \(list(ids, total: total)).")
+        case .fanoutInProgress:
+            return APIError(.conflict, code: "fanout_in_progress", message: "The notification is still reaching every user; change it when its fan-out is done.")
+        }
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import HeraldCore
+
+/// Who a notification goes to.
+public enum Audience: Sendable, Equatable {
+    /// These users (ids, without duplicates), inserted in the sending transaction.
+    case targets([String])
+    /// Every user at the time of the send, reached in the background in batches.
+    case all
+
+    public var name: String {
+        switch self {
+        case .targets: return "targets"
+        case .all: return "all"
+        }
+    }
+}
+
+/// A notification ready to be stored: rendered, validated, addressed.
+public struct NotificationDraft: Sendable {
+    public var channelURL: String
+    public var templateKey: String
+    public var templateVersion: Int
+    public var variables: [String: JSONValue]
+    public var content: RenderedNotification
+    public var category: String
+    public var tags: [String]
+    public var eventDeadline: Date?
+    public var push: PushOptions
+    public var audience: Audience
+
+    public init(
+        channelURL: String, templateKey: String, templateVersion: Int, variables: [String: JSONValue],
+        content: RenderedNotification, category: String, tags: [String], eventDeadline: Date?,
+        push: PushOptions, audience: Audience
+    ) {
+        self.channelURL = channelURL
+        self.templateKey = templateKey
+        self.templateVersion = templateVersion
+        self.variables = variables
+        self.content = content
+        self.category = category
+        self.tags = tags
+        self.eventDeadline = eventDeadline
+        self.push = push
+        self.audience = audience
+    }
+}
+
+/// A notification as stored, with its fan-out progress.
+public struct StoredNotification: Sendable, Equatable {
+    public enum FanoutState: String, Sendable {
+        /// `audience: "all"` still has users to reach.
+        case running
+        /// Every addressed user has a copy.
+        case done
+    }
+
+    public var id: Int64
+    public var channelURL: String
+    public var templateKey: String
+    public var templateVersion: Int
+    public var variables: [String: JSONValue]
+    public var data: JSONValue
+    public var pushTitle: String?
+    public var pushBody: String?
+    public var category: String
+    public var tags: [String]
+    public var eventDeadline: Date?
+    public var push: PushOptions
+    public var audience: String
+    public var audienceSize: Int64
+    public var recipientCount: Int64
+    public var fanoutState: FanoutState
+    public var createdAt: Date
+    public var updatedAt: Date
+}
+
+/// Recipients of one notification by status. Statuses only move forward (sent → delivered → read),
+/// so each recipient is counted once, under the furthest status it reached.
+public struct RecipientCounts: Sendable, Equatable {
+    public var sent: Int64
+    public var delivered: Int64
+    public var read: Int64
+
+    public init(sent: Int64, delivered: Int64, read: Int64) {
+        self.sent = sent
+        self.delivered = delivered
+        self.read = read
+    }
+}
+
+/// Why a notification could not be stored or changed.
+public enum NotificationStoreError: Error, Sendable, Equatable {
+    case unknownChannel
+    /// Addressed user ids that do not exist (in request order, at most `NotificationStore.listedIDLimit`),
+    /// and how many there were in all.
+    case unknownUsers([String], total: Int)
+    /// Per-user variables for users who are not recipients of the notification.
+    case notRecipients([String], total: Int)
+    /// The notification is still being fanned out to every user; it can change once that is done.
+    case fanoutInProgress
+}

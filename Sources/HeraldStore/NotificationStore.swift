@@ -1,0 +1,216 @@
+import Foundation
+import HeraldCore
+import Postgres
+
+/// Notifications: sending (one notification row plus one row per recipient, inserted as a set),
+/// reading with counts, re-rendering and deleting for every recipient.
+public struct NotificationStore: Sendable {
+    let client: PostgresClient
+
+    public init(client: PostgresClient) {
+        self.client = client
+    }
+
+    /// At most this many offending ids are listed in an error.
+    public static let listedIDLimit = 100
+
+    /// The answer to a send.
+    public enum SendOutcome: Sendable {
+        /// Stored now; `response` is what `respond` made of it (and what a retry will get).
+        case created(StoredNotification, response: StoredResponse)
+        /// The idempotency key was used before with the same request: the first response.
+        case replayed(StoredResponse)
+        /// The idempotency key was used before with a different request.
+        case keyReused
+    }
+
+    /// Stores the notification and its recipients in one transaction.
+    ///
+    /// With an idempotency key, the key is claimed first: a concurrent send with the same key waits
+    /// for this transaction and then finds the key taken, so exactly one of them creates anything.
+    /// `respond` builds the response inside the transaction, so the response kept for retries is
+    /// committed together with the notification.
+    public func send(
+        _ draft: NotificationDraft,
+        idempotency: IdempotencyKey?,
+        respond: @escaping @Sendable (StoredNotification) throws -> StoredResponse
+    ) async throws -> SendOutcome {
+        try await client.withTransaction { connection in
+            if let idempotency, let previous = try await Self.claim(idempotency, on: connection) {
+                return previous
+            }
+            let notification = try await Self.insert(draft, on: connection)
+            let response = try respond(notification)
+            if let idempotency {
+                try await connection.query(
+                    """
+                    UPDATE idempotency_keys SET status = \(response.status), response = \(PostgresBytes(response.body))
+                    WHERE key = \(idempotency.key)
+                    """
+                )
+            }
+            return .created(notification, response: response)
+        }
+    }
+
+    static func insert(_ draft: NotificationDraft, on connection: PostgresConnection) async throws -> StoredNotification {
+        // FOR KEY SHARE keeps the channel from being deleted until this transaction ends.
+        guard let channelKey = try await connection.query(
+            "SELECT key FROM channels WHERE url = \(draft.channelURL) FOR KEY SHARE"
+        ).first?.decode(Int64.self) else {
+            throw NotificationStoreError.unknownChannel
+        }
+        let overrides = try Self.overridesJSON(draft.content.perUser)
+        var targetIDs: [String] = []
+        let audienceSize: Int64
+        var fanoutThrough: Int64 = 0
+        switch draft.audience {
+        case .targets(let ids):
+            try await Self.requireUsers(ids, on: connection)
+            targetIDs = ids
+            audienceSize = Int64(ids.count)
+        case .all:
+            try await Self.requireUsers(draft.content.perUser.keys.sorted(), on: connection)
+            let row = try await connection.query("SELECT coalesce(max(key), 0), count(*) FROM users").first!
+            (fanoutThrough, audienceSize) = try row.decode((Int64, Int64).self)
+        }
+        let xid = try await Self.currentTransactionID(on: connection)
+        let variables = try PostgresJSONB(utf8: Array(JSONEncoder().encode(draft.variables)))
+        let data = try PostgresJSONB(utf8: Array(JSONEncoder().encode(draft.content.shared.data)))
+        let push = try PostgresJSONB(utf8: Array(JSONEncoder().encode(draft.push)))
+        let deadline = draft.eventDeadline.map(PostgresTimestamp.init)
+        let fanoutState = fanoutThrough > 0 ? "running" : "done"
+        let inserted = try await connection.query(
+            """
+            INSERT INTO notifications (
+                channel_key, template_key, template_version, variables, data, push_title, push_body,
+                category, tags, event_deadline, push, audience, audience_size, fanout_through, fanout_state)
+            VALUES (
+                \(channelKey), \(draft.templateKey), \(draft.templateVersion), \(variables), \(data),
+                \(draft.content.shared.pushTitle), \(draft.content.shared.pushBody), \(draft.category), \(draft.tags),
+                \(deadline), \(push), \(draft.audience.name), \(audienceSize), \(fanoutThrough), \(fanoutState))
+            RETURNING id
+            """
+        )
+        let id = try inserted[0].decode(Int64.self)
+        // One statement for every recipient. The per-user overrides ride along as one JSON array
+        // joined in by id; everyone else gets NULL ("the notification's own data").
+        let recipients: PostgresResult
+        switch draft.audience {
+        case .targets:
+            recipients = try await connection.query(
+                """
+                INSERT INTO notification_recipients (user_key, channel_key, notification_id, change_xid, data, push_title, push_body)
+                SELECT u.key, \(channelKey), \(id), \(xid), o.data, o.push_title, o.push_body
+                FROM users u
+                LEFT JOIN jsonb_to_recordset(\(overrides)) AS o(id text, data jsonb, push_title text, push_body text) ON o.id = u.id
+                WHERE u.id = ANY(\(targetIDs))
+                """
+            )
+        case .all:
+            // Users with per-user variables get their copy now; the batches skip them.
+            recipients = try await connection.query(
+                """
+                INSERT INTO notification_recipients (user_key, channel_key, notification_id, change_xid, data, push_title, push_body)
+                SELECT u.key, \(channelKey), \(id), \(xid), o.data, o.push_title, o.push_body
+                FROM jsonb_to_recordset(\(overrides)) AS o(id text, data jsonb, push_title text, push_body text)
+                JOIN users u ON u.id = o.id
+                """
+            )
+        }
+        try await connection.query(
+            "UPDATE notifications SET recipient_count = \(Int64(recipients.affectedRows)) WHERE id = \(id)"
+        )
+        return try await Self.fetch(id, on: connection)!
+    }
+
+    /// Throws `unknownUsers` unless every id names a user.
+    static func requireUsers(_ ids: [String], on connection: PostgresConnection) async throws {
+        guard !ids.isEmpty else { return }
+        let rows = try await connection.query(
+            """
+            SELECT t.id FROM unnest(\(ids)::text[]) WITH ORDINALITY AS t(id, position)
+            WHERE NOT EXISTS (SELECT 1 FROM users u WHERE u.id = t.id)
+            ORDER BY t.position
+            """
+        )
+        guard rows.isEmpty else {
+            let unknown = try rows.prefix(listedIDLimit).map { try $0.decode(String.self) }
+            throw NotificationStoreError.unknownUsers(unknown, total: rows.count)
+        }
+    }
+
+    /// This transaction's id as a change position (see `sql/0005_notifications.sql`). Assigns the id
+    /// if the transaction has none yet.
+    static func currentTransactionID(on connection: PostgresConnection) async throws -> Int64 {
+        try await connection.query("SELECT pg_current_xact_id()::text::bigint").first!.decode(Int64.self)
+    }
+
+    static func overridesJSON(_ perUser: [String: Template.Rendered]) throws -> PostgresJSONB {
+        struct Override: Encodable {
+            var id: String
+            var data: JSONValue
+            var push_title: String?
+            var push_body: String?
+        }
+        let list = perUser.map { Override(id: $0.key, data: $0.value.data, push_title: $0.value.pushTitle, push_body: $0.value.pushBody) }
+        return try PostgresJSONB(utf8: Array(JSONEncoder().encode(list)))
+    }
+
+    // MARK: - Reading
+
+    /// The notification, unless it does not exist or was deleted.
+    public func get(_ id: Int64) async throws -> StoredNotification? {
+        try await client.withConnection { connection in
+            try await Self.fetch(id, on: connection)
+        }
+    }
+
+    /// Recipients by status, deleted copies excluded.
+    public func counts(_ id: Int64) async throws -> RecipientCounts {
+        let row = try await client.query(
+            """
+            SELECT count(*) FILTER (WHERE status = 0), count(*) FILTER (WHERE status = 1), count(*) FILTER (WHERE status = 2)
+            FROM notification_recipients WHERE notification_id = \(id) AND NOT deleted
+            """
+        ).first!
+        let (sent, delivered, read) = try row.decode((Int64, Int64, Int64).self)
+        return RecipientCounts(sent: sent, delivered: delivered, read: read)
+    }
+
+    static func fetch(_ id: Int64, on connection: PostgresConnection) async throws -> StoredNotification? {
+        try await connection.query(
+            "SELECT \(unescaped: columns) FROM notifications n JOIN channels c ON c.key = n.channel_key WHERE n.id = \(id) AND n.deleted_at IS NULL"
+        ).first.map(decode)
+    }
+
+    static let columns = """
+        n.id, c.url, n.template_key, n.template_version, n.variables, n.data, n.push_title, n.push_body, \
+        n.category, n.tags, n.event_deadline, n.push, n.audience, n.audience_size, n.recipient_count, \
+        n.fanout_state, n.created_at, n.updated_at
+        """
+
+    static func decode(_ row: PostgresRow) throws -> StoredNotification {
+        let (id, channelURL, templateKey, templateVersion, variables, data, pushTitle, pushBody, category, tags) =
+            try row.decode((Int64, String, String, Int, PostgresJSONB, PostgresJSONB, String?, String?, String, [String]).self)
+        let deadline = try row.decode(column: 10, as: Date?.self)
+        let push = try row.decode(column: 11, as: PostgresJSONB.self)
+        let audience = try row.decode(column: 12, as: String.self)
+        let audienceSize = try row.decode(column: 13, as: Int64.self)
+        let recipientCount = try row.decode(column: 14, as: Int64.self)
+        let fanoutState = try row.decode(column: 15, as: String.self)
+        let createdAt = try row.decode(column: 16, as: Date.self)
+        let updatedAt = try row.decode(column: 17, as: Date.self)
+        let decoder = JSONDecoder()
+        return StoredNotification(
+            id: id, channelURL: channelURL, templateKey: templateKey, templateVersion: templateVersion,
+            variables: try decoder.decode([String: JSONValue].self, from: Data(variables.utf8)),
+            data: try decoder.decode(JSONValue.self, from: Data(data.utf8)),
+            pushTitle: pushTitle, pushBody: pushBody, category: category, tags: tags, eventDeadline: deadline,
+            push: try decoder.decode(PushOptions.self, from: Data(push.utf8)),
+            audience: audience, audienceSize: audienceSize, recipientCount: recipientCount,
+            fanoutState: StoredNotification.FanoutState(rawValue: fanoutState) ?? .done,
+            createdAt: createdAt, updatedAt: updatedAt
+        )
+    }
+}
