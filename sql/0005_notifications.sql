@@ -32,6 +32,8 @@ CREATE TABLE notifications (
     fanout_after bigint NOT NULL DEFAULT 0,
     fanout_through bigint NOT NULL DEFAULT 0,
     fanout_state text NOT NULL DEFAULT 'done' CHECK (fanout_state IN ('running', 'done')),
+    -- Some users got their copy at send time (they had per-user variables): batches must skip them.
+    fanout_skips_existing boolean NOT NULL DEFAULT false,
     created_at timestamptz NOT NULL DEFAULT now(),
     updated_at timestamptz NOT NULL DEFAULT now(),
     deleted_at timestamptz,

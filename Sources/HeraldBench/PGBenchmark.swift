@@ -28,23 +28,9 @@ struct PGBenchmark: AsyncParsableCommand {
         guard !clientCounts.isEmpty, clientCounts.allSatisfy({ $0 > 0 }) else {
             throw ValidationError("--clients must list positive numbers")
         }
-        var cluster: PostgresCluster?
-        let conninfo: String
-        if let url = databaseURL ?? ProcessInfo.processInfo.environment["DATABASE_URL"] {
-            conninfo = url
-        } else {
-            let directory = NSTemporaryDirectory() + "herald-bench-\(getpid())"
-            let started = try PostgresCluster(directory: directory)
-            try await started.start()
-            cluster = started
-            conninfo = started.conninfo(database: "postgres")
-        }
-        defer {
-            if let cluster {
-                try? cluster.stopBlocking()
-                try? FileManager.default.removeItem(atPath: cluster.directory)
-            }
-        }
+        let database = try await BenchDatabase.open(databaseURL: databaseURL)
+        defer { database.close() }
+        let conninfo = database.conninfo
 
         try await prepareTable(conninfo: conninfo)
         let script = NSTemporaryDirectory() + "herald-bench-\(getpid()).sql"
@@ -160,10 +146,6 @@ struct PGBenchmark: AsyncParsableCommand {
             return candidate
         }
         throw ValidationError("pgbench not found: apt-get install postgresql-contrib (or postgresql)")
-    }
-
-    private func format(_ value: Double, digits: Int = 0) -> String {
-        String(format: "%.\(digits)f", value)
     }
 }
 

@@ -113,7 +113,13 @@ public enum HeraldRuntime {
     // MARK: - Private
 
     static func makeMigrator(_ configuration: HeraldConfiguration, client: PostgresClient, logger: Logger) throws -> Migrator {
-        let directory = try MigrationsDirectory.locate(configured: configuration.migrationsDirectory)
+        try migrator(client: client, migrationsDirectory: configuration.migrationsDirectory, logger: logger)
+    }
+
+    /// A migrator for the given `sql/` directory, else the one found beside the working directory or
+    /// the executable (as `herald migrate` finds it).
+    public static func migrator(client: PostgresClient, migrationsDirectory: String? = nil, logger: Logger) throws -> Migrator {
+        let directory = try MigrationsDirectory.locate(configured: migrationsDirectory)
         return Migrator(client: client, migrations: try Migration.load(from: directory), logger: logger)
     }
 

@@ -18,40 +18,39 @@ extension NotificationStore {
     /// transaction older than their horizon (see `sql/0005_notifications.sql`), so one transaction over
     /// 100,000 users would hold back every user's sync for its whole duration.
     public func fanOutNextBatch(size: Int) async throws -> FanoutProgress? {
-        try await client.withTransaction { connection in
+        precondition(size > 0, "a batch holds at least one user")
+        return try await client.withTransaction { connection in
             guard let row = try await connection.query(
                 """
-                SELECT id, channel_key, fanout_after, fanout_through FROM notifications
+                SELECT id, channel_key, fanout_after, fanout_through, fanout_skips_existing FROM notifications
                 WHERE fanout_state = 'running' ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
                 """
             ).first else { return nil }
-            let (id, channelKey, after, through) = try row.decode((Int64, Int64, Int64, Int64).self)
+            let (id, channelKey, after, through, skipsExisting) = try row.decode((Int64, Int64, Int64, Int64, Bool).self)
+            // The batch's last user: the size-th after `after`, or the end when fewer remain. An
+            // index-only scan of the users' keys.
+            let last = try await connection.query(
+                "SELECT key FROM users WHERE key > \(after) AND key <= \(through) ORDER BY key OFFSET \(size - 1) LIMIT 1"
+            ).first?.decode(Int64.self) ?? through
             let xid = try await Self.currentTransactionID(on: connection)
-            // Users who already have a copy (they had per-user variables) are skipped by the conflict.
-            let batch = try await connection.query(
+            // A plain INSERT … SELECT unless some users already have a copy: the conflict check of
+            // ON CONFLICT costs a speculative insertion per row.
+            let inserted = try await connection.query(
                 """
-                WITH batch AS (
-                    SELECT key FROM users WHERE key > \(after) AND key <= \(through) ORDER BY key LIMIT \(size)
-                ), inserted AS (
-                    INSERT INTO notification_recipients (user_key, channel_key, notification_id, change_xid)
-                    SELECT key, \(channelKey), \(id), \(xid) FROM batch
-                    ON CONFLICT DO NOTHING
-                    RETURNING 1
-                )
-                SELECT (SELECT max(key) FROM batch), (SELECT count(*) FROM inserted)
+                INSERT INTO notification_recipients (user_key, channel_key, notification_id, change_xid)
+                SELECT key, \(channelKey), \(id), \(xid) FROM users WHERE key > \(after) AND key <= \(last)
+                \(unescaped: skipsExisting ? "ON CONFLICT DO NOTHING" : "")
                 """
-            ).first!
-            let (last, inserted) = try batch.decode((Int64?, Int64).self)
-            let reached = last ?? through
-            let finished = reached >= through
+            ).affectedRows
+            let finished = last >= through
             try await connection.query(
                 """
-                UPDATE notifications SET fanout_after = \(reached), recipient_count = recipient_count + \(inserted),
+                UPDATE notifications SET fanout_after = \(last), recipient_count = recipient_count + \(Int64(inserted)),
                     fanout_state = \(finished ? "done" : "running")
                 WHERE id = \(id)
                 """
             )
-            return FanoutProgress(notificationID: id, inserted: Int(inserted), finished: finished)
+            return FanoutProgress(notificationID: id, inserted: inserted, finished: finished)
         }
     }
 }

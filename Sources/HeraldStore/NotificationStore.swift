@@ -84,11 +84,13 @@ public struct NotificationStore: Sendable {
             """
             INSERT INTO notifications (
                 channel_key, template_key, template_version, variables, data, push_title, push_body,
-                category, tags, event_deadline, push, audience, audience_size, fanout_through, fanout_state)
+                category, tags, event_deadline, push, audience, audience_size, fanout_through, fanout_state,
+                fanout_skips_existing)
             VALUES (
                 \(channelKey), \(draft.templateKey), \(draft.templateVersion), \(variables), \(data),
                 \(draft.content.shared.pushTitle), \(draft.content.shared.pushBody), \(draft.category), \(draft.tags),
-                \(deadline), \(push), \(draft.audience.name), \(audienceSize), \(fanoutThrough), \(fanoutState))
+                \(deadline), \(push), \(draft.audience.name), \(audienceSize), \(fanoutThrough), \(fanoutState),
+                \(!draft.content.perUser.isEmpty))
             RETURNING id
             """
         )

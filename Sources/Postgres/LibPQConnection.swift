@@ -193,6 +193,46 @@ final class LibPQConnection: @unchecked Sendable {
         _ = try checkResult(PQexec(handle, sql))
     }
 
+    /// Runs `COPY … FROM STDIN` (trusted SQL text) and streams `data`, already in the statement's
+    /// format, as its input. Returns the number of rows copied.
+    func copyIn(_ sql: String, data: [UInt8]) throws(PostgresError) -> Int {
+        let handle = try openHandle()
+        guard let start = PQexec(handle, sql) else {
+            throw PostgresError(code: .connectionLost, serverMessage: lastErrorMessage)
+        }
+        guard PQresultStatus(start) == PGRES_COPY_IN else {
+            _ = try checkResult(start)  // throws the server's error, if any
+            throw PostgresError(code: .syntaxError, serverMessage: "not a COPY … FROM STDIN statement")
+        }
+        PQclear(start)
+        // libpq buffers what it is given; chunks keep each call's memory bounded.
+        let chunk = 1 << 20
+        var sent = true
+        data.withUnsafeBytes { bytes in
+            var offset = 0
+            while sent, offset < bytes.count {
+                let length = min(chunk, bytes.count - offset)
+                let pointer = bytes.baseAddress!.advanced(by: offset).assumingMemoryBound(to: CChar.self)
+                sent = PQputCopyData(handle, pointer, Int32(length)) == 1
+                offset += length
+            }
+        }
+        let ended = PQputCopyEnd(handle, sent ? nil : "the client could not send the data") == 1
+        // Drain every result so the connection is ready again, then report the first failure.
+        var failure: PostgresError?
+        var rows = 0
+        while let raw = PQgetResult(handle) {
+            do {
+                rows = try checkResult(raw).affectedRows
+            } catch {
+                failure = failure ?? error
+            }
+        }
+        if let failure { throw failure }
+        guard sent, ended else { throw PostgresError(code: .connectionLost, serverMessage: lastErrorMessage) }
+        return rows
+    }
+
     /// Asks the server to cancel the statement running on this connection. Safe from any thread.
     func cancel() {
         cancelRequested.store(true, ordering: .releasing)

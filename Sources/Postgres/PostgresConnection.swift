@@ -23,6 +23,14 @@ public struct PostgresConnection: Sendable {
         try await run { raw in try raw.executeScript(sql) }
     }
 
+    /// Runs trusted `COPY … FROM STDIN` SQL with `data` as its input, already in the statement's format
+    /// (for example tab-separated text lines). Returns the number of rows copied. Never build the SQL
+    /// from input; the data itself may be anything.
+    @discardableResult
+    public func copyFrom(_ sql: String, data: [UInt8]) async throws -> Int {
+        try await run { raw in try raw.copyIn(sql, data: data) }
+    }
+
     /// The server process id of this connection (for `pg_terminate_backend` in tests and diagnostics).
     public var backendPID: Int32 { raw.backendPID }
 

@@ -1,0 +1,227 @@
+import ArgumentParser
+import AsyncHTTPClient
+import Foundation
+import HeraldCore
+import HeraldServer
+import HeraldStore
+import Logging
+import NIOCore
+import NIOHTTP1
+import Postgres
+import Prometheus
+import ServiceLifecycle
+
+/// The `fanout` case: one notification to every user (`audience: "all"`) through Herald's HTTP API and
+/// fan-out service, timed from the request until the last batch committed, beside a raw `COPY` of the
+/// same recipient rows into a table of the same shape, in the same run.
+struct FanoutBenchmark: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fanout",
+        abstract: "One notification to N users versus a raw COPY of the same recipient rows."
+    )
+
+    @Option(help: "Users to create and reach.")
+    var users: Int = 100_000
+
+    @Option(help: "Comma-separated fan-out batch sizes (users per transaction) to measure.")
+    var batchSizes: String = "10000,25000,100000"
+
+    @Option(help: "Measurements per batch size.")
+    var runs: Int = 3
+
+    @Option(help: "Also time a send to this many listed targets (one transaction); 0 skips it.")
+    var targets: Int = 10_000
+
+    @Option(help: "PostgreSQL URI or conninfo; default: a private cluster in a temporary directory.")
+    var databaseURL: String?
+
+    func run() async throws {
+        let sizes = batchSizes.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        guard !sizes.isEmpty, sizes.allSatisfy({ $0 > 0 }), users > 0, runs > 0 else {
+            throw ValidationError("--users, --runs and every --batch-sizes entry must be positive")
+        }
+        let database = try await BenchDatabase.open(databaseURL: databaseURL)
+        defer { database.close() }
+        let admin = PostgresClient(configuration: .init(conninfo: database.conninfo, maximumConnections: 1))
+        try await admin.query("DROP DATABASE IF EXISTS herald_fanout_bench")
+        try await admin.query("CREATE DATABASE herald_fanout_bench")
+        await admin.shutdown()
+        let conninfo = try PostgresConninfo.settingDatabase("herald_fanout_bench", in: database.conninfo)
+
+        var logger = Logger(label: "herald-bench")
+        logger.logLevel = .warning
+        let client = PostgresClient(configuration: .init(conninfo: conninfo, maximumConnections: 4, applicationName: "herald-bench"), logger: logger)
+        let migrator = try HeraldRuntime.migrator(client: client, logger: logger)
+        try await migrator.migrate()
+        try await seed(client)
+
+        let http = HTTPClient(eventLoopGroupProvider: .singleton)
+        do {
+            try await measure(client: client, http: http, sizes: sizes, logger: logger)
+        } catch {
+            try? await http.shutdown()
+            await client.shutdown()
+            throw error
+        }
+        try await http.shutdown()
+        await client.shutdown()
+    }
+
+    private func measure(client: PostgresClient, http: HTTPClient, sizes: [Int], logger: Logger) async throws {
+        let copyRows = try await copyData(client)
+
+        print("Users: \(users). Each fan-out row: one INSERT … SELECT per batch through Herald; each COPY row: the same")
+        print("(user_key, channel_key, notification_id, change_xid) as text through COPY FROM STDIN into a table")
+        print("created `LIKE notification_recipients INCLUDING ALL` (same columns, defaults, primary key and indexes).")
+        print("Both tables are truncated and a CHECKPOINT taken before each measurement.")
+        print("")
+        print("| batch size | run | fan-out (ms) | fan-out rows/s | COPY (ms) | COPY rows/s | fan-out ÷ COPY rate |")
+        print("|---:|---:|---:|---:|---:|---:|---:|")
+        for size in sizes {
+            try await withServer(client: client, batchSize: size, logger: logger) { port in
+                for run in 1...runs {
+                    let fanout = try await measureFanout(client: client, http: http, port: port)
+                    let copy = try await measureCopy(client: client, rows: copyRows)
+                    print(
+                        "| \(size) | \(run) | \(format(fanout * 1000)) | \(format(Double(users) / fanout)) "
+                            + "| \(format(copy * 1000)) | \(format(Double(users) / copy)) | \(format(copy / fanout * 100)) % |"
+                    )
+                }
+            }
+        }
+        if targets > 0 {
+            try await withServer(client: client, batchSize: sizes[0], logger: logger) { port in
+                print("")
+                print("| listed targets | run | request to commit (ms) | rows/s |")
+                print("|---:|---:|---:|---:|")
+                for run in 1...runs {
+                    let elapsed = try await measureTargets(client: client, http: http, port: port)
+                    print("| \(min(targets, users)) | \(run) | \(format(elapsed * 1000)) | \(format(Double(min(targets, users)) / elapsed)) |")
+                }
+            }
+        }
+    }
+
+    static let adminToken = "herald-bench-admin-token"
+
+    private func seed(_ client: PostgresClient) async throws {
+        try await client.query("INSERT INTO users (id) SELECT 'user-' || g FROM generate_series(1, \(users)) AS g")
+        try await client.query("VACUUM ANALYZE users")
+        _ = try await ChannelStore(client: client).put(Channel(url: "news", kind: .feed, name: "News"))
+        let template = Template(
+            key: "news.digest", name: "Digest",
+            variables: [.init(name: "headline", type: .string, required: true), .init(name: "url", type: .url)],
+            data: .object(["title": .string("{{headline}}"), "link": .string("{{url}}")]),
+            pushTitle: "News", pushBody: "{{headline}}"
+        )
+        _ = try await TemplateStore(client: client).put(template)
+        try await client.query("CREATE TABLE bench_copy_recipients (LIKE notification_recipients INCLUDING ALL)")
+    }
+
+    /// The COPY input: one line per user, the row a fan-out inserts for them.
+    private func copyData(_ client: PostgresClient) async throws -> [UInt8] {
+        let channel = try await client.query("SELECT key FROM channels WHERE url = 'news'").first!.decode(Int64.self)
+        var text = ""
+        text.reserveCapacity(users * 32)
+        for key in 1...users { text += "\(key)\t\(channel)\t1\t1000\n" }
+        return Array(text.utf8)
+    }
+
+    private func withServer(client: PostgresClient, batchSize: Int, logger: Logger, _ body: @escaping @Sendable (Int) async throws -> Void) async throws {
+        let wake = WakeSignal()
+        let dependencies = HeraldApplication.Dependencies(
+            client: client,
+            migrator: try HeraldRuntime.migrator(client: client, logger: logger),
+            metricsRegistry: PrometheusCollectorRegistry(),
+            adminToken: Self.adminToken,
+            fanoutWake: wake
+        )
+        let (portStream, portContinuation) = AsyncStream.makeStream(of: Int.self)
+        let application = HeraldApplication.build(dependencies, host: "127.0.0.1", port: 0, logger: logger) { port in
+            portContinuation.yield(port)
+        }
+        let fanout = FanoutService(client: client, batchSize: batchSize, wake: wake, logger: logger)
+        let group = ServiceGroup(services: [fanout, application], logger: logger)
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            var ports = portStream.makeAsyncIterator()
+            guard let port = await ports.next() else { throw ValidationError("the server did not start") }
+            do {
+                try await body(port)
+            } catch {
+                await group.triggerGracefulShutdown()
+                throw error
+            }
+            await group.triggerGracefulShutdown()
+            try await tasks.waitForAll()
+        }
+    }
+
+    private func post(_ http: HTTPClient, port: Int, body: String) async throws -> (status: Int, id: Int64) {
+        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/v1/notifications")
+        request.method = .POST
+        request.headers.add(name: "Authorization", value: "Bearer \(Self.adminToken)")
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.body = .bytes(ByteBuffer(string: body))
+        let response = try await http.execute(request, timeout: .seconds(120))
+        let bytes = try await response.body.collect(upTo: 1 << 20)
+        let object = try JSONSerialization.jsonObject(with: Data(bytes.readableBytesView)) as? [String: Any]
+        guard let id = (object?["id"] as? String).flatMap({ Int64($0) }) else {
+            throw ValidationError("send failed: \(response.status) \(String(buffer: bytes))")
+        }
+        return (Int(response.status.code), id)
+    }
+
+    private func prepare(_ client: PostgresClient) async throws {
+        try await client.query("TRUNCATE notification_recipients, bench_copy_recipients")
+        try await client.query("CHECKPOINT")
+    }
+
+    /// Seconds from sending the request until the fan-out's last batch committed.
+    private func measureFanout(client: PostgresClient, http: HTTPClient, port: Int) async throws -> Double {
+        try await prepare(client)
+        let clock = ContinuousClock()
+        let start = clock.now
+        let sent = try await post(http, port: port, body: #"{"channel_url":"news","template_key":"news.digest","audience":"all","variables":{"headline":"Herald 1.0 is out","url":"https://example.com/herald"}}"#)
+        // The batches commit one by one; the last one marks the notification done. Polling every
+        // millisecond costs a small, cheap indexed read, well under the resolution reported.
+        while try await client.query("SELECT fanout_state = 'done' FROM notifications WHERE id = \(sent.id)").first!.decode(Bool.self) == false {
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        let elapsed = clock.now - start
+        let reached = try await client.query("SELECT count(*) FROM notification_recipients WHERE notification_id = \(sent.id)").first!.decode(Int.self)
+        guard sent.status == 202, reached == users else {
+            throw ValidationError("the fan-out reached \(reached) of \(users) users (status \(sent.status))")
+        }
+        return elapsedSeconds(elapsed)
+    }
+
+    /// Seconds for a raw COPY of the same rows into a table of the same shape.
+    private func measureCopy(client: PostgresClient, rows: [UInt8]) async throws -> Double {
+        try await prepare(client)
+        let clock = ContinuousClock()
+        let start = clock.now
+        let copied = try await client.withConnection { connection in
+            try await connection.copyFrom(
+                "COPY bench_copy_recipients (user_key, channel_key, notification_id, change_xid) FROM STDIN", data: rows
+            )
+        }
+        let elapsed = clock.now - start
+        guard copied == users else { throw ValidationError("COPY wrote \(copied) of \(users) rows") }
+        return elapsedSeconds(elapsed)
+    }
+
+    /// Seconds for a send to `targets` listed users, which commits before the response.
+    private func measureTargets(client: PostgresClient, http: HTTPClient, port: Int) async throws -> Double {
+        try await prepare(client)
+        let count = min(targets, users)
+        let ids = (1...count).map { "\"user-\($0)\"" }.joined(separator: ",")
+        let body = #"{"channel_url":"news","template_key":"news.digest","targets":[\#(ids)],"variables":{"headline":"Targeted"}}"#
+        let clock = ContinuousClock()
+        let start = clock.now
+        let sent = try await post(http, port: port, body: body)
+        let elapsed = clock.now - start
+        guard sent.status == 201 else { throw ValidationError("the targeted send answered \(sent.status)") }
+        return elapsedSeconds(elapsed)
+    }
+}
