@@ -6,6 +6,7 @@ extension Template {
     /// string a valid mustache template, and every placeholder a declared variable.
     public func validate() throws(TemplateProblem) {
         if let problem = Self.keyProblem(key) { throw TemplateProblem(path: "$.key", message: problem) }
+        try checkSizes()
         guard case .object = data else { throw TemplateProblem(path: "$.data", message: "must be a JSON object") }
         var declared = Set<String>()
         for (index, variable) in variables.enumerated() {
@@ -68,6 +69,45 @@ extension Template {
             throw problem
         } catch {
             throw TemplateProblem(path: "template", message: "could not be rendered")
+        }
+    }
+
+    // MARK: - Limits
+
+    public static let maximumNameLength = 255
+    public static let maximumVariables = 100
+    /// The data template itself; what it renders to is held to `maximumDataBytes` separately.
+    public static let maximumTemplateDataBytes = 32 * 1024
+    public static let maximumDataDepth = 16
+    public static let maximumPushTextLength = 1_000
+    public static let maximumCategoryLength = 64
+    public static let maximumDefaultLength = 4_096
+
+    func checkSizes() throws(TemplateProblem) {
+        if name.count > Self.maximumNameLength {
+            throw TemplateProblem(path: "$.name", message: "must be at most \(Self.maximumNameLength) characters")
+        }
+        if variables.count > Self.maximumVariables {
+            throw TemplateProblem(path: "$.variables", message: "at most \(Self.maximumVariables) variables")
+        }
+        for (index, variable) in variables.enumerated() {
+            if case .string(let text) = variable.defaultValue, text.count > Self.maximumDefaultLength {
+                throw TemplateProblem(path: "$.variables[\(index)].default", message: "must be at most \(Self.maximumDefaultLength) characters")
+            }
+        }
+        if data.depth > Self.maximumDataDepth {
+            throw TemplateProblem(path: "$.data", message: "may nest at most \(Self.maximumDataDepth) levels")
+        }
+        if data.encodedSize > Self.maximumTemplateDataBytes {
+            throw TemplateProblem(path: "$.data", message: "must encode to at most \(Self.maximumTemplateDataBytes) bytes")
+        }
+        for (path, text) in [("$.push_title", pushTitle), ("$.push_body", pushBody)] {
+            if let text, text.count > Self.maximumPushTextLength {
+                throw TemplateProblem(path: path, message: "must be at most \(Self.maximumPushTextLength) characters")
+            }
+        }
+        if let category, category.isEmpty || category.count > Self.maximumCategoryLength {
+            throw TemplateProblem(path: "$.category", message: "must be 1–\(Self.maximumCategoryLength) characters")
         }
     }
 

@@ -4,6 +4,7 @@ import Hummingbird
 struct PageRequest {
     static let defaultLimit = 100
     static let maximumLimit = 200
+    static let maximumCursorLength = 128
 
     var limit: Int
     var after: String?
@@ -17,6 +18,12 @@ struct PageRequest {
             }
             limit = value
         }
-        after = query["after"].map(String.init)
+        if let text = query["after"] {
+            // Every list is keyed by something of at most 128 characters.
+            guard text.count <= Self.maximumCursorLength else {
+                throw APIError(.badRequest, code: "invalid_after", message: "after must be at most \(Self.maximumCursorLength) characters.")
+            }
+            after = String(text)
+        }
     }
 }

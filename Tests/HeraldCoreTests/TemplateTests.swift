@@ -95,6 +95,29 @@ struct TemplateTests {
         }
     }
 
+    @Test func validationBoundsSizesAndNesting() throws {
+        var template = try decode(Self.orderShipped)
+        template.name = String(repeating: "n", count: 256)
+        #expect(throws: TemplateProblem(path: "$.name", message: "must be at most 255 characters")) { try template.validate() }
+        template = try decode(Self.orderShipped)
+        template.variables = (0..<101).map { .init(name: "v\($0)", type: .string) }
+        #expect(throws: TemplateProblem(path: "$.variables", message: "at most 100 variables")) { try template.validate() }
+        template = try decode(Self.orderShipped)
+        var deep = JSONValue.string("x")
+        for _ in 0..<17 { deep = .array([deep]) }
+        template.data = .object(["deep": deep])
+        #expect(throws: TemplateProblem(path: "$.data", message: "may nest at most 16 levels")) { try template.validate() }
+        template = try decode(Self.orderShipped)
+        template.data = .object(["big": .string(String(repeating: "b", count: 33_000))])
+        #expect(throws: TemplateProblem(path: "$.data", message: "must encode to at most 32768 bytes")) { try template.validate() }
+        template = try decode(Self.orderShipped)
+        template.pushBody = String(repeating: "p", count: 1_001)
+        #expect(throws: TemplateProblem(path: "$.push_body", message: "must be at most 1000 characters")) { try template.validate() }
+        template = try decode(Self.orderShipped)
+        template.category = ""
+        #expect(throws: TemplateProblem(path: "$.category", message: "must be 1–64 characters")) { try template.validate() }
+    }
+
     @Test func datetimeVariablesTakeRFC3339() throws {
         let template = Template(
             key: "digest",
