@@ -13,13 +13,31 @@ struct Authenticator: Sendable {
     enum Access: Sendable {
         case anyone
         case admin
+        /// A valid session token; the route acts for its user only.
+        case user
     }
 
-    func authorize(_ request: Request, for access: Access) async throws {
+    /// Checks the request's credentials for `access`; returns the user for `.user` routes.
+    func authorize(_ request: Request, for access: Access) async throws -> AuthenticatedUser? {
         switch access {
-        case .anyone: return
-        case .admin: try await requireAdmin(request)
+        case .anyone: return nil
+        case .admin:
+            try await requireAdmin(request)
+            return nil
+        case .user:
+            return try await requireUser(request)
         }
+    }
+
+    /// User routes: a live session token; anything else, the admin token included, is a 401.
+    func requireUser(_ request: Request) async throws -> AuthenticatedUser {
+        guard let presented = Self.bearerToken(request) else {
+            throw APIError(.unauthorized, code: "unauthorized", message: "This route needs 'Authorization: Bearer <session token>'.")
+        }
+        guard let token = SessionToken(parsing: presented), let (id, key) = try await sessions.authenticate(token) else {
+            throw APIError(.unauthorized, code: "unauthorized", message: "The session token is not valid (unknown, revoked or expired).")
+        }
+        return AuthenticatedUser(id: id, key: key)
     }
 
     /// Admin routes: the admin token passes; a valid user session is recognised and refused (403);

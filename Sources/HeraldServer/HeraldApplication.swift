@@ -15,19 +15,22 @@ public enum HeraldApplication {
         public var adminToken: String?
         /// Signalled after an `audience: "all"` send, to wake the `FanoutService`.
         public var fanoutWake: WakeSignal
+        public var sync: SyncSettings
 
         public init(
             client: PostgresClient,
             migrator: Migrator,
             metricsRegistry: PrometheusCollectorRegistry,
             adminToken: String?,
-            fanoutWake: WakeSignal = WakeSignal()
+            fanoutWake: WakeSignal = WakeSignal(),
+            sync: SyncSettings = SyncSettings()
         ) {
             self.client = client
             self.migrator = migrator
             self.metricsRegistry = metricsRegistry
             self.adminToken = adminToken
             self.fanoutWake = fanoutWake
+            self.sync = sync
         }
     }
 
@@ -56,6 +59,11 @@ public enum HeraldApplication {
             channels: ChannelStore(client: dependencies.client),
             templates: TemplateStore(client: dependencies.client),
             fanoutWake: dependencies.fanoutWake
+        ).register(in: registry)
+        CollectionController(
+            collections: CollectionStore(client: dependencies.client),
+            settings: SettingsStore(client: dependencies.client),
+            sync: dependencies.sync
         ).register(in: registry)
         return (router, registry.routes)
     }

@@ -5,10 +5,20 @@ import Hummingbird
 public struct HeraldRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
 
+    /// The user a session token authenticated, on user routes.
+    public var user: AuthenticatedUser?
+
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
     }
 
     /// The largest request body accepted (larger ones get a 413): 1 MiB.
     public var maxUploadSize: Int { 1 << 20 }
+}
+
+/// The user behind a valid session token.
+public struct AuthenticatedUser: Sendable, Equatable {
+    public var id: String
+    /// The user's internal key (`users.key`).
+    public var key: Int64
 }

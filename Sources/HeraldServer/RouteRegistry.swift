@@ -40,7 +40,8 @@ final class RouteRegistry {
         let executor = access == .anyone ? nil : databaseExecutor
         router.on(RouterPath(path), method: method) { request, context in
             try await withTaskExecutorPreference(executor) {
-                try await authenticator.authorize(request, for: access)
+                var context = context
+                context.user = try await authenticator.authorize(request, for: access)
                 return try await handler(request, context).response(from: request, context: context)
             }
         }

@@ -78,6 +78,9 @@ public struct ChannelStore: Sendable {
                     SELECT n.id FROM notifications n JOIN channels c ON c.key = n.channel_key WHERE c.url = \(url))
                 """
             )
+            try await connection.query(
+                "DELETE FROM channel_states WHERE channel_key = (SELECT key FROM channels WHERE url = \(url))"
+            )
             return try await connection.query("DELETE FROM channels WHERE url = \(url)").affectedRows == 1
         }
     }

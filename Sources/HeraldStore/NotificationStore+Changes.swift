@@ -7,7 +7,7 @@ extension NotificationStore {
     /// template version) for every recipient. Each live copy gets a new change position, so every
     /// recipient's collection shows the update. `nil` when the notification does not exist.
     public func update(_ id: Int64, variables: [String: JSONValue], content: RenderedNotification) async throws -> StoredNotification? {
-        try await client.withTransaction { connection in
+        try await client.withRetryingTransaction { connection in
             guard let channelKey = try await Self.lockForChange(id, on: connection) else { return nil }
             let overrides = try Self.overridesJSON(content.perUser)
             let strangers = try await connection.query(
@@ -56,13 +56,19 @@ extension NotificationStore {
     /// position (collections report it as deleted), and an unfinished fan-out stops. False when there
     /// was no such notification.
     public func delete(_ id: Int64) async throws -> Bool {
-        try await client.withTransaction { connection in
+        try await client.withRetryingTransaction { connection in
             guard try await Self.lockForChange(id, on: connection, allowRunningFanout: true) != nil else { return false }
             let xid = try await Self.currentTransactionID(on: connection)
+            // Copies still unread leave their users' unread counters in the same statement.
             try await connection.query(
                 """
-                UPDATE notification_recipients SET change_xid = \(xid), deleted = true, data = NULL, push_title = NULL, push_body = NULL
-                WHERE notification_id = \(id) AND NOT deleted
+                WITH gone AS (
+                    UPDATE notification_recipients SET change_xid = \(xid), deleted = true, data = NULL, push_title = NULL, push_body = NULL
+                    WHERE notification_id = \(id) AND NOT deleted
+                    RETURNING user_key, channel_key, status
+                )
+                UPDATE channel_states s SET unread_count = s.unread_count - 1
+                FROM gone WHERE gone.status < 2 AND s.user_key = gone.user_key AND s.channel_key = gone.channel_key
                 """
             )
             try await connection.query(

@@ -19,7 +19,7 @@ extension NotificationStore {
     /// 100,000 users would hold back every user's sync for its whole duration.
     public func fanOutNextBatch(size: Int) async throws -> FanoutProgress? {
         precondition(size > 0, "a batch holds at least one user")
-        return try await client.withTransaction { connection in
+        return try await client.withRetryingTransaction { connection in
             guard let row = try await connection.query(
                 """
                 SELECT id, channel_key, fanout_after, fanout_through, fanout_skips_existing FROM notifications
@@ -42,6 +42,7 @@ extension NotificationStore {
                 \(unescaped: skipsExisting ? "ON CONFLICT DO NOTHING" : "")
                 """
             ).affectedRows
+            try await Self.countUnread(userKeysAfter: after, through: last, notification: id, channelKey: channelKey, skipsExisting: skipsExisting, on: connection)
             let finished = last >= through
             try await connection.query(
                 """
@@ -51,6 +52,42 @@ extension NotificationStore {
                 """
             )
             return FanoutProgress(notificationID: id, inserted: inserted, finished: finished)
+        }
+    }
+
+    /// `countUnread` for the users of one batch. Users reached at send time (those with per-user data)
+    /// were counted then; excluding them costs a key probe per user, paid only by broadcasts that had
+    /// per-user variables.
+    static func countUnread(
+        userKeysAfter after: Int64, through last: Int64, notification id: Int64, channelKey: Int64,
+        skipsExisting: Bool, on connection: PostgresConnection
+    ) async throws {
+        if skipsExisting {
+            try await connection.query(
+                """
+                INSERT INTO channel_states AS s (user_key, channel_key, unread_count, last_notification_id, last_activity_at)
+                SELECT key, \(channelKey), 1, \(id), now() FROM users u WHERE key > \(after) AND key <= \(last)
+                    AND NOT EXISTS (SELECT 1 FROM notification_recipients r
+                        WHERE r.user_key = u.key AND r.channel_key = \(channelKey) AND r.notification_id = \(id) AND r.data IS NOT NULL)
+                ORDER BY key
+                ON CONFLICT (user_key, channel_key) DO UPDATE SET
+                    unread_count = s.unread_count + 1,
+                    last_notification_id = greatest(s.last_notification_id, EXCLUDED.last_notification_id),
+                    last_activity_at = EXCLUDED.last_activity_at
+                """
+            )
+        } else {
+            try await connection.query(
+                """
+                INSERT INTO channel_states AS s (user_key, channel_key, unread_count, last_notification_id, last_activity_at)
+                SELECT key, \(channelKey), 1, \(id), now() FROM users WHERE key > \(after) AND key <= \(last)
+                ORDER BY key
+                ON CONFLICT (user_key, channel_key) DO UPDATE SET
+                    unread_count = s.unread_count + 1,
+                    last_notification_id = greatest(s.last_notification_id, EXCLUDED.last_notification_id),
+                    last_activity_at = EXCLUDED.last_activity_at
+                """
+            )
         }
     }
 }

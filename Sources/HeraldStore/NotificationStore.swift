@@ -35,7 +35,7 @@ public struct NotificationStore: Sendable {
         idempotency: IdempotencyKey?,
         respond: @escaping @Sendable (StoredNotification) throws -> StoredResponse
     ) async throws -> SendOutcome {
-        try await client.withTransaction { connection in
+        try await client.withRetryingTransaction { connection in
             if let idempotency, let previous = try await Self.claim(idempotency, on: connection) {
                 return previous
             }
@@ -120,10 +120,28 @@ public struct NotificationStore: Sendable {
                 """
             )
         }
+        try await Self.countUnread(notification: id, channelKey: channelKey, on: connection)
         try await connection.query(
             "UPDATE notifications SET recipient_count = \(Int64(recipients.affectedRows)) WHERE id = \(id)"
         )
         return try await Self.fetch(id, on: connection)!
+    }
+
+    /// Counts a new notification as unread for every recipient who has it so far, in the recipients'
+    /// channel states (created on first use), and makes it their channel's latest activity. States are
+    /// locked in user order, the order every writer uses, so concurrent fan-outs cannot deadlock.
+    static func countUnread(notification id: Int64, channelKey: Int64, on connection: PostgresConnection) async throws {
+        try await connection.query(
+            """
+            INSERT INTO channel_states AS s (user_key, channel_key, unread_count, last_notification_id, last_activity_at)
+            SELECT user_key, channel_key, 1, notification_id, now() FROM notification_recipients
+            WHERE notification_id = \(id) ORDER BY user_key
+            ON CONFLICT (user_key, channel_key) DO UPDATE SET
+                unread_count = s.unread_count + 1,
+                last_notification_id = greatest(s.last_notification_id, EXCLUDED.last_notification_id),
+                last_activity_at = EXCLUDED.last_activity_at
+            """
+        )
     }
 
     /// Throws `unknownUsers` unless every id names a user.

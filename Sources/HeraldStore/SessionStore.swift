@@ -39,6 +39,18 @@ public struct SessionStore: Sendable {
         return !rows.isEmpty
     }
 
+    /// The user a live session token belongs to, with the user's internal key; `nil` when the token is
+    /// unknown, revoked or expired.
+    public func authenticate(_ token: SessionToken) async throws -> (userID: String, userKey: Int64)? {
+        let rows = try await client.query(
+            """
+            SELECT u.key FROM sessions s JOIN users u ON u.id = s.user_id
+            WHERE s.user_id = \(token.userID) AND s.token_hash = \(PostgresBytes(token.hash)) AND s.expires_at > now()
+            """
+        )
+        return try rows.first.map { (token.userID, try $0.decode(Int64.self)) }
+    }
+
     /// Revokes every session of the user; returns how many there were.
     public func revokeAll(userID: String) async throws -> Int {
         try await client.query("DELETE FROM sessions WHERE user_id = \(userID)").affectedRows

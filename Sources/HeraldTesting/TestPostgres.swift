@@ -11,14 +11,25 @@ import Synchronization
 /// `withDatabase` gets a fresh database of its own, dropped afterwards, so tests never see each other's
 /// rows and can run in parallel.
 public enum TestPostgres {
+    /// Which throwaway cluster a test database lives on.
+    public enum ClusterChoice: Sendable {
+        /// The cluster most tests share, in parallel.
+        case shared
+        /// A second cluster for tests that observe the cluster-wide transaction horizon (sync): an open
+        /// transaction in any database of a cluster holds back what its readers may see, so these
+        /// tests must not share a cluster with unrelated ones. Run such suites `.serialized`.
+        case horizonSensitive
+    }
+
     /// Creates a fresh database (migrated with `sql/` unless `migrated` is false), hands a pool on it to
     /// `body`, then closes the pool and drops the database.
     public static func withDatabase<R: Sendable>(
         migrated: Bool = true,
         maximumConnections: Int = 4,
+        cluster: ClusterChoice = .shared,
         _ body: (TestDatabase) async throws -> R
     ) async throws -> R {
-        let server = try await TestServer.shared.value
+        let server = try await (cluster == .shared ? TestServer.shared : TestServer.horizonSensitive).value
         let name = "herald_test_\(UUID().uuidString.prefix(8).lowercased())"
         try await server.createDatabase(name, migrated: migrated)
         let conninfo = try server.conninfo(database: name)
@@ -74,7 +85,8 @@ public struct TestDatabase: Sendable {
 
 /// The server the test process uses, and the bookkeeping to create databases on it.
 actor TestServer {
-    static let shared = Task { try await TestServer.start() }
+    static let shared = Task { try await TestServer.start(prefix: "herald-test") }
+    static let horizonSensitive = Task { try await TestServer.start(prefix: "herald-test-sync") }
 
     let adminConninfo: String
     let baseConninfo: String
@@ -88,11 +100,11 @@ actor TestServer {
         self.admin = PostgresClient(configuration: .init(conninfo: adminConninfo, maximumConnections: 1), logger: TestPostgres.testLogger)
     }
 
-    static func start() async throws -> TestServer {
+    static func start(prefix: String) async throws -> TestServer {
         if let url = ProcessInfo.processInfo.environment["HERALD_TEST_DATABASE_URL"], !url.isEmpty {
             return TestServer(baseConninfo: url, adminConninfo: url)
         }
-        let directory = NSTemporaryDirectory() + "herald-test-\(getpid())"
+        let directory = NSTemporaryDirectory() + "\(prefix)-\(getpid())"
         let cluster = try PostgresCluster(directory: directory, durable: false)
         TestClusterCleanup.register(cluster)
         try await cluster.start()
@@ -142,17 +154,22 @@ actor TestServer {
     }
 }
 
-/// Stops and deletes the test process's cluster when the process exits.
+/// Stops and deletes the test process's clusters when the process exits.
 enum TestClusterCleanup {
-    private static let cluster = Mutex<PostgresCluster?>(nil)
+    private static let clusters = Mutex<[PostgresCluster]>([])
 
     static func register(_ newCluster: PostgresCluster) {
-        cluster.withLock { $0 = newCluster }
+        let first = clusters.withLock { clusters in
+            clusters.append(newCluster)
+            return clusters.count == 1
+        }
+        guard first else { return }
         atexit {
-            TestClusterCleanup.cluster.withLock { cluster in
-                guard let cluster else { return }
-                try? cluster.stopBlocking(immediate: true)
-                try? FileManager.default.removeItem(atPath: cluster.directory)
+            TestClusterCleanup.clusters.withLock { clusters in
+                for cluster in clusters {
+                    try? cluster.stopBlocking(immediate: true)
+                    try? FileManager.default.removeItem(atPath: cluster.directory)
+                }
             }
         }
     }

@@ -1,0 +1,106 @@
+import Foundation
+
+/// A position in one user's change stream of one channel, as `(change_xid, notification_id)`: the id
+/// of the transaction that made a recipient copy's latest change, then the notification id.
+public struct ChangePosition: Sendable, Hashable, Comparable {
+    public var xid: Int64
+    public var notificationID: Int64
+
+    public init(xid: Int64, notificationID: Int64) {
+        self.xid = xid
+        self.notificationID = notificationID
+    }
+
+    /// Every change of transaction `xid` and before.
+    public static func through(xid: Int64) -> ChangePosition {
+        ChangePosition(xid: xid, notificationID: .max)
+    }
+
+    public static func < (lhs: ChangePosition, rhs: ChangePosition) -> Bool {
+        (lhs.xid, lhs.notificationID) < (rhs.xid, rhs.notificationID)
+    }
+}
+
+/// The token an incremental sync continues from: whose collection it belongs to, the filter it was
+/// issued for, and the position reached. Opaque to clients: serialised with a format version and an
+/// HMAC-SHA256 tag (truncated to 128 bits) under a server key, so it cannot be forged or edited.
+public struct SyncToken: Sendable, Equatable {
+    public var userKey: Int64
+    public var channelKey: Int64
+    /// The channel state's reset count when issued: an admin reset ends every older token.
+    public var resetCount: Int32
+    /// First 8 bytes of SHA-256 of the category filter (0 for none).
+    public var filter: UInt64
+    public var position: ChangePosition
+
+    public init(userKey: Int64, channelKey: Int64, resetCount: Int32, category: String?, position: ChangePosition) {
+        self.userKey = userKey
+        self.channelKey = channelKey
+        self.resetCount = resetCount
+        self.filter = Self.filterHash(category)
+        self.position = position
+    }
+
+    static let version: UInt8 = 1
+    static let tagLength = 16
+    static let payloadLength = 1 + 8 + 8 + 4 + 8 + 8 + 8
+
+    public static func filterHash(_ category: String?) -> UInt64 {
+        guard let category else { return 0 }
+        return SHA256.digest(Array(category.utf8)).prefix(8).reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    /// The token as URL-safe base64 text.
+    public func encoded(key: [UInt8]) -> String {
+        var bytes: [UInt8] = [Self.version]
+        func append<I: FixedWidthInteger>(_ value: I) {
+            withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
+        }
+        append(userKey)
+        append(channelKey)
+        append(resetCount)
+        append(filter)
+        append(position.xid)
+        append(position.notificationID)
+        bytes += HMACSHA256.mac(key: key, message: bytes).prefix(Self.tagLength)
+        return Base64URL.encode(bytes)
+    }
+
+    /// Parses and authenticates a token; `nil` when it is malformed, of another version, or its tag
+    /// does not match (forged or edited).
+    public init?(decoding text: String, key: [UInt8]) {
+        guard text.utf8.count <= 128, let bytes = Base64URL.decode(text),
+            bytes.count == Self.payloadLength + Self.tagLength, bytes[0] == Self.version
+        else { return nil }
+        let payload = Array(bytes.prefix(Self.payloadLength))
+        let tag = Array(bytes.suffix(Self.tagLength))
+        guard ConstantTime.equals(Array(HMACSHA256.mac(key: key, message: payload).prefix(Self.tagLength)), tag) else { return nil }
+        var offset = 1
+        func read<I: FixedWidthInteger>(_: I.Type) -> I {
+            defer { offset += MemoryLayout<I>.size }
+            return payload[offset..<offset + MemoryLayout<I>.size].reduce(I.zero) { $0 << 8 | I($1) }
+        }
+        userKey = read(Int64.self)
+        channelKey = read(Int64.self)
+        resetCount = read(Int32.self)
+        filter = read(UInt64.self)
+        position = ChangePosition(xid: read(Int64.self), notificationID: read(Int64.self))
+    }
+}
+
+/// Base64 with the URL-safe alphabet and no padding (RFC 4648 §5), over Foundation's base64.
+public enum Base64URL {
+    public static func encode(_ bytes: [UInt8]) -> String {
+        Data(bytes).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    public static func decode(_ text: String) -> [UInt8]? {
+        guard !text.contains(where: { $0 == "+" || $0 == "/" || $0 == "=" }) else { return nil }
+        var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        standard += String(repeating: "=", count: (4 - standard.count % 4) % 4)
+        return Data(base64Encoded: standard).map { Array($0) }
+    }
+}

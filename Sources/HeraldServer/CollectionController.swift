@@ -1,0 +1,223 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+import Hummingbird
+import NIOConcurrencyHelpers
+
+/// How the sync protocol is tuned.
+public struct SyncSettings: Sendable {
+    /// More pending changes than this and a token is no longer live (`is_live: false`).
+    public var hugeGap: Int
+
+    public init(hugeGap: Int = 300) {
+        self.hugeGap = hugeGap
+    }
+}
+
+/// The user's routes for their collections: initial load and incremental sync, older pages, read and
+/// seen marks, unread counts. Every route acts for the session's own user only.
+struct CollectionController: Sendable {
+    let collections: CollectionStore
+    let settings: SettingsStore
+    let sync: SyncSettings
+    let tokenKey = TokenKeyCache()
+
+    static let defaultLimit = 30
+    static let maximumLimit = 100
+    static let maximumReadIDs = 100
+
+    func register(in routes: RouteRegistry) {
+        routes.add(.get, "/v1/me/channels/{channel_url}/collection", access: .user) { request, context in
+            try await collection(request, context: context)
+        }
+        routes.add(.get, "/v1/me/channels/{channel_url}/notifications", access: .user) { request, context in
+            try await olderPage(request, context: context)
+        }
+        routes.add(.post, "/v1/me/channels/{channel_url}/read", access: .user) { request, context in
+            try await read(request, context: context)
+        }
+        routes.add(.post, "/v1/me/channels/{channel_url}/seen", access: .user) { request, context in
+            try await seen(request, context: context)
+        }
+        routes.add(.get, "/v1/me/unread", access: .user) { _, context in
+            let user = try Self.user(context)
+            let unread = try await collections.unread(userKey: user.key)
+            return UnreadBody(total: unread.total, channels: unread.channels.map { .init(channelURL: $0.url, unreadCount: $0.unread) })
+        }
+    }
+
+    // MARK: - Collection
+
+    func collection(_ request: Request, context: HeraldRequestContext) async throws -> CollectionBody {
+        let user = try Self.user(context)
+        let channel = try await Self.channel(context, collections)
+        let query = request.uri.queryParameters
+        let limit = try Self.limit(request)
+        let category = try Self.category(request)
+        let key = try await tokenKey.get(settings)
+        guard let tokenText = query["token"].map(String.init) else {
+            try await collections.open(userKey: user.key, channelKey: channel.key)
+            return try await collections.read(userKey: user.key, channelKey: channel.key) { snapshot, connection in
+                let page = try await CollectionStore.page(
+                    userKey: user.key, channelKey: channel.key, category: category, before: nil, limit: limit + 1, on: connection
+                )
+                // Everything below the horizon is in this snapshot; later changes come incrementally.
+                let token = SyncToken(
+                    userKey: user.key, channelKey: channel.key, resetCount: snapshot.state.resetCount, category: category,
+                    position: .through(xid: snapshot.horizon - 1)
+                )
+                var body = CollectionBody(channel: channel, snapshot: snapshot, isLive: true)
+                body.notifications = try page.prefix(limit).map(NotificationItem.init)
+                body.prevCursor = page.count > limit ? page[limit - 1].id.description : nil
+                body.nextToken = token.encoded(key: key)
+                return body
+            }
+        }
+        return try await collections.read(userKey: user.key, channelKey: channel.key) { snapshot, connection in
+            var body = CollectionBody(channel: channel, snapshot: snapshot, isLive: false)
+            guard let token = SyncToken(decoding: tokenText, key: key),
+                token.userKey == user.key, token.channelKey == channel.key,
+                token.filter == SyncToken.filterHash(category),
+                token.resetCount == snapshot.state.resetCount,
+                token.position.xid >= snapshot.compactedThrough,
+                token.position.xid < snapshot.nextXID
+            else { return body }
+            let pending = try await CollectionStore.pendingChanges(
+                userKey: user.key, channelKey: channel.key, after: token.position, horizon: snapshot.horizon,
+                cap: sync.hugeGap + 1, on: connection
+            )
+            guard pending <= sync.hugeGap else { return body }
+            body.isLive = true
+            let changes = try await CollectionStore.changes(
+                userKey: user.key, channelKey: channel.key, category: category, after: token.position,
+                horizon: snapshot.horizon, limit: limit + 1, on: connection
+            )
+            body.hasMore = changes.count > limit
+            var position = token.position
+            for (changePosition, change) in changes.prefix(limit) {
+                position = changePosition
+                switch change {
+                case .upserted(let item): body.notifications.append(try NotificationItem(item))
+                case .deleted(let id): body.deleted.append(String(id))
+                }
+            }
+            // A complete answer moves the token up to the horizon, so a quiet client never falls
+            // behind the retained history.
+            if !body.hasMore { position = max(position, .through(xid: snapshot.horizon - 1)) }
+            var next = token
+            next.position = position
+            body.nextToken = next.encoded(key: key)
+            return body
+        }
+    }
+
+    func olderPage(_ request: Request, context: HeraldRequestContext) async throws -> PageBody {
+        let user = try Self.user(context)
+        let channel = try await Self.channel(context, collections)
+        let limit = try Self.limit(request)
+        let category = try Self.category(request)
+        var before: Int64?
+        if let text = request.uri.queryParameters["before"] {
+            guard let value = Int64(String(text)), value > 0 else {
+                throw APIError(.badRequest, code: "invalid_before", message: "before must be a notification id (the prev_cursor of a page).")
+            }
+            before = value
+        }
+        let cursor = before
+        return try await collections.read(userKey: user.key, channelKey: channel.key) { _, connection in
+            let page = try await CollectionStore.page(
+                userKey: user.key, channelKey: channel.key, category: category, before: cursor, limit: limit + 1, on: connection
+            )
+            return PageBody(
+                notifications: try page.prefix(limit).map(NotificationItem.init),
+                prevCursor: page.count > limit ? page[limit - 1].id.description : nil
+            )
+        }
+    }
+
+    // MARK: - Marks
+
+    struct ReadRequest: Decodable {
+        var ids: [String]?
+    }
+
+    func read(_ request: Request, context: HeraldRequestContext) async throws -> StateBody {
+        let user = try Self.user(context)
+        let channel = try await Self.channel(context, collections)
+        let body = try await RequestBody.decode(ReadRequest.self, from: request, context: context)
+        var ids: [Int64]?
+        if let given = body?.ids {
+            guard (1...Self.maximumReadIDs).contains(given.count) else {
+                throw APIError(.badRequest, code: "invalid_ids", message: "ids must list 1–\(Self.maximumReadIDs) notification ids; omit it to mark all read.")
+            }
+            ids = try given.enumerated().map { index, text in
+                guard let id = Int64(text), id > 0 else {
+                    throw APIError(.badRequest, code: "invalid_ids", message: "ids[\(index)] is not a notification id.")
+                }
+                return id
+            }
+        }
+        let state = try await collections.markRead(userKey: user.key, channelKey: channel.key, ids: ids)
+        return StateBody(state)
+    }
+
+    struct SeenRequest: Decodable {
+        var seenAt: String?
+
+        enum CodingKeys: String, CodingKey {
+            case seenAt = "seen_at"
+        }
+    }
+
+    func seen(_ request: Request, context: HeraldRequestContext) async throws -> StateBody {
+        let user = try Self.user(context)
+        let channel = try await Self.channel(context, collections)
+        var at = Date()
+        if let text = try await RequestBody.decode(SeenRequest.self, from: request, context: context)?.seenAt {
+            guard let parsed = RFC3339.date(from: text), parsed <= at.addingTimeInterval(60) else {
+                throw APIError(.badRequest, code: "invalid_seen_at", message: "seen_at must be an RFC 3339 date-time, not in the future.")
+            }
+            at = parsed
+        }
+        return StateBody(try await collections.markSeen(userKey: user.key, channelKey: channel.key, at: at))
+    }
+
+    // MARK: - Helpers
+
+    static func user(_ context: HeraldRequestContext) throws -> AuthenticatedUser {
+        guard let user = context.user else { throw APIError.internalError }
+        return user
+    }
+
+    static func channel(_ context: HeraldRequestContext, _ collections: CollectionStore) async throws -> CollectionChannel {
+        let url = try context.parameters.require("channel_url")
+        guard Channel.urlProblem(url) == nil, let channel = try await collections.channel(url) else {
+            throw APIError(.notFound, code: "channel_not_found", message: "No channel with this URL.")
+        }
+        return channel
+    }
+
+    static func limit(_ request: Request) throws -> Int {
+        try PageRequest(request, maximum: maximumLimit, default: defaultLimit).limit
+    }
+
+    static func category(_ request: Request) throws -> String? {
+        guard let text = request.uri.queryParameters["category"] else { return nil }
+        guard (1...64).contains(text.count) else {
+            throw APIError(.badRequest, code: "invalid_category", message: "category must be 1–64 characters.")
+        }
+        return String(text)
+    }
+}
+
+/// The sync token key, read from the database once per process.
+final class TokenKeyCache: Sendable {
+    private let key = NIOLockedValueBox<[UInt8]?>(nil)
+
+    func get(_ settings: SettingsStore) async throws -> [UInt8] {
+        if let cached = key.withLockedValue({ $0 }) { return cached }
+        let loaded = try await settings.syncTokenKey()
+        key.withLockedValue { $0 = loaded }
+        return loaded
+    }
+}

@@ -1,0 +1,89 @@
+import Foundation
+import HeraldCore
+import Postgres
+
+extension CollectionStore {
+    /// Marks the user's notifications in the channel read: all of them (`ids == nil`, which also moves
+    /// `last_read_at` to now) or the given ones. Each copy that changes gets a new change position and
+    /// leaves the unread counter in the same transaction, so two devices marking at once never count a
+    /// notification twice, and `last_read_at` only ever moves forward. Returns the state after.
+    public func markRead(userKey: Int64, channelKey: Int64, ids: [Int64]?) async throws -> ChannelState {
+        try await client.withRetryingTransaction { connection in
+            let xid = try await NotificationStore.currentTransactionID(on: connection)
+            let marked = try await connection.query(
+                """
+                UPDATE notification_recipients SET status = 2, change_xid = \(xid)
+                WHERE user_key = \(userKey) AND channel_key = \(channelKey) AND status < 2 AND NOT deleted
+                    AND (\(ids)::int8[] IS NULL OR notification_id = ANY(\(ids)))
+                """
+            ).affectedRows
+            let row = try await connection.query(
+                """
+                INSERT INTO channel_states AS s (user_key, channel_key, last_read_at)
+                VALUES (\(userKey), \(channelKey), \(ids == nil ? Date() : nil))
+                ON CONFLICT (user_key, channel_key) DO UPDATE SET
+                    unread_count = s.unread_count - \(Int64(marked)),
+                    last_read_at = CASE WHEN \(ids == nil) THEN greatest(s.last_read_at, now()) ELSE s.last_read_at END
+                RETURNING unread_count, last_read_at, last_seen_at, reset_count
+                """
+            ).first!
+            return try Self.decodeState(row)
+        }
+    }
+
+    /// Moves `last_seen_at` forward to `at` (never backwards). Returns the state after.
+    public func markSeen(userKey: Int64, channelKey: Int64, at: Date) async throws -> ChannelState {
+        let row = try await client.query(
+            """
+            INSERT INTO channel_states AS s (user_key, channel_key, last_seen_at) VALUES (\(userKey), \(channelKey), \(at))
+            ON CONFLICT (user_key, channel_key) DO UPDATE SET last_seen_at = greatest(s.last_seen_at, EXCLUDED.last_seen_at)
+            RETURNING unread_count, last_read_at, last_seen_at, reset_count
+            """
+        ).first!
+        return try Self.decodeState(row)
+    }
+
+    /// Records that the user opened the channel, so that it shows in their channel list.
+    public func open(userKey: Int64, channelKey: Int64) async throws {
+        try await client.query(
+            "INSERT INTO channel_states (user_key, channel_key) VALUES (\(userKey), \(channelKey)) ON CONFLICT DO NOTHING"
+        )
+    }
+
+    /// An admin reset of the user's channel: every copy is removed from the collection, the unread
+    /// count goes to 0, and every token issued before stops being live.
+    public func reset(userKey: Int64, channelKey: Int64) async throws {
+        try await client.withRetryingTransaction { connection in
+            let xid = try await NotificationStore.currentTransactionID(on: connection)
+            try await connection.query(
+                """
+                UPDATE notification_recipients SET deleted = true, change_xid = \(xid), data = NULL, push_title = NULL, push_body = NULL
+                WHERE user_key = \(userKey) AND channel_key = \(channelKey) AND NOT deleted
+                """
+            )
+            try await connection.query(
+                """
+                INSERT INTO channel_states AS s (user_key, channel_key, reset_count) VALUES (\(userKey), \(channelKey), 1)
+                ON CONFLICT (user_key, channel_key) DO UPDATE SET unread_count = 0, reset_count = s.reset_count + 1
+                """
+            )
+        }
+    }
+
+    /// The user's unread counts per channel (channels with a state), and their total.
+    public func unread(userKey: Int64) async throws -> (total: Int64, channels: [(url: String, unread: Int64)]) {
+        let rows = try await client.query(
+            """
+            SELECT c.url, s.unread_count FROM channel_states s JOIN channels c ON c.key = s.channel_key
+            WHERE s.user_key = \(userKey) ORDER BY c.url
+            """
+        )
+        let channels = try rows.map { try $0.decode((String, Int64).self) }.map { (url: $0.0, unread: $0.1) }
+        return (channels.reduce(0) { $0 + $1.unread }, channels)
+    }
+
+    static func decodeState(_ row: PostgresRow) throws -> ChannelState {
+        let (unread, lastRead, lastSeen, resetCount) = try row.decode((Int64, Date?, Date?, Int32).self)
+        return ChannelState(unreadCount: unread, lastReadAt: lastRead, lastSeenAt: lastSeen, resetCount: resetCount)
+    }
+}

@@ -1,0 +1,214 @@
+import Foundation
+import HeraldCore
+import Postgres
+
+/// A channel as a user's collection sees it.
+public struct CollectionChannel: Sendable, Equatable {
+    public var key: Int64
+    public var url: String
+    public var kind: Channel.Kind
+    public var name: String
+    public var coverURL: String
+    public var customType: String
+}
+
+/// One user's state in one channel.
+public struct ChannelState: Sendable, Equatable {
+    public var unreadCount: Int64
+    public var lastReadAt: Date?
+    public var lastSeenAt: Date?
+    public var resetCount: Int32
+
+    public static let initial = ChannelState(unreadCount: 0, lastReadAt: nil, lastSeenAt: nil, resetCount: 0)
+}
+
+/// A notification as its recipient sees it.
+public struct CollectionItem: Sendable, Equatable {
+    public enum Status: Int16, Sendable {
+        case sent = 0, delivered = 1, read = 2
+
+        public var name: String {
+            switch self {
+            case .sent: return "SENT"
+            case .delivered: return "DELIVERED"
+            case .read: return "READ"
+            }
+        }
+    }
+
+    public var id: Int64
+    public var templateKey: String
+    public var templateVersion: Int
+    /// The recipient's rendered data, as JSON text (passed through, never re-encoded).
+    public var data: PostgresJSONB
+    public var category: String
+    public var tags: [String]
+    public var eventDeadline: Date?
+    public var createdAt: Date
+    public var updatedAt: Date
+    public var status: Status
+}
+
+/// A change in a user's stream: a notification's current state, or its removal.
+public enum CollectionChange: Sendable, Equatable {
+    case upserted(CollectionItem)
+    case deleted(Int64)
+}
+
+/// Reads and writes one user's collections: pages, changes since a position, read and seen marks.
+///
+/// Reads run in a `REPEATABLE READ READ ONLY` transaction so that the page, the horizon and the
+/// channel state all come from one snapshot.
+public struct CollectionStore: Sendable {
+    let client: PostgresClient
+
+    public init(client: PostgresClient) {
+        self.client = client
+    }
+
+    /// The channel, by URL.
+    public func channel(_ url: String) async throws -> CollectionChannel? {
+        try await client.query(
+            "SELECT key, kind, name, cover_url, custom_type, url FROM channels WHERE url = \(url)"
+        ).first.map(Self.decodeChannel)
+    }
+
+    /// The user's internal key, by id.
+    public func userKey(_ userID: String) async throws -> Int64? {
+        try await client.query("SELECT key FROM users WHERE id = \(userID)").first?.decode(Int64.self)
+    }
+
+    /// What a read of a collection sees, all from one snapshot.
+    public struct Snapshot: Sendable {
+        public var state: ChannelState
+        /// The user's unread notifications across all channels.
+        public var badge: Int64
+        /// Every change below this transaction id is finished: positions `< through(horizon - 1)`
+        /// are complete in this snapshot.
+        public var horizon: Int64
+        /// The newest transaction id that can exist: a position beyond it was not issued by this
+        /// database (a restore into another cluster, for example).
+        public var nextXID: Int64
+        /// Tombstones below this position may have been removed: older positions are not live.
+        public var compactedThrough: Int64
+    }
+
+    /// Runs `body` with the snapshot values in one read-only repeatable-read transaction.
+    public func read<R: Sendable>(
+        userKey: Int64,
+        channelKey: Int64,
+        _ body: @escaping @Sendable (Snapshot, PostgresConnection) async throws -> R
+    ) async throws -> R {
+        try await client.withConnection { connection in
+            try await connection.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            do {
+                let row = try await connection.query(
+                    """
+                    SELECT s.unread_count, s.last_read_at, s.last_seen_at, s.reset_count,
+                        (SELECT coalesce(sum(unread_count), 0)::bigint FROM channel_states WHERE user_key = \(userKey)),
+                        pg_snapshot_xmin(pg_current_snapshot())::text::bigint,
+                        pg_snapshot_xmax(pg_current_snapshot())::text::bigint,
+                        coalesce((SELECT ('x' || encode(value, 'hex'))::bit(64)::bigint FROM herald_settings WHERE name = 'compacted_through'), 0)
+                    FROM (SELECT 1) AS one
+                    LEFT JOIN channel_states s ON s.user_key = \(userKey) AND s.channel_key = \(channelKey)
+                    """
+                ).first!
+                let (unread, lastRead, lastSeen, resetCount, badge, horizon, nextXID, compacted) =
+                    try row.decode((Int64?, Date?, Date?, Int32?, Int64, Int64, Int64, Int64).self)
+                let state = ChannelState(unreadCount: unread ?? 0, lastReadAt: lastRead, lastSeenAt: lastSeen, resetCount: resetCount ?? 0)
+                let snapshot = Snapshot(state: state, badge: badge, horizon: horizon, nextXID: nextXID, compactedThrough: compacted)
+                let result = try await body(snapshot, connection)
+                try await connection.query("COMMIT")
+                return result
+            } catch {
+                _ = try? await connection.query("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    /// The newest live notifications (those with an id below `before`, when given), newest first.
+    public static func page(
+        userKey: Int64, channelKey: Int64, category: String?, before: Int64?, limit: Int, on connection: PostgresConnection
+    ) async throws -> [CollectionItem] {
+        try await connection.query(
+            """
+            SELECT \(unescaped: itemColumns) FROM notification_recipients r JOIN notifications n ON n.id = r.notification_id
+            WHERE r.user_key = \(userKey) AND r.channel_key = \(channelKey) AND NOT r.deleted
+                AND r.notification_id < \(before ?? .max) AND (\(category)::text IS NULL OR n.category = \(category))
+            ORDER BY r.notification_id DESC LIMIT \(limit)
+            """
+        ).map(Self.decodeItem)
+    }
+
+    /// Changes after `position` and below the horizon, in position order, at most `limit`.
+    public static func changes(
+        userKey: Int64, channelKey: Int64, category: String?, after position: ChangePosition, horizon: Int64, limit: Int,
+        on connection: PostgresConnection
+    ) async throws -> [(position: ChangePosition, change: CollectionChange)] {
+        try await connection.query(
+            """
+            SELECT r.change_xid, r.deleted, \(unescaped: itemColumns)
+            FROM notification_recipients r JOIN notifications n ON n.id = r.notification_id
+            WHERE r.user_key = \(userKey) AND r.channel_key = \(channelKey)
+                AND (r.change_xid, r.notification_id) > (\(position.xid), \(position.notificationID))
+                AND r.change_xid < \(horizon)
+                AND (\(category)::text IS NULL OR n.category = \(category))
+            ORDER BY r.change_xid, r.notification_id LIMIT \(limit)
+            """
+        ).map { row in
+            let (xid, deleted) = try row.decode((Int64, Bool).self)
+            let item = try Self.decodeItem(row, offset: 2)
+            let position = ChangePosition(xid: xid, notificationID: item.id)
+            return (position, deleted ? .deleted(item.id) : .upserted(item))
+        }
+    }
+
+    /// How many changes lie after `position` below the horizon, counting at most `cap` (an index-only
+    /// probe bounded by `cap`, never a full count).
+    public static func pendingChanges(
+        userKey: Int64, channelKey: Int64, after position: ChangePosition, horizon: Int64, cap: Int, on connection: PostgresConnection
+    ) async throws -> Int {
+        try await connection.query(
+            """
+            SELECT count(*) FROM (
+                SELECT 1 FROM notification_recipients
+                WHERE user_key = \(userKey) AND channel_key = \(channelKey)
+                    AND (change_xid, notification_id) > (\(position.xid), \(position.notificationID)) AND change_xid < \(horizon)
+                LIMIT \(cap)
+            ) AS pending
+            """
+        ).first!.decode(Int.self)
+    }
+
+    // MARK: - Rows
+
+    static let itemColumns = """
+        n.id, n.template_key, n.template_version, coalesce(r.data, n.data), n.category, n.tags, n.event_deadline, \
+        n.created_at, n.updated_at, r.status
+        """
+
+    static func decodeItem(_ row: PostgresRow) throws -> CollectionItem {
+        try decodeItem(row, offset: 0)
+    }
+
+    static func decodeItem(_ row: PostgresRow, offset: Int) throws -> CollectionItem {
+        CollectionItem(
+            id: try row.decode(column: offset, as: Int64.self),
+            templateKey: try row.decode(column: offset + 1, as: String.self),
+            templateVersion: try row.decode(column: offset + 2, as: Int.self),
+            data: try row.decode(column: offset + 3, as: PostgresJSONB.self),
+            category: try row.decode(column: offset + 4, as: String.self),
+            tags: try row.decode(column: offset + 5, as: [String].self),
+            eventDeadline: try row.decode(column: offset + 6, as: Date?.self),
+            createdAt: try row.decode(column: offset + 7, as: Date.self),
+            updatedAt: try row.decode(column: offset + 8, as: Date.self),
+            status: CollectionItem.Status(rawValue: try row.decode(column: offset + 9, as: Int16.self)) ?? .sent
+        )
+    }
+
+    static func decodeChannel(_ row: PostgresRow) throws -> CollectionChannel {
+        let (key, kind, name, coverURL, customType, url) = try row.decode((Int64, String, String, String, String, String).self)
+        return CollectionChannel(key: key, url: url, kind: Channel.Kind(rawValue: kind) ?? .feed, name: name, coverURL: coverURL, customType: customType)
+    }
+}
