@@ -166,3 +166,41 @@ struct UnreadBody: ResponseEncodable {
     var total: Int64
     var channels: [ChannelUnread]
 }
+
+/// The user's channels: chat channels newest activity first, feed channels by URL.
+struct ChannelListBody: ResponseEncodable {
+    struct Entry: Encodable {
+        var channelURL: String
+        var kind: String
+        var name: String
+        var coverURL: String
+        var customType: String
+        var unreadCount: Int64
+        var lastActivityAt: String
+        var lastNotification: NotificationItem?
+
+        init(_ entry: ChannelListEntry) throws {
+            channelURL = entry.channel.url
+            kind = entry.channel.kind.rawValue
+            name = entry.channel.name
+            coverURL = entry.channel.coverURL
+            customType = entry.channel.customType
+            unreadCount = entry.unreadCount
+            lastActivityAt = RFC3339.string(from: entry.lastActivityAt)
+            lastNotification = try entry.lastNotification.map(NotificationItem.init)
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case channelURL = "channel_url"
+            case kind, name
+            case coverURL = "cover_url"
+            case customType = "custom_type"
+            case unreadCount = "unread_count"
+            case lastActivityAt = "last_activity_at"
+            case lastNotification = "last_notification"
+        }
+    }
+
+    var chat: [Entry]
+    var feed: [Entry]
+}

@@ -39,6 +39,23 @@ struct CollectionController: Sendable {
         routes.add(.post, "/v1/me/channels/{channel_url}/seen", access: .user) { request, context in
             try await seen(request, context: context)
         }
+        routes.add(.get, "/v1/me/channels", access: .user) { _, context in
+            let user = try Self.user(context)
+            let entries = try await collections.channelList(userKey: user.key)
+            return ChannelListBody(
+                chat: try entries.filter { $0.channel.kind == .chat }.map(ChannelListBody.Entry.init),
+                feed: try entries.filter { $0.channel.kind == .feed }.map(ChannelListBody.Entry.init)
+            )
+        }
+        routes.add(.post, "/v1/users/{user_id}/channels/{channel_url}/reset", access: .admin) { _, context in
+            let userID = try context.parameters.require("user_id")
+            guard UserID.problem(with: userID) == nil, let userKey = try await collections.userKey(userID) else {
+                throw APIError(.notFound, code: "user_not_found", message: "No user with this id.")
+            }
+            let channel = try await Self.channel(context, collections)
+            try await collections.reset(userKey: userKey, channelKey: channel.key)
+            return Response(status: .noContent)
+        }
         routes.add(.get, "/v1/me/unread", access: .user) { _, context in
             let user = try Self.user(context)
             let unread = try await collections.unread(userKey: user.key)

@@ -23,6 +23,11 @@ public struct HeraldConfiguration: Sendable {
     public var databasePoolSize: Int = 10
     /// `HERALD_FANOUT_BATCH_SIZE`: users reached per transaction by an `audience: "all"` send.
     public var fanoutBatchSize: Int = 10_000
+    /// `HERALD_CHANGE_RETENTION`: how long deleted notifications stay as tombstones in change streams;
+    /// older sync tokens stop being live.
+    public var changeRetention: Duration = .seconds(30 * 24 * 3600)
+    /// `HERALD_SYNC_HUGE_GAP`: more pending changes than this and a sync token is no longer live.
+    public var syncHugeGap: Int = 300
     /// `HERALD_ADMIN_TOKEN`. Generated and kept in the data directory for the embedded default.
     public var adminToken: String?
     /// `--sql-dir` / `HERALD_SQL_DIR`: where the migration files are.
@@ -80,10 +85,33 @@ public struct HeraldConfiguration: Sendable {
         guard (1...100_000).contains(configuration.fanoutBatchSize) else {
             throw ConfigurationError("the fan-out batch size must be between 1 and 100000")
         }
+        if let text = environment["HERALD_CHANGE_RETENTION"], !text.isEmpty {
+            guard let retention = Self.duration(text), retention >= .seconds(60) else {
+                throw ConfigurationError("HERALD_CHANGE_RETENTION must be a duration of at least a minute such as 30d, 12h, 90m or 3600s, got '\(text)'")
+            }
+            configuration.changeRetention = retention
+        }
+        if let gap = try integer(nil, "HERALD_SYNC_HUGE_GAP") { configuration.syncHugeGap = gap }
+        guard (1...100_000).contains(configuration.syncHugeGap) else {
+            throw ConfigurationError("the sync huge-gap threshold must be between 1 and 100000")
+        }
         if let token = environment["HERALD_ADMIN_TOKEN"], !token.isEmpty { configuration.adminToken = token }
         configuration.migrationsDirectory = value(migrationsDirectory, "HERALD_SQL_DIR")
         configuration.fixturesDirectory = value(nil, "HERALD_FIXTURES_DIR")
         return configuration
+    }
+
+    /// `30d`, `12h`, `90m`, `3600s` or plain seconds.
+    static func duration(_ text: String) -> Duration? {
+        let units: [Character: Int] = ["d": 86_400, "h": 3_600, "m": 60, "s": 1]
+        var digits = Substring(text)
+        var unit = 1
+        if let last = digits.last, let seconds = units[last] {
+            unit = seconds
+            digits = digits.dropLast()
+        }
+        guard let value = Int(digits), value >= 0, value <= Int(Int32.max) else { return nil }
+        return .seconds(value * unit)
     }
 
     /// True when Herald should run its own cluster.

@@ -88,7 +88,8 @@ public enum HeraldRuntime {
             migrator: migrator,
             metricsRegistry: metricsRegistry,
             adminToken: adminToken,
-            fanoutWake: fanoutWake
+            fanoutWake: fanoutWake,
+            sync: SyncSettings(hugeGap: configuration.syncHugeGap)
         )
         let host = configuration.host
         let application = HeraldApplication.build(dependencies, host: host, port: configuration.port, logger: logger) { port in
@@ -103,6 +104,7 @@ public enum HeraldRuntime {
         services.append(client)
         services.append(FanoutService(client: client, batchSize: configuration.fanoutBatchSize, wake: fanoutWake, logger: logger))
         services.append(HousekeepingService(client: client, logger: logger))
+        services.append(CompactionService(client: client, retention: configuration.changeRetention, logger: logger))
         services.append(application)
         let group = ServiceGroup(
             configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)

@@ -87,3 +87,45 @@ extension CollectionStore {
         return ChannelState(unreadCount: unread, lastReadAt: lastRead, lastSeenAt: lastSeen, resetCount: resetCount)
     }
 }
+
+/// A channel in the user's channel list.
+public struct ChannelListEntry: Sendable {
+    public var channel: CollectionChannel
+    public var unreadCount: Int64
+    public var lastActivityAt: Date
+    /// Chat channels only: the newest live notification.
+    public var lastNotification: CollectionItem?
+}
+
+extension CollectionStore {
+    /// The channels the user has notifications in or has opened: chat channels newest activity first,
+    /// then feed channels by URL.
+    public func channelList(userKey: Int64) async throws -> [ChannelListEntry] {
+        let rows = try await client.query(
+            """
+            SELECT c.key, c.kind, c.name, c.cover_url, c.custom_type, c.url, s.unread_count, s.last_activity_at,
+                last.id, last.template_key, last.template_version, last.data, last.category, last.tags,
+                last.event_deadline, last.created_at, last.updated_at, last.status
+            FROM channel_states s JOIN channels c ON c.key = s.channel_key
+            LEFT JOIN LATERAL (
+                SELECT n.id, n.template_key, n.template_version, coalesce(r.data, n.data) AS data, n.category, n.tags,
+                    n.event_deadline, n.created_at, n.updated_at, r.status
+                FROM notification_recipients r JOIN notifications n ON n.id = r.notification_id
+                WHERE c.kind = 'chat' AND r.user_key = s.user_key AND r.channel_key = s.channel_key AND NOT r.deleted
+                ORDER BY r.notification_id DESC LIMIT 1
+            ) AS last ON true
+            WHERE s.user_key = \(userKey)
+            ORDER BY c.kind = 'chat' DESC, CASE WHEN c.kind = 'chat' THEN s.last_activity_at END DESC, c.url
+            """
+        )
+        return try rows.map { row in
+            let (unread, activity, lastID) = (try row.decode(column: 6, as: Int64.self), try row.decode(column: 7, as: Date.self), try row.decode(column: 8, as: Int64?.self))
+            return ChannelListEntry(
+                channel: try Self.decodeChannel(row),
+                unreadCount: unread,
+                lastActivityAt: activity,
+                lastNotification: lastID == nil ? nil : try Self.decodeItem(row, offset: 8)
+            )
+        }
+    }
+}

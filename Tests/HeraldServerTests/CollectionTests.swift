@@ -342,4 +342,77 @@ struct CollectionTests {
             }
         }
     }
+
+    @Test func channelListShowsChatByActivityWithLastNotificationAndFeedsWithUnread() async throws {
+        try await TestPostgres.withDatabase(cluster: .horizonSensitive) { (db: TestDatabase) async throws in
+            let world = try await world(db)
+            _ = try await ChannelStore(client: db.client).put(HeraldCore.Channel(url: "support", kind: .chat, name: "Support", coverURL: "https://example.com/s.png"))
+            _ = try await ChannelStore(client: db.client).put(HeraldCore.Channel(url: "sales", kind: .chat, name: "Sales"))
+            try await world.send("hello from sales", to: ["u1"], category: "", channel: "sales")
+            try await world.send("first", to: ["u1"], category: "", channel: "support")
+            let last = try await world.send("latest support message", to: ["u1"], category: "", channel: "support")
+            try await world.send("news", to: ["u1"])
+            try await app(db).test(.router) { client in
+                // Opening a channel puts it in the list even without notifications.
+                _ = try await collection(client, world.sessions["u1"]!, channel: "other")
+                let response = try await client.execute(uri: "/v1/me/channels", method: .get, headers: jsonHeaders(bearer: world.sessions["u1"]!))
+                let body = try jsonObject(response)
+                let chat = try #require(body["chat"] as? [[String: Any]])
+                #expect(chat.map { $0["channel_url"] as? String } == ["support", "sales"])
+                #expect(chat.first?["unread_count"] as? Int == 2)
+                #expect(chat.first?["cover_url"] as? String == "https://example.com/s.png")
+                let lastNotification = chat.first?["last_notification"] as? [String: Any]
+                #expect(lastNotification?["id"] as? String == "\(last)")
+                #expect((lastNotification?["data"] as? [String: Any])?["title"] as? String == "latest support message")
+                let feed = try #require(body["feed"] as? [[String: Any]])
+                #expect(feed.map { $0["channel_url"] as? String } == ["feed", "other"])
+                #expect(feed.map { $0["unread_count"] as? Int } == [1, 0])
+                #expect(feed.first?["last_notification"] == nil)
+                // Another user sees none of it.
+                let theirs = try jsonObject(try await client.execute(uri: "/v1/me/channels", method: .get, headers: jsonHeaders(bearer: world.sessions["u2"]!)))
+                #expect((theirs["chat"] as? [Any])?.isEmpty == true)
+                #expect((theirs["feed"] as? [Any])?.isEmpty == true)
+            }
+        }
+    }
+
+    @Test func adminResetAndCompactionEndLiveTokens() async throws {
+        try await TestPostgres.withDatabase(cluster: .horizonSensitive) { (db: TestDatabase) async throws in
+            let world = try await world(db)
+            let gone = try await world.send("to be deleted", to: ["u1"])
+            try await world.send("stays", to: ["u1"])
+            try await app(db).test(.router) { client in
+                let session = world.sessions["u1"]!
+                let token = try #require(try await collection(client, session)["next_token"] as? String)
+                #expect(try await world.notifications.delete(gone))
+                #expect(try await db.client.query("SELECT count(*) FROM notification_recipients WHERE deleted").first!.decode(Int.self) == 1)
+
+                // The first pass only records where the history stands; the next one (retention 0)
+                // removes the tombstone and makes older tokens non-live.
+                let store = CollectionStore(client: db.client)
+                _ = try await store.compact(retention: .zero)
+                let pass = try #require(try await store.compact(retention: .zero))
+                #expect(pass.removedTombstones == 1)
+                #expect(try await db.client.query("SELECT count(*) FROM notification_recipients WHERE deleted").first!.decode(Int.self) == 0)
+                let stale = try await collection(client, session, query: "?token=\(escaped(token))")
+                #expect(stale["is_live"] as? Bool == false)
+                let restart = try await collection(client, session)
+                #expect(ids(restart).count == 1)
+                let fresh = try #require(restart["next_token"] as? String)
+                #expect(try await collection(client, session, query: "?token=\(escaped(fresh))")["is_live"] as? Bool == true)
+
+                // The admin reset route: the collection empties, old tokens end, unread is 0.
+                let reset = try await client.execute(uri: "/v1/users/u1/channels/feed/reset", method: .post, headers: jsonHeaders(bearer: Self.adminToken))
+                #expect(reset.status == .noContent)
+                #expect(try await collection(client, session, query: "?token=\(escaped(fresh))")["is_live"] as? Bool == false)
+                let after = try await collection(client, session)
+                #expect(ids(after).isEmpty)
+                #expect(((after["channel"] as? [String: Any])?["state"] as? [String: Any])?["unread_count"] as? Int == 0)
+                let unknown = try await client.execute(uri: "/v1/users/nobody/channels/feed/reset", method: .post, headers: jsonHeaders(bearer: Self.adminToken))
+                #expect(unknown.status == .notFound)
+                let asUser = try await client.execute(uri: "/v1/users/u1/channels/feed/reset", method: .post, headers: jsonHeaders(bearer: session))
+                #expect(asUser.status == .forbidden)
+            }
+        }
+    }
 }
