@@ -128,33 +128,7 @@ struct FanoutBenchmark: AsyncParsableCommand {
     }
 
     private func withServer(client: PostgresClient, batchSize: Int, logger: Logger, _ body: @escaping @Sendable (Int) async throws -> Void) async throws {
-        let wake = WakeSignal()
-        let dependencies = HeraldApplication.Dependencies(
-            client: client,
-            migrator: try HeraldRuntime.migrator(client: client, logger: logger),
-            metricsRegistry: PrometheusCollectorRegistry(),
-            adminToken: Self.adminToken,
-            fanoutWake: wake
-        )
-        let (portStream, portContinuation) = AsyncStream.makeStream(of: Int.self)
-        let application = HeraldApplication.build(dependencies, host: "127.0.0.1", port: 0, logger: logger) { port in
-            portContinuation.yield(port)
-        }
-        let fanout = FanoutService(client: client, batchSize: batchSize, wake: wake, logger: logger)
-        let group = ServiceGroup(services: [fanout, application], logger: logger)
-        try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { try await group.run() }
-            var ports = portStream.makeAsyncIterator()
-            guard let port = await ports.next() else { throw ValidationError("the server did not start") }
-            do {
-                try await body(port)
-            } catch {
-                await group.triggerGracefulShutdown()
-                throw error
-            }
-            await group.triggerGracefulShutdown()
-            try await tasks.waitForAll()
-        }
+        try await BenchServer.run(client: client, adminToken: Self.adminToken, fanoutBatchSize: batchSize, logger: logger, body)
     }
 
     private func post(_ http: HTTPClient, port: Int, body: String) async throws -> (status: Int, id: Int64) {

@@ -123,29 +123,8 @@ struct PGBenchmark: AsyncParsableCommand {
         return PoolResult(rate: Double(sorted.count) / seconds, p50: percentile(0.5), p99: percentile(0.99))
     }
 
-    /// Runs `pgbench` and returns its tps (excluding connection time).
     private func runPGBench(conninfo: String, script: String, clients: Int, mode: String) throws -> Double {
-        let outputPath = NSTemporaryDirectory() + "herald-bench-pgbench-\(getpid()).out"
-        try? FileManager.default.removeItem(atPath: outputPath)
-        defer { try? FileManager.default.removeItem(atPath: outputPath) }
-        let arguments = [try pgbenchPath(), "-n", "-M", mode, "-f", script, "-c", "\(clients)", "-j", "\(clients)", "-T", "\(seconds)", conninfo]
-        let status = try ChildProcess.run(arguments, environment: ["PATH=/usr/bin:/bin", "LC_ALL=C"], outputPath: outputPath)
-        let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
-        guard status == 0,
-            let line = text.split(separator: "\n").first(where: { $0.hasPrefix("tps = ") }),
-            let value = Double(line.dropFirst(6).split(separator: " ").first ?? "")
-        else {
-            throw ValidationError("pgbench failed:\n\(text)")
-        }
-        return value
-    }
-
-    private func pgbenchPath() throws -> String {
-        for candidate in ["/usr/bin/pgbench", "/usr/local/bin/pgbench"] + ((try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []).map({ "/usr/lib/postgresql/\($0)/bin/pgbench" })
-        where FileManager.default.isExecutableFile(atPath: candidate) {
-            return candidate
-        }
-        throw ValidationError("pgbench not found: apt-get install postgresql-contrib (or postgresql)")
+        try PGBench.run(conninfo: conninfo, script: script, clients: clients, seconds: seconds, mode: mode).tps
     }
 }
 

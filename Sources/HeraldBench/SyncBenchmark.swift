@@ -1,0 +1,254 @@
+import ArgumentParser
+import AsyncHTTPClient
+import Foundation
+import HeraldCore
+import HeraldServer
+import HeraldStore
+import Logging
+import NIOCore
+import NIOHTTP1
+import Postgres
+
+/// The `sync` case: incremental collection polls over HTTP — (a) quiet, no changes; (b) returning 10
+/// changes — at several client counts, beside `pgbench` running the SQL statements the endpoint runs,
+/// against the same database in the same run; then each kind paced at half its peak rate for latency.
+struct SyncBenchmark: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sync",
+        abstract: "Incremental sync polls over HTTP versus pgbench running the same SQL."
+    )
+
+    @Option(help: "Users in the database.")
+    var users: Int = 10_000
+
+    @Option(help: "Notifications each user has in the channel.")
+    var notifications: Int = 200
+
+    @Option(help: "Users that poll (each with a session).")
+    var pollers: Int = 1_000
+
+    @Option(help: "Seconds per measurement.")
+    var seconds: Int = 5
+
+    @Option(help: "Comma-separated client counts.")
+    var clients: String = "1,2,4,8"
+
+    @Option(help: "PostgreSQL URI or conninfo; default: a private cluster in a temporary directory.")
+    var databaseURL: String?
+
+    static let adminToken = "herald-bench-admin-token"
+    /// Every bench session token is `hex(user id).<this>`; pgbench computes the same hash in SQL.
+    static let tokenSecretPart = String(repeating: "ab", count: 32)
+
+    func run() async throws {
+        let counts = clients.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        guard !counts.isEmpty, counts.allSatisfy({ $0 > 0 }), notifications > 10, pollers <= users else {
+            throw ValidationError("--clients must be positive, --notifications more than 10, --pollers at most --users")
+        }
+        let database = try await BenchDatabase.open(databaseURL: databaseURL)
+        defer { database.close() }
+        let admin = PostgresClient(configuration: .init(conninfo: database.conninfo, maximumConnections: 1))
+        try await admin.query("DROP DATABASE IF EXISTS herald_sync_bench")
+        try await admin.query("CREATE DATABASE herald_sync_bench")
+        await admin.shutdown()
+        let conninfo = try PostgresConninfo.settingDatabase("herald_sync_bench", in: database.conninfo)
+
+        var logger = Logger(label: "herald-bench")
+        logger.logLevel = .warning
+        let client = PostgresClient(configuration: .init(conninfo: conninfo, maximumConnections: 8, applicationName: "herald-bench"), logger: logger)
+        var httpConfiguration = HTTPClient.Configuration()
+        httpConfiguration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
+        let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
+        do {
+            try await HeraldRuntime.migrator(client: client, logger: logger).migrate()
+            let positions = try await seed(client)
+            try await measure(client: client, http: http, conninfo: conninfo, positions: positions, counts: counts, logger: logger)
+        } catch {
+            try? await http.shutdown()
+            await client.shutdown()
+            throw error
+        }
+        try await http.shutdown()
+        await client.shutdown()
+    }
+
+    /// The positions the two kinds of tokens hold: after everything (quiet), and before the last 10.
+    struct Positions {
+        var quiet: ChangePosition
+        var tenBack: ChangePosition
+    }
+
+    private func seed(_ client: PostgresClient) async throws -> Positions {
+        print("Creating \(users) users × \(notifications) notifications (\(users * notifications) recipient rows)…")
+        try await client.query("INSERT INTO users (id) SELECT 'user-' || g FROM generate_series(1, \(users)) AS g")
+        _ = try await ChannelStore(client: client).put(Channel(url: "news", kind: .feed, name: "News"))
+        _ = try await TemplateStore(client: client).put(Template(
+            key: "plain", name: "Plain", variables: [.init(name: "title", type: .string, required: true)],
+            data: .object(["title": .string("{{title}}")])
+        ))
+        let xid = try await client.withTransaction { connection in
+            let xid = try await connection.query("SELECT pg_current_xact_id()::text::bigint").first!.decode(Int64.self)
+            try await connection.query(
+                """
+                INSERT INTO notifications (channel_key, template_key, template_version, data, audience, audience_size, recipient_count)
+                SELECT 1, 'plain', 1, jsonb_build_object('title', 'Notification ' || g), 'targets', \(users), \(users)
+                FROM generate_series(1, \(notifications)) AS g
+                """
+            )
+            try await connection.query(
+                """
+                INSERT INTO notification_recipients (user_key, channel_key, notification_id, change_xid)
+                SELECT u.key, 1, n.id, \(xid) FROM users u CROSS JOIN notifications n ORDER BY u.key, n.id
+                """
+            )
+            try await connection.query(
+                """
+                INSERT INTO channel_states (user_key, channel_key, unread_count, last_notification_id)
+                SELECT key, 1, \(notifications), \(notifications) FROM users
+                """
+            )
+            try await connection.query(
+                """
+                INSERT INTO sessions (user_id, token_hash, expires_at)
+                SELECT id, sha256(convert_to(encode(convert_to(id, 'UTF8'), 'hex') || '.' || \(Self.tokenSecretPart), 'UTF8')), now() + interval '1 day'
+                FROM users WHERE key <= \(pollers)
+                """
+            )
+            return xid
+        }
+        try await client.query("VACUUM ANALYZE")
+        return Positions(
+            quiet: .through(xid: xid),
+            tenBack: ChangePosition(xid: xid, notificationID: Int64(notifications - 10))
+        )
+    }
+
+    struct Sample {
+        var rate: Double
+        var p50: Double
+        var p99: Double
+    }
+
+    private func measure(
+        client: PostgresClient, http: HTTPClient, conninfo: String, positions: Positions, counts: [Int], logger: Logger
+    ) async throws {
+        let key = try await SettingsStore(client: client).syncTokenKey()
+        let pollers = self.pollers
+        func requests(_ position: ChangePosition) -> [(token: String, session: String)] {
+            (1...pollers).map { user in
+                let token = SyncToken(userKey: Int64(user), channelKey: 1, resetCount: 0, category: nil, position: position)
+                let session = Hex.encode(Array("user-\(user)".utf8)) + "." + Self.tokenSecretPart
+                return (token.encoded(key: key).addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "", session)
+            }
+        }
+        let quiet = requests(positions.quiet)
+        let ten = requests(positions.tenBack)
+        let quietScript = try script(name: "quiet", position: positions.quiet)
+        let tenScript = try script(name: "ten", position: positions.tenBack)
+        defer {
+            try? FileManager.default.removeItem(atPath: quietScript)
+            try? FileManager.default.removeItem(atPath: tenScript)
+        }
+        try await BenchServer.run(client: client, adminToken: Self.adminToken, logger: logger) { port in
+            // The answers are what they should be before anything is timed.
+            try await check(http: http, port: port, request: quiet[0], expected: 0)
+            try await check(http: http, port: port, request: ten[0], expected: 10)
+            print("")
+            print("| poll | clients | Herald (req/s) | p50 / p99 ms | pgbench (tx/s) | pgbench avg ms | Herald ÷ pgbench |")
+            print("|---|---:|---:|---:|---:|---:|---:|")
+            var peaks: [String: Double] = [:]
+            for (name, list, path) in [("quiet", quiet, quietScript), ("10 changes", ten, tenScript)] {
+                for count in counts {
+                    let herald = try await load(http: http, port: port, requests: list, clients: count, seconds: seconds, pace: nil)
+                    let pgbench = try PGBench.run(conninfo: conninfo, script: path, clients: count, seconds: seconds)
+                    peaks[name] = max(peaks[name] ?? 0, herald.rate)
+                    print(
+                        "| \(name) | \(count) | \(format(herald.rate)) | \(format(herald.p50, digits: 2)) / \(format(herald.p99, digits: 2)) "
+                            + "| \(format(pgbench.tps)) | \(format(pgbench.latencyAverage ?? 0, digits: 2)) | \(format(herald.rate / pgbench.tps * 100)) % |"
+                    )
+                }
+            }
+            print("")
+            print("| poll | paced at (req/s, half of peak) | clients | achieved (req/s) | p50 / p99 ms |")
+            print("|---|---:|---:|---:|---:|")
+            for (name, list) in [("quiet", quiet), ("10 changes", ten)] {
+                let target = (peaks[name] ?? 0) / 2
+                let paced = try await load(http: http, port: port, requests: list, clients: 4, seconds: seconds, pace: target / 4)
+                print("| \(name) | \(format(target)) | 4 | \(format(paced.rate)) | \(format(paced.p50, digits: 2)) / \(format(paced.p99, digits: 2)) |")
+            }
+        }
+    }
+
+    /// The statements one incremental poll runs, as a pgbench script with a random polling user.
+    private func script(name: String, position: ChangePosition) throws -> String {
+        let path = NSTemporaryDirectory() + "herald-bench-sync-\(name)-\(getpid()).sql"
+        let text = """
+            \\set k random(1, \(pollers))
+            SELECT u.key FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.user_id = 'user-' || :k AND s.token_hash = sha256(convert_to(encode(convert_to('user-' || :k, 'UTF8'), 'hex') || '.' || '\(Self.tokenSecretPart)', 'UTF8')) AND s.expires_at > now();
+            SELECT key, kind, name, cover_url, custom_type, url FROM channels WHERE url = 'news';
+            BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;
+            SELECT s.unread_count, s.last_read_at, s.last_seen_at, s.reset_count, (SELECT coalesce(sum(unread_count), 0)::bigint FROM channel_states WHERE user_key = :k), pg_snapshot_xmin(pg_current_snapshot())::text::bigint, pg_snapshot_xmax(pg_current_snapshot())::text::bigint, coalesce((SELECT ('x' || encode(value, 'hex'))::bit(64)::bigint FROM herald_settings WHERE name = 'compacted_through'), 0) FROM (SELECT 1) AS one LEFT JOIN channel_states s ON s.user_key = :k AND s.channel_key = 1;
+            SELECT count(*) FROM (SELECT 1 FROM notification_recipients WHERE user_key = :k AND channel_key = 1 AND (change_xid, notification_id) > (\(position.xid), \(position.notificationID)) AND change_xid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint LIMIT 301) AS pending;
+            SELECT r.change_xid, r.deleted, n.id, n.template_key, n.template_version, coalesce(r.data, n.data), n.category, n.tags, n.event_deadline, n.created_at, n.updated_at, r.status FROM notification_recipients r JOIN notifications n ON n.id = r.notification_id WHERE r.user_key = :k AND r.channel_key = 1 AND (r.change_xid, r.notification_id) > (\(position.xid), \(position.notificationID)) AND r.change_xid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint AND (NULL::text IS NULL OR n.category = NULL) ORDER BY r.change_xid, r.notification_id LIMIT 31;
+            COMMIT;
+
+            """
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    private func get(_ http: HTTPClient, port: Int, _ request: (token: String, session: String)) async throws -> ByteBuffer {
+        var outgoing = HTTPClientRequest(url: "http://127.0.0.1:\(port)/v1/me/channels/news/collection?token=\(request.token)")
+        outgoing.headers.add(name: "Authorization", value: "Bearer \(request.session)")
+        let response = try await http.execute(outgoing, timeout: .seconds(30))
+        let body = try await response.body.collect(upTo: 1 << 20)
+        guard response.status == .ok else { throw ValidationError("poll answered \(response.status): \(String(buffer: body))") }
+        return body
+    }
+
+    private func check(http: HTTPClient, port: Int, request: (token: String, session: String), expected: Int) async throws {
+        let body = try await get(http, port: port, request)
+        let object = try JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any]
+        let count = (object?["notifications"] as? [Any])?.count
+        guard object?["is_live"] as? Bool == true, count == expected else {
+            throw ValidationError("expected a live answer with \(expected) changes, got: \(String(buffer: body))")
+        }
+    }
+
+    /// `clients` tasks polling for `seconds`, each as fast as it can, or at `pace` requests per second.
+    private func load(
+        http: HTTPClient, port: Int, requests: [(token: String, session: String)], clients: Int, seconds: Int, pace: Double?
+    ) async throws -> Sample {
+        let clock = ContinuousClock()
+        // Warm-up: open the connections and fill the caches before the clock starts.
+        for index in 0..<min(50, requests.count) { _ = try await get(http, port: port, requests[index]) }
+        let start = clock.now
+        let deadline = start + .seconds(seconds)
+        let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
+            for task in 0..<clients {
+                group.addTask {
+                    var samples: [Double] = []
+                    var index = task * 7919
+                    var next = clock.now
+                    while clock.now < deadline {
+                        if let pace {
+                            // Open-loop pacing: each request at its scheduled time, not after the last answer.
+                            next = next + .nanoseconds(Int64(1e9 / pace))
+                            if next > clock.now { try await Task.sleep(until: next, clock: clock) }
+                        }
+                        let began = clock.now
+                        _ = try await get(http, port: port, requests[index % requests.count])
+                        samples.append(elapsedSeconds(clock.now - began) * 1000)
+                        index += 1
+                    }
+                    return samples
+                }
+            }
+            return try await group.reduce(into: [Double]()) { $0 += $1 }
+        }
+        let elapsed = elapsedSeconds(clock.now - start)
+        let sorted = latencies.sorted()
+        func percentile(_ p: Double) -> Double { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
+        return Sample(rate: Double(sorted.count) / elapsed, p50: percentile(0.5), p99: percentile(0.99))
+    }
+}
