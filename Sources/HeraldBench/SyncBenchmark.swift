@@ -168,6 +168,9 @@ struct SyncBenchmark: AsyncParsableCommand {
                     )
                 }
             }
+            let floor = try await load(http: http, port: port, requests: [("", "")], clients: 4, seconds: seconds, pace: nil)
+            print("")
+            print("HTTP floor (same client, `GET /healthz`, no database, 4 clients): \(format(floor.rate)) req/s, p50 / p99 \(format(floor.p50, digits: 2)) / \(format(floor.p99, digits: 2)) ms.")
             print("")
             print("| poll | paced at (req/s, half of peak) | clients | achieved (req/s) | p50 / p99 ms |")
             print("|---|---:|---:|---:|---:|")
@@ -179,18 +182,16 @@ struct SyncBenchmark: AsyncParsableCommand {
         }
     }
 
-    /// The statements one incremental poll runs, as a pgbench script with a random polling user.
+    /// The statements one incremental poll runs (session check, channel, the poll itself; the bounded
+    /// gap count runs only after a full page, never in these polls), as a pgbench script with a random
+    /// polling user. Keep in step with `CollectionStore.poll`.
     private func script(name: String, position: ChangePosition) throws -> String {
         let path = NSTemporaryDirectory() + "herald-bench-sync-\(name)-\(getpid()).sql"
         let text = """
             \\set k random(1, \(pollers))
             SELECT u.key FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.user_id = 'user-' || :k AND s.token_hash = sha256(convert_to(encode(convert_to('user-' || :k, 'UTF8'), 'hex') || '.' || '\(Self.tokenSecretPart)', 'UTF8')) AND s.expires_at > now();
             SELECT key, kind, name, cover_url, custom_type, url FROM channels WHERE url = 'news';
-            BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;
-            SELECT s.unread_count, s.last_read_at, s.last_seen_at, s.reset_count, (SELECT coalesce(sum(unread_count), 0)::bigint FROM channel_states WHERE user_key = :k), pg_snapshot_xmin(pg_current_snapshot())::text::bigint, pg_snapshot_xmax(pg_current_snapshot())::text::bigint, coalesce((SELECT ('x' || encode(value, 'hex'))::bit(64)::bigint FROM herald_settings WHERE name = 'compacted_through'), 0) FROM (SELECT 1) AS one LEFT JOIN channel_states s ON s.user_key = :k AND s.channel_key = 1;
-            SELECT count(*) FROM (SELECT 1 FROM notification_recipients WHERE user_key = :k AND channel_key = 1 AND (change_xid, notification_id) > (\(position.xid), \(position.notificationID)) AND change_xid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint LIMIT 301) AS pending;
-            SELECT r.change_xid, r.deleted, n.id, n.template_key, n.template_version, coalesce(r.data, n.data), n.category, n.tags, n.event_deadline, n.created_at, n.updated_at, r.status FROM notification_recipients r JOIN notifications n ON n.id = r.notification_id WHERE r.user_key = :k AND r.channel_key = 1 AND (r.change_xid, r.notification_id) > (\(position.xid), \(position.notificationID)) AND r.change_xid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint AND (NULL::text IS NULL OR n.category = NULL) ORDER BY r.change_xid, r.notification_id LIMIT 31;
-            COMMIT;
+            WITH snap AS MATERIALIZED (SELECT s.unread_count, s.last_read_at, s.last_seen_at, s.reset_count, (SELECT coalesce(sum(unread_count), 0)::bigint FROM channel_states WHERE user_key = :k) AS badge, pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS horizon, pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next_xid, coalesce((SELECT ('x' || encode(value, 'hex'))::bit(64)::bigint FROM herald_settings WHERE name = 'compacted_through'), 0) AS compacted FROM (SELECT 1) AS one LEFT JOIN channel_states s ON s.user_key = :k AND s.channel_key = 1) SELECT snap.unread_count, snap.last_read_at, snap.last_seen_at, snap.reset_count, snap.badge, snap.horizon, snap.next_xid, snap.compacted, changed.* FROM snap LEFT JOIN LATERAL (SELECT r.change_xid, r.deleted, n.id, n.template_key, n.template_version, coalesce(r.data, n.data), n.category, n.tags, n.event_deadline, n.created_at, n.updated_at, r.status FROM notification_recipients r JOIN notifications n ON n.id = r.notification_id WHERE r.user_key = :k AND r.channel_key = 1 AND (r.change_xid, r.notification_id) > (\(position.xid), \(position.notificationID)) AND r.change_xid < snap.horizon AND (NULL::text IS NULL OR n.category = NULL) ORDER BY r.change_xid, r.notification_id LIMIT 31) AS changed ON true;
 
             """
         try text.write(toFile: path, atomically: true, encoding: .utf8)
@@ -198,7 +199,9 @@ struct SyncBenchmark: AsyncParsableCommand {
     }
 
     private func get(_ http: HTTPClient, port: Int, _ request: (token: String, session: String)) async throws -> ByteBuffer {
-        var outgoing = HTTPClientRequest(url: "http://127.0.0.1:\(port)/v1/me/channels/news/collection?token=\(request.token)")
+        // An empty token stands for the floor: the same client and server answering `GET /healthz`.
+        let path = request.token.isEmpty ? "/healthz" : "/v1/me/channels/news/collection?token=\(request.token)"
+        var outgoing = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
         outgoing.headers.add(name: "Authorization", value: "Bearer \(request.session)")
         let response = try await http.execute(outgoing, timeout: .seconds(30))
         let body = try await response.body.collect(upTo: 1 << 20)

@@ -90,42 +90,46 @@ struct CollectionController: Sendable {
                 return body
             }
         }
-        return try await collections.read(userKey: user.key, channelKey: channel.key) { snapshot, connection in
-            var body = CollectionBody(channel: channel, snapshot: snapshot, isLive: false)
-            guard let token = SyncToken(decoding: tokenText, key: key),
-                token.userKey == user.key, token.channelKey == channel.key,
-                token.filter == SyncToken.filterHash(category),
-                token.resetCount == snapshot.state.resetCount,
-                token.position.xid >= snapshot.compactedThrough,
-                token.position.xid < snapshot.nextXID
-            else { return body }
-            let pending = try await CollectionStore.pendingChanges(
-                userKey: user.key, channelKey: channel.key, after: token.position, horizon: snapshot.horizon,
-                cap: sync.hugeGap + 1, on: connection
+        // A token that does not even parse needs no database work beyond the state in the answer.
+        let token = SyncToken(decoding: tokenText, key: key)
+        let position = token?.position ?? .through(xid: 0)
+        let (snapshot, changes) = try await collections.poll(
+            userKey: user.key, channelKey: channel.key, category: category, after: position, limit: token == nil ? 0 : limit + 1
+        )
+        var body = CollectionBody(channel: channel, snapshot: snapshot, isLive: false)
+        guard let token,
+            token.userKey == user.key, token.channelKey == channel.key,
+            token.filter == SyncToken.filterHash(category),
+            token.resetCount == snapshot.state.resetCount,
+            token.position.xid >= snapshot.compactedThrough,
+            token.position.xid < snapshot.nextXID
+        else { return body }
+        // More changes than the threshold in hand, or a full page that may hide more: only then is a
+        // (bounded) count needed.
+        if changes.count > sync.hugeGap { return body }
+        if changes.count > limit {
+            let pending = try await collections.pendingChanges(
+                userKey: user.key, channelKey: channel.key, after: token.position, horizon: snapshot.horizon, cap: sync.hugeGap + 1
             )
             guard pending <= sync.hugeGap else { return body }
-            body.isLive = true
-            let changes = try await CollectionStore.changes(
-                userKey: user.key, channelKey: channel.key, category: category, after: token.position,
-                horizon: snapshot.horizon, limit: limit + 1, on: connection
-            )
-            body.hasMore = changes.count > limit
-            var position = token.position
-            for (changePosition, change) in changes.prefix(limit) {
-                position = changePosition
-                switch change {
-                case .upserted(let item): body.notifications.append(try NotificationItem(item))
-                case .deleted(let id): body.deleted.append(String(id))
-                }
-            }
-            // A complete answer moves the token up to the horizon, so a quiet client never falls
-            // behind the retained history.
-            if !body.hasMore { position = max(position, .through(xid: snapshot.horizon - 1)) }
-            var next = token
-            next.position = position
-            body.nextToken = next.encoded(key: key)
-            return body
         }
+        body.hasMore = changes.count > limit
+        body.isLive = true
+        var reached = token.position
+        for (changePosition, change) in changes.prefix(limit) {
+            reached = changePosition
+            switch change {
+            case .upserted(let item): body.notifications.append(try NotificationItem(item))
+            case .deleted(let id): body.deleted.append(String(id))
+            }
+        }
+        // A complete answer moves the token up to the horizon, so a quiet client never falls behind
+        // the retained history.
+        if !body.hasMore { reached = max(reached, .through(xid: snapshot.horizon - 1)) }
+        var next = token
+        next.position = reached
+        body.nextToken = next.encoded(key: key)
+        return body
     }
 
     func olderPage(_ request: Request, context: HeraldRequestContext) async throws -> PageBody {

@@ -127,6 +127,50 @@ public struct CollectionStore: Sendable {
         }
     }
 
+    /// One incremental poll in a single statement (so a single snapshot, without a transaction): the
+    /// snapshot values and up to `limit` changes after `position` below the horizon, in position order.
+    public func poll(
+        userKey: Int64, channelKey: Int64, category: String?, after position: ChangePosition, limit: Int
+    ) async throws -> (snapshot: Snapshot, changes: [(position: ChangePosition, change: CollectionChange)]) {
+        let rows = try await client.query(
+            """
+            WITH snap AS MATERIALIZED (
+                SELECT s.unread_count, s.last_read_at, s.last_seen_at, s.reset_count,
+                    (SELECT coalesce(sum(unread_count), 0)::bigint FROM channel_states WHERE user_key = \(userKey)) AS badge,
+                    pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS horizon,
+                    pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next_xid,
+                    coalesce((SELECT ('x' || encode(value, 'hex'))::bit(64)::bigint FROM herald_settings WHERE name = 'compacted_through'), 0) AS compacted
+                FROM (SELECT 1) AS one
+                LEFT JOIN channel_states s ON s.user_key = \(userKey) AND s.channel_key = \(channelKey)
+            )
+            SELECT snap.unread_count, snap.last_read_at, snap.last_seen_at, snap.reset_count, snap.badge, snap.horizon,
+                snap.next_xid, snap.compacted, changed.*
+            FROM snap LEFT JOIN LATERAL (
+                SELECT r.change_xid, r.deleted, \(unescaped: Self.itemColumns)
+                FROM notification_recipients r JOIN notifications n ON n.id = r.notification_id
+                WHERE r.user_key = \(userKey) AND r.channel_key = \(channelKey)
+                    AND (r.change_xid, r.notification_id) > (\(position.xid), \(position.notificationID))
+                    AND r.change_xid < snap.horizon
+                    AND (\(category)::text IS NULL OR n.category = \(category))
+                ORDER BY r.change_xid, r.notification_id LIMIT \(limit)
+            ) AS changed ON true
+            """
+        )
+        let first = rows.first!
+        let (unread, lastRead, lastSeen, resetCount, badge, horizon, nextXID, compacted) =
+            try first.decode((Int64?, Date?, Date?, Int32?, Int64, Int64, Int64, Int64).self)
+        let state = ChannelState(unreadCount: unread ?? 0, lastReadAt: lastRead, lastSeenAt: lastSeen, resetCount: resetCount ?? 0)
+        let snapshot = Snapshot(state: state, badge: badge, horizon: horizon, nextXID: nextXID, compactedThrough: compacted)
+        var changes: [(position: ChangePosition, change: CollectionChange)] = []
+        for row in rows {
+            guard let xid = try row.decode(column: 8, as: Int64?.self) else { continue }
+            let deleted = try row.decode(column: 9, as: Bool.self)
+            let item = try Self.decodeItem(row, offset: 10)
+            changes.append((ChangePosition(xid: xid, notificationID: item.id), deleted ? .deleted(item.id) : .upserted(item)))
+        }
+        return (snapshot, changes)
+    }
+
     /// The newest live notifications (those with an id below `before`, when given), newest first.
     public static func page(
         userKey: Int64, channelKey: Int64, category: String?, before: Int64?, limit: Int, on connection: PostgresConnection
@@ -141,35 +185,10 @@ public struct CollectionStore: Sendable {
         ).map(Self.decodeItem)
     }
 
-    /// Changes after `position` and below the horizon, in position order, at most `limit`.
-    public static func changes(
-        userKey: Int64, channelKey: Int64, category: String?, after position: ChangePosition, horizon: Int64, limit: Int,
-        on connection: PostgresConnection
-    ) async throws -> [(position: ChangePosition, change: CollectionChange)] {
-        try await connection.query(
-            """
-            SELECT r.change_xid, r.deleted, \(unescaped: itemColumns)
-            FROM notification_recipients r JOIN notifications n ON n.id = r.notification_id
-            WHERE r.user_key = \(userKey) AND r.channel_key = \(channelKey)
-                AND (r.change_xid, r.notification_id) > (\(position.xid), \(position.notificationID))
-                AND r.change_xid < \(horizon)
-                AND (\(category)::text IS NULL OR n.category = \(category))
-            ORDER BY r.change_xid, r.notification_id LIMIT \(limit)
-            """
-        ).map { row in
-            let (xid, deleted) = try row.decode((Int64, Bool).self)
-            let item = try Self.decodeItem(row, offset: 2)
-            let position = ChangePosition(xid: xid, notificationID: item.id)
-            return (position, deleted ? .deleted(item.id) : .upserted(item))
-        }
-    }
-
     /// How many changes lie after `position` below the horizon, counting at most `cap` (an index-only
     /// probe bounded by `cap`, never a full count).
-    public static func pendingChanges(
-        userKey: Int64, channelKey: Int64, after position: ChangePosition, horizon: Int64, cap: Int, on connection: PostgresConnection
-    ) async throws -> Int {
-        try await connection.query(
+    public func pendingChanges(userKey: Int64, channelKey: Int64, after position: ChangePosition, horizon: Int64, cap: Int) async throws -> Int {
+        try await client.query(
             """
             SELECT count(*) FROM (
                 SELECT 1 FROM notification_recipients
