@@ -29,8 +29,16 @@ extension CollectionStore {
                 ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value
                 """
             )
+            // A user's removed copy of a live broadcast that reached them stays: the broadcast is still
+            // counted for them per channel, and their copy is what lets a later delete of the broadcast
+            // give their count back (see `sql/0006_collections.sql`). It goes once the broadcast does.
             let removed = try await connection.query(
-                "DELETE FROM notification_recipients WHERE deleted AND change_xid < \(bound)"
+                """
+                DELETE FROM notification_recipients r WHERE r.deleted AND r.change_xid < \(bound)
+                    AND NOT EXISTS (
+                        SELECT 1 FROM notifications n
+                        WHERE n.id = r.notification_id AND n.audience = 'all' AND n.deleted_at IS NULL AND n.fanout_after >= r.user_key)
+                """
             ).affectedRows
             try await connection.query("DELETE FROM change_horizons WHERE xid < \(bound)")
             return Compaction(compactedThrough: bound, removedTombstones: removed)

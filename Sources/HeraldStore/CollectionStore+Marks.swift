@@ -19,12 +19,12 @@ extension CollectionStore {
             ).affectedRows
             let row = try await connection.query(
                 """
-                INSERT INTO channel_states AS s (user_key, channel_key, last_read_at)
-                VALUES (\(userKey), \(channelKey), \(ids == nil ? Date() : nil))
+                INSERT INTO channel_states AS s (user_key, channel_key, unread_adjustment, last_read_at)
+                VALUES (\(userKey), \(channelKey), \(-Int64(marked)), \(ids == nil ? Date() : nil))
                 ON CONFLICT (user_key, channel_key) DO UPDATE SET
-                    unread_count = s.unread_count - \(Int64(marked)),
+                    unread_adjustment = s.unread_adjustment - \(Int64(marked)),
                     last_read_at = CASE WHEN \(ids == nil) THEN greatest(s.last_read_at, now()) ELSE s.last_read_at END
-                RETURNING unread_count, last_read_at, last_seen_at, reset_count
+                RETURNING unread_adjustment + herald_broadcasts_reaching(user_key, channel_key), last_read_at, last_seen_at, reset_count
                 """
             ).first!
             return try Self.decodeState(row)
@@ -37,7 +37,7 @@ extension CollectionStore {
             """
             INSERT INTO channel_states AS s (user_key, channel_key, last_seen_at) VALUES (\(userKey), \(channelKey), \(at))
             ON CONFLICT (user_key, channel_key) DO UPDATE SET last_seen_at = greatest(s.last_seen_at, EXCLUDED.last_seen_at)
-            RETURNING unread_count, last_read_at, last_seen_at, reset_count
+            RETURNING unread_adjustment + herald_broadcasts_reaching(user_key, channel_key), last_read_at, last_seen_at, reset_count
             """
         ).first!
         return try Self.decodeState(row)
@@ -55,16 +55,22 @@ extension CollectionStore {
     public func reset(userKey: Int64, channelKey: Int64) async throws {
         try await client.withRetryingTransaction { connection in
             let xid = try await NotificationStore.currentTransactionID(on: connection)
+            let removedUnread = try await connection.query(
+                """
+                WITH gone AS (
+                    UPDATE notification_recipients SET deleted = true, change_xid = \(xid), data = NULL, push_title = NULL, push_body = NULL
+                    WHERE user_key = \(userKey) AND channel_key = \(channelKey) AND NOT deleted
+                    RETURNING status
+                )
+                SELECT count(*) FILTER (WHERE status < 2) FROM gone
+                """
+            ).first!.decode(Int64.self)
             try await connection.query(
                 """
-                UPDATE notification_recipients SET deleted = true, change_xid = \(xid), data = NULL, push_title = NULL, push_body = NULL
-                WHERE user_key = \(userKey) AND channel_key = \(channelKey) AND NOT deleted
-                """
-            )
-            try await connection.query(
-                """
-                INSERT INTO channel_states AS s (user_key, channel_key, reset_count) VALUES (\(userKey), \(channelKey), 1)
-                ON CONFLICT (user_key, channel_key) DO UPDATE SET unread_count = 0, reset_count = s.reset_count + 1
+                INSERT INTO channel_states AS s (user_key, channel_key, unread_adjustment, reset_count)
+                VALUES (\(userKey), \(channelKey), \(-removedUnread), 1)
+                ON CONFLICT (user_key, channel_key) DO UPDATE SET
+                    unread_adjustment = s.unread_adjustment - \(removedUnread), reset_count = s.reset_count + 1
                 """
             )
         }
@@ -74,8 +80,8 @@ extension CollectionStore {
     public func unread(userKey: Int64) async throws -> (total: Int64, channels: [(url: String, unread: Int64)]) {
         let rows = try await client.query(
             """
-            SELECT c.url, s.unread_count FROM channel_states s JOIN channels c ON c.key = s.channel_key
-            WHERE s.user_key = \(userKey) ORDER BY c.url
+            SELECT c.url, u.unread FROM herald_user_channels(\(userKey)) AS u JOIN channels c ON c.key = u.channel_key
+            ORDER BY c.url
             """
         )
         let channels = try rows.map { try $0.decode((String, Int64).self) }.map { (url: $0.0, unread: $0.1) }
@@ -103,19 +109,24 @@ extension CollectionStore {
     public func channelList(userKey: Int64) async throws -> [ChannelListEntry] {
         let rows = try await client.query(
             """
-            SELECT c.key, c.kind, c.name, c.cover_url, c.custom_type, c.url, s.unread_count, s.last_activity_at,
+            SELECT c.key, c.kind, c.name, c.cover_url, c.custom_type, c.url, u.unread, activity.at,
                 last.id, last.template_key, last.template_version, last.data, last.category, last.tags,
                 last.event_deadline, last.created_at, last.updated_at, last.status
-            FROM channel_states s JOIN channels c ON c.key = s.channel_key
+            FROM herald_user_channels(\(userKey)) AS u JOIN channels c ON c.key = u.channel_key
+            LEFT JOIN channel_states s ON s.user_key = \(userKey) AND s.channel_key = c.key
+            CROSS JOIN LATERAL (
+                SELECT coalesce(greatest(s.last_activity_at, (SELECT max(b.created_at) FROM notifications b
+                    WHERE b.channel_key = c.key AND b.audience = 'all' AND b.deleted_at IS NULL AND b.fanout_after >= \(userKey))),
+                    'epoch'::timestamptz) AS at
+            ) AS activity
             LEFT JOIN LATERAL (
                 SELECT n.id, n.template_key, n.template_version, coalesce(r.data, n.data) AS data, n.category, n.tags,
                     n.event_deadline, n.created_at, n.updated_at, r.status
                 FROM notification_recipients r JOIN notifications n ON n.id = r.notification_id
-                WHERE c.kind = 'chat' AND r.user_key = s.user_key AND r.channel_key = s.channel_key AND NOT r.deleted
+                WHERE c.kind = 'chat' AND r.user_key = \(userKey) AND r.channel_key = c.key AND NOT r.deleted
                 ORDER BY r.notification_id DESC LIMIT 1
             ) AS last ON true
-            WHERE s.user_key = \(userKey)
-            ORDER BY c.kind = 'chat' DESC, CASE WHEN c.kind = 'chat' THEN s.last_activity_at END DESC, c.url
+            ORDER BY c.kind = 'chat' DESC, CASE WHEN c.kind = 'chat' THEN activity.at END DESC, c.url
             """
         )
         return try rows.map { row in

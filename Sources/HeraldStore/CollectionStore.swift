@@ -104,8 +104,8 @@ public struct CollectionStore: Sendable {
             do {
                 let row = try await connection.query(
                     """
-                    SELECT s.unread_count, s.last_read_at, s.last_seen_at, s.reset_count,
-                        (SELECT coalesce(sum(unread_count), 0)::bigint FROM channel_states WHERE user_key = \(userKey)),
+                    SELECT herald_unread(\(userKey), \(channelKey)), s.last_read_at, s.last_seen_at, s.reset_count,
+                        (SELECT coalesce(sum(unread), 0)::bigint FROM herald_user_channels(\(userKey))),
                         pg_snapshot_xmin(pg_current_snapshot())::text::bigint,
                         pg_snapshot_xmax(pg_current_snapshot())::text::bigint,
                         coalesce((SELECT ('x' || encode(value, 'hex'))::bit(64)::bigint FROM herald_settings WHERE name = 'compacted_through'), 0)
@@ -135,8 +135,8 @@ public struct CollectionStore: Sendable {
         let rows = try await client.query(
             """
             WITH snap AS MATERIALIZED (
-                SELECT s.unread_count, s.last_read_at, s.last_seen_at, s.reset_count,
-                    (SELECT coalesce(sum(unread_count), 0)::bigint FROM channel_states WHERE user_key = \(userKey)) AS badge,
+                SELECT herald_unread(\(userKey), \(channelKey)) AS unread_count, s.last_read_at, s.last_seen_at, s.reset_count,
+                    (SELECT coalesce(sum(unread), 0)::bigint FROM herald_user_channels(\(userKey))) AS badge,
                     pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS horizon,
                     pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next_xid,
                     coalesce((SELECT ('x' || encode(value, 'hex'))::bit(64)::bigint FROM herald_settings WHERE name = 'compacted_through'), 0) AS compacted

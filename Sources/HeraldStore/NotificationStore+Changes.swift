@@ -8,7 +8,7 @@ extension NotificationStore {
     /// recipient's collection shows the update. `nil` when the notification does not exist.
     public func update(_ id: Int64, variables: [String: JSONValue], content: RenderedNotification) async throws -> StoredNotification? {
         try await client.withRetryingTransaction { connection in
-            guard let channelKey = try await Self.lockForChange(id, on: connection) else { return nil }
+            guard let channelKey = try await Self.lockForChange(id, on: connection)?.channelKey else { return nil }
             let overrides = try Self.overridesJSON(content.perUser)
             let strangers = try await connection.query(
                 """
@@ -57,18 +57,30 @@ extension NotificationStore {
     /// was no such notification.
     public func delete(_ id: Int64) async throws -> Bool {
         try await client.withRetryingTransaction { connection in
-            guard try await Self.lockForChange(id, on: connection, allowRunningFanout: true) != nil else { return false }
+            guard let locked = try await Self.lockForChange(id, on: connection, allowRunningFanout: true) else { return false }
             let xid = try await Self.currentTransactionID(on: connection)
-            // Copies still unread leave their users' unread counters in the same statement.
+            // Counters: a copy counted in its user's state (targets, and broadcast copies made at send
+            // time that the fan-out has not passed) leaves it if unread; a broadcast copy the fan-out
+            // reached stops being counted by the channel's broadcast count, so if its user had already
+            // read or removed it (and was counted down then), that is given back.
             try await connection.query(
                 """
-                WITH gone AS (
-                    UPDATE notification_recipients SET change_xid = \(xid), deleted = true, data = NULL, push_title = NULL, push_body = NULL
-                    WHERE notification_id = \(id) AND NOT deleted
-                    RETURNING user_key, channel_key, status
-                )
-                UPDATE channel_states s SET unread_count = s.unread_count - 1
-                FROM gone WHERE gone.status < 2 AND s.user_key = gone.user_key AND s.channel_key = gone.channel_key
+                UPDATE channel_states s SET unread_adjustment = s.unread_adjustment + d.delta
+                FROM (
+                    SELECT r.user_key, r.channel_key,
+                        CASE WHEN r.user_key <= \(locked.reachedThrough)
+                            THEN CASE WHEN r.status < 2 AND NOT r.deleted THEN 0 ELSE 1 END
+                            ELSE CASE WHEN r.status < 2 AND NOT r.deleted THEN -1 ELSE 0 END
+                        END AS delta
+                    FROM notification_recipients r WHERE r.notification_id = \(id)
+                ) AS d
+                WHERE d.delta <> 0 AND s.user_key = d.user_key AND s.channel_key = d.channel_key
+                """
+            )
+            try await connection.query(
+                """
+                UPDATE notification_recipients SET change_xid = \(xid), deleted = true, data = NULL, push_title = NULL, push_body = NULL
+                WHERE notification_id = \(id) AND NOT deleted
                 """
             )
             try await connection.query(
@@ -78,13 +90,16 @@ extension NotificationStore {
         }
     }
 
-    /// Locks a live notification against concurrent changes and fan-out batches; returns its channel key.
-    static func lockForChange(_ id: Int64, on connection: PostgresConnection, allowRunningFanout: Bool = false) async throws -> Int64? {
+    /// Locks a live notification against concurrent changes and fan-out batches; returns its channel key
+    /// and, for a broadcast, the last user key its fan-out has reached (0 for targeted sends).
+    static func lockForChange(
+        _ id: Int64, on connection: PostgresConnection, allowRunningFanout: Bool = false
+    ) async throws -> (channelKey: Int64, reachedThrough: Int64)? {
         guard let row = try await connection.query(
-            "SELECT channel_key, fanout_state FROM notifications WHERE id = \(id) AND deleted_at IS NULL FOR UPDATE"
+            "SELECT channel_key, fanout_state, audience, fanout_after FROM notifications WHERE id = \(id) AND deleted_at IS NULL FOR UPDATE"
         ).first else { return nil }
-        let (channelKey, state) = try row.decode((Int64, String).self)
+        let (channelKey, state, audience, fanoutAfter) = try row.decode((Int64, String, String, Int64).self)
         if state == "running", !allowRunningFanout { throw NotificationStoreError.fanoutInProgress }
-        return channelKey
+        return (channelKey, audience == "all" ? fanoutAfter : 0)
     }
 }

@@ -33,7 +33,9 @@ extension NotificationStore {
                 "SELECT key FROM users WHERE key > \(after) AND key <= \(through) ORDER BY key OFFSET \(size - 1) LIMIT 1"
             ).first?.decode(Int64.self) ?? through
             let xid = try await Self.currentTransactionID(on: connection)
-            // A plain INSERT … SELECT unless some users already have a copy: the conflict check of
+            if skipsExisting { try await Self.uncountReachedAtSend(userKeysAfter: after, through: last, notification: id, on: connection) }
+            // No per-recipient counter is written: the notification's progress (`fanout_after`) is what
+            // counts it as unread for the users it has reached. A plain INSERT … SELECT unless some users already have a copy: the conflict check of
             // ON CONFLICT costs a speculative insertion per row.
             let inserted = try await connection.query(
                 """
@@ -42,7 +44,6 @@ extension NotificationStore {
                 \(unescaped: skipsExisting ? "ON CONFLICT DO NOTHING" : "")
                 """
             ).affectedRows
-            try await Self.countUnread(userKeysAfter: after, through: last, notification: id, channelKey: channelKey, skipsExisting: skipsExisting, on: connection)
             let finished = last >= through
             try await connection.query(
                 """
@@ -55,39 +56,20 @@ extension NotificationStore {
         }
     }
 
-    /// `countUnread` for the users of one batch. Users reached at send time (those with per-user data)
-    /// were counted then; excluding them costs a key probe per user, paid only by broadcasts that had
-    /// per-user variables.
-    static func countUnread(
-        userKeysAfter after: Int64, through last: Int64, notification id: Int64, channelKey: Int64,
-        skipsExisting: Bool, on connection: PostgresConnection
+    /// Users who got their copy at send time (per-user variables) were counted in their channel state
+    /// then; once the fan-out passes them, the per-channel broadcast count covers them too, so their
+    /// send-time count is taken back. Runs before the batch's insert, when the only copies in the range
+    /// are the send-time ones.
+    static func uncountReachedAtSend(
+        userKeysAfter after: Int64, through last: Int64, notification id: Int64, on connection: PostgresConnection
     ) async throws {
-        if skipsExisting {
-            try await connection.query(
-                """
-                INSERT INTO channel_states AS s (user_key, channel_key, unread_count, last_notification_id, last_activity_at)
-                SELECT key, \(channelKey), 1, \(id), now() FROM users u WHERE key > \(after) AND key <= \(last)
-                    AND NOT EXISTS (SELECT 1 FROM notification_recipients r
-                        WHERE r.user_key = u.key AND r.channel_key = \(channelKey) AND r.notification_id = \(id) AND r.data IS NOT NULL)
-                ORDER BY key
-                ON CONFLICT (user_key, channel_key) DO UPDATE SET
-                    unread_count = s.unread_count + 1,
-                    last_notification_id = greatest(s.last_notification_id, EXCLUDED.last_notification_id),
-                    last_activity_at = EXCLUDED.last_activity_at
-                """
-            )
-        } else {
-            try await connection.query(
-                """
-                INSERT INTO channel_states AS s (user_key, channel_key, unread_count, last_notification_id, last_activity_at)
-                SELECT key, \(channelKey), 1, \(id), now() FROM users WHERE key > \(after) AND key <= \(last)
-                ORDER BY key
-                ON CONFLICT (user_key, channel_key) DO UPDATE SET
-                    unread_count = s.unread_count + 1,
-                    last_notification_id = greatest(s.last_notification_id, EXCLUDED.last_notification_id),
-                    last_activity_at = EXCLUDED.last_activity_at
-                """
-            )
-        }
+        try await connection.query(
+            """
+            UPDATE channel_states s SET unread_adjustment = s.unread_adjustment - 1
+            FROM notification_recipients r
+            WHERE r.notification_id = \(id) AND r.user_key > \(after) AND r.user_key <= \(last)
+                AND s.user_key = r.user_key AND s.channel_key = r.channel_key
+            """
+        )
     }
 }

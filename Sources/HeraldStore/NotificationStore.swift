@@ -127,17 +127,19 @@ public struct NotificationStore: Sendable {
         return try await Self.fetch(id, on: connection)!
     }
 
-    /// Counts a new notification as unread for every recipient who has it so far, in the recipients'
-    /// channel states (created on first use), and makes it their channel's latest activity. States are
-    /// locked in user order, the order every writer uses, so concurrent fan-outs cannot deadlock.
+    /// Counts a new notification as unread for every recipient who has a copy at send time — every
+    /// target, or a broadcast's users with per-user variables — in their channel states (created on
+    /// first use), and makes it their channel's latest activity. (Broadcast copies made later by the
+    /// fan-out are counted per channel instead: see `sql/0006_collections.sql`.) States are locked in
+    /// user order, the order every writer uses.
     static func countUnread(notification id: Int64, channelKey: Int64, on connection: PostgresConnection) async throws {
         try await connection.query(
             """
-            INSERT INTO channel_states AS s (user_key, channel_key, unread_count, last_notification_id, last_activity_at)
+            INSERT INTO channel_states AS s (user_key, channel_key, unread_adjustment, last_notification_id, last_activity_at)
             SELECT user_key, channel_key, 1, notification_id, now() FROM notification_recipients
             WHERE notification_id = \(id) ORDER BY user_key
             ON CONFLICT (user_key, channel_key) DO UPDATE SET
-                unread_count = s.unread_count + 1,
+                unread_adjustment = s.unread_adjustment + 1,
                 last_notification_id = greatest(s.last_notification_id, EXCLUDED.last_notification_id),
                 last_activity_at = EXCLUDED.last_activity_at
             """

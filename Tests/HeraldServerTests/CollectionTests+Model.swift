@@ -133,15 +133,35 @@ extension CollectionTests {
                         if users.isEmpty || Int.random(in: 0..<4, using: &random) > 0 { users.append("u1") }
                         let category = Bool.random(using: &random) ? "news" : "alerts"
                         sent.append(try await world.send("n\(counter)", to: Array(Set(users)).sorted(), category: category))
-                    case 22..<30 where !sent.isEmpty:
+                    case 22..<26:
+                        // A broadcast to every user, sometimes with u1's own variables (copy made at send).
+                        counter += 1
+                        let own: [String: [String: JSONValue]] = Bool.random(using: &random) ? ["u1": ["title": .string("mine \(counter)")]] : [:]
+                        let content = try template.renderNotification(variables: ["title": .string("b\(counter)")], userVariables: own)
+                        let draft = NotificationDraft(
+                            channelURL: "feed", templateKey: "plain", templateVersion: 1, variables: ["title": .string("b\(counter)")],
+                            content: content, category: Bool.random(using: &random) ? "news" : "alerts", tags: [], eventDeadline: nil,
+                            push: PushOptions(), audience: .all
+                        )
+                        if case .created(let stored, _) = try await world.notifications.send(draft, idempotency: nil, respond: { _ in StoredResponse(status: 202, body: []) }) {
+                            sent.append(stored.id)
+                        }
+                    case 26..<30:
+                        // Fan-out work, one user per batch, interleaved with everything else.
+                        _ = try await world.notifications.fanOutNextBatch(size: 1)
+                    case 30..<34 where !sent.isEmpty:
                         let id = sent.randomElement(using: &random)!
                         let title = "edited \(step)"
                         let content = try template.renderNotification(variables: ["title": .string(title)], userVariables: [:])
-                        _ = try await world.notifications.update(id, variables: ["title": .string(title)], content: content)
-                    case 30..<36 where !sent.isEmpty:
+                        do {
+                            _ = try await world.notifications.update(id, variables: ["title": .string(title)], content: content)
+                        } catch NotificationStoreError.fanoutInProgress {
+                            // A broadcast still fanning out cannot change yet; the history goes on.
+                        }
+                    case 34..<39 where !sent.isEmpty:
                         let id = sent.remove(at: Int.random(in: 0..<sent.count, using: &random))
                         _ = try await world.notifications.delete(id)
-                    case 36..<48:
+                    case 39..<50:
                         let device = Int.random(in: 0..<2, using: &random)
                         let known = Array(devices[device].copy.keys).sorted()
                         let body: String
@@ -156,7 +176,7 @@ extension CollectionTests {
                             body: ByteBuffer(string: body)
                         )
                         #expect(response.status == .ok)
-                    case 48..<90:
+                    case 50..<90:
                         let device = Int.random(in: 0..<2, using: &random)
                         _ = try await sync(device, limit: Int.random(in: 1...10, using: &random))
                     case 90..<93:
@@ -173,9 +193,9 @@ extension CollectionTests {
                 // The other users' counters are true as well.
                 let counters = try await db.client.query(
                     """
-                    SELECT s.unread_count, (SELECT count(*) FROM notification_recipients r
-                        WHERE r.user_key = s.user_key AND r.channel_key = s.channel_key AND r.status < 2 AND NOT r.deleted)
-                    FROM channel_states s
+                    SELECT herald_unread(u.key, c.key), (SELECT count(*) FROM notification_recipients r
+                        WHERE r.user_key = u.key AND r.channel_key = c.key AND r.status < 2 AND NOT r.deleted)
+                    FROM users u CROSS JOIN channels c
                     """
                 )
                 for row in counters {
@@ -184,6 +204,8 @@ extension CollectionTests {
                 }
                 // The run exercised what it should: devices had to start over at least once.
                 #expect(devices.map(\.resets).reduce(0, +) > 2)
+                let broadcasts = try await db.client.query("SELECT count(*) FROM notifications WHERE audience = 'all'").first!.decode(Int.self)
+                #expect(broadcasts > 10)
             }
         }
     }
