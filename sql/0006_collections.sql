@@ -22,8 +22,11 @@ CREATE TABLE channel_states (
     PRIMARY KEY (user_key, channel_key)
 ) WITH (fillfactor = 80);  -- room for HOT updates: counters change often, no indexed column does
 
--- Live broadcasts by channel and progress: what herald_broadcasts_reaching counts.
+-- Live broadcasts by channel and progress: what herald_broadcasts_reaching counts; and by progress
+-- alone, for the badge (every channel at once).
 CREATE INDEX notifications_broadcasts ON notifications (channel_key, fanout_after)
+    WHERE audience = 'all' AND deleted_at IS NULL;
+CREATE INDEX notifications_broadcast_progress ON notifications (fanout_after)
     WHERE audience = 'all' AND deleted_at IS NULL;
 
 -- How many live broadcasts of the channel have reached the user (their copy exists).
@@ -34,6 +37,7 @@ CREATE FUNCTION herald_broadcasts_reaching(p_user_key bigint, p_channel_key bigi
 $$;
 
 -- The user's unread count in the channel (see above). A missing state row counts as adjustment 0.
+-- (SQL functions with a FROM are not inlined; the per-poll queries spell these out instead.)
 CREATE FUNCTION herald_unread(p_user_key bigint, p_channel_key bigint) RETURNS bigint
     LANGUAGE sql STABLE PARALLEL SAFE AS $$
     SELECT coalesce((SELECT unread_adjustment FROM channel_states WHERE user_key = p_user_key AND channel_key = p_channel_key), 0)

@@ -104,13 +104,13 @@ public struct CollectionStore: Sendable {
             do {
                 let row = try await connection.query(
                     """
-                    SELECT herald_unread(\(userKey), \(channelKey)), s.last_read_at, s.last_seen_at, s.reset_count,
-                        (SELECT coalesce(sum(unread), 0)::bigint FROM herald_user_channels(\(userKey))),
+                    SELECT coalesce(s.unread_adjustment, 0) + \(unescaped: Self.broadcastsReaching(channel: true)),
+                        s.last_read_at, s.last_seen_at, s.reset_count, \(unescaped: Self.badge),
                         pg_snapshot_xmin(pg_current_snapshot())::text::bigint,
                         pg_snapshot_xmax(pg_current_snapshot())::text::bigint,
                         coalesce((SELECT ('x' || encode(value, 'hex'))::bit(64)::bigint FROM herald_settings WHERE name = 'compacted_through'), 0)
-                    FROM (SELECT 1) AS one
-                    LEFT JOIN channel_states s ON s.user_key = \(userKey) AND s.channel_key = \(channelKey)
+                    FROM (SELECT \(userKey)::bigint AS user_key, \(channelKey)::bigint AS channel_key) AS one
+                    LEFT JOIN channel_states s ON s.user_key = one.user_key AND s.channel_key = one.channel_key
                     """
                 ).first!
                 let (unread, lastRead, lastSeen, resetCount, badge, horizon, nextXID, compacted) =
@@ -135,13 +135,13 @@ public struct CollectionStore: Sendable {
         let rows = try await client.query(
             """
             WITH snap AS MATERIALIZED (
-                SELECT herald_unread(\(userKey), \(channelKey)) AS unread_count, s.last_read_at, s.last_seen_at, s.reset_count,
-                    (SELECT coalesce(sum(unread), 0)::bigint FROM herald_user_channels(\(userKey))) AS badge,
+                SELECT coalesce(s.unread_adjustment, 0) + \(unescaped: Self.broadcastsReaching(channel: true)) AS unread_count,
+                    s.last_read_at, s.last_seen_at, s.reset_count, \(unescaped: Self.badge) AS badge,
                     pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS horizon,
                     pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next_xid,
                     coalesce((SELECT ('x' || encode(value, 'hex'))::bit(64)::bigint FROM herald_settings WHERE name = 'compacted_through'), 0) AS compacted
-                FROM (SELECT 1) AS one
-                LEFT JOIN channel_states s ON s.user_key = \(userKey) AND s.channel_key = \(channelKey)
+                FROM (SELECT \(userKey)::bigint AS user_key, \(channelKey)::bigint AS channel_key) AS one
+                LEFT JOIN channel_states s ON s.user_key = one.user_key AND s.channel_key = one.channel_key
             )
             SELECT snap.unread_count, snap.last_read_at, snap.last_seen_at, snap.reset_count, snap.badge, snap.horizon,
                 snap.next_xid, snap.compacted, changed.*
@@ -199,6 +199,24 @@ public struct CollectionStore: Sendable {
             """
         ).first!.decode(Int.self)
     }
+
+    // MARK: - Counts
+
+    /// How many live broadcasts have reached the user `one.user_key` — in channel `one.channel_key`, or
+    /// in all channels. This is `herald_broadcasts_reaching` of `sql/0006` spelled out, because the
+    /// server does not inline SQL functions that read tables, and these run on every poll.
+    static func broadcastsReaching(channel: Bool) -> String {
+        """
+        (SELECT count(*) FROM notifications b WHERE b.audience = 'all' AND b.deleted_at IS NULL \
+        AND b.fanout_after >= one.user_key\(channel ? " AND b.channel_key = one.channel_key" : ""))
+        """
+    }
+
+    /// The user's total unread count: every channel's adjustment plus every live broadcast that
+    /// reached them.
+    static let badge = """
+        ((SELECT coalesce(sum(unread_adjustment), 0) FROM channel_states WHERE user_key = one.user_key) + \(broadcastsReaching(channel: false)))::bigint
+        """
 
     // MARK: - Rows
 
