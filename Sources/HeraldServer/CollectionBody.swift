@@ -9,7 +9,7 @@ struct NotificationItem: Encodable {
     var id: String
     var templateKey: String
     var templateVersion: Int
-    var data: JSONValue
+    var data: RawJSON
     var category: String
     var tags: [String]
     var eventDeadline: String?
@@ -19,11 +19,11 @@ struct NotificationItem: Encodable {
     var updatedAt: String
     var updatedAtMS: Int64
 
-    init(_ item: CollectionItem) throws {
+    init(_ item: CollectionItem, raw: inout [[UInt8]]) {
         id = String(item.id)
         templateKey = item.templateKey
         templateVersion = item.templateVersion
-        data = try JSONDecoder().decode(JSONValue.self, from: Data(item.data.utf8))
+        data = RawJSON.add(item.data, to: &raw)
         category = item.category
         tags = item.tags
         eventDeadline = item.eventDeadline.map(RFC3339.string)
@@ -76,7 +76,7 @@ struct StateBody: ResponseEncodable {
 }
 
 /// The answer to a collection request: an initial page or the changes since a token.
-struct CollectionBody: ResponseEncodable {
+struct CollectionBody: Encodable, ResponseGenerator {
     struct ChannelBody: Encodable {
         var channelURL: String
         var kind: String
@@ -102,6 +102,12 @@ struct CollectionBody: ResponseEncodable {
     var prevCursor: String?
     var channel: ChannelBody
     var badge: Int64
+    /// The notifications' data texts.
+    var raw: [[UInt8]] = []
+
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        try RawJSON.response(self, texts: raw)
+    }
 
     init(channel: CollectionChannel, snapshot: CollectionStore.Snapshot, isLive: Bool) {
         self.isLive = isLive
@@ -135,9 +141,14 @@ struct CollectionBody: ResponseEncodable {
 }
 
 /// An older page of a collection.
-struct PageBody: ResponseEncodable {
-    var notifications: [NotificationItem]
+struct PageBody: Encodable, ResponseGenerator {
+    var notifications: [NotificationItem] = []
     var prevCursor: String?
+    var raw: [[UInt8]] = []
+
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        try RawJSON.response(self, texts: raw)
+    }
 
     enum CodingKeys: String, CodingKey {
         case notifications
@@ -168,7 +179,7 @@ struct UnreadBody: ResponseEncodable {
 }
 
 /// The user's channels: chat channels newest activity first, feed channels by URL.
-struct ChannelListBody: ResponseEncodable {
+struct ChannelListBody: Encodable, ResponseGenerator {
     struct Entry: Encodable {
         var channelURL: String
         var kind: String
@@ -179,7 +190,7 @@ struct ChannelListBody: ResponseEncodable {
         var lastActivityAt: String
         var lastNotification: NotificationItem?
 
-        init(_ entry: ChannelListEntry) throws {
+        init(_ entry: ChannelListEntry, raw: inout [[UInt8]]) {
             channelURL = entry.channel.url
             kind = entry.channel.kind.rawValue
             name = entry.channel.name
@@ -187,7 +198,7 @@ struct ChannelListBody: ResponseEncodable {
             customType = entry.channel.customType
             unreadCount = entry.unreadCount
             lastActivityAt = RFC3339.string(from: entry.lastActivityAt)
-            lastNotification = try entry.lastNotification.map(NotificationItem.init)
+            lastNotification = entry.lastNotification.map { NotificationItem($0, raw: &raw) }
         }
 
         enum CodingKeys: String, CodingKey {
@@ -201,6 +212,15 @@ struct ChannelListBody: ResponseEncodable {
         }
     }
 
-    var chat: [Entry]
-    var feed: [Entry]
+    var chat: [Entry] = []
+    var feed: [Entry] = []
+    var raw: [[UInt8]] = []
+
+    enum CodingKeys: String, CodingKey {
+        case chat, feed
+    }
+
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        try RawJSON.response(self, texts: raw)
+    }
 }

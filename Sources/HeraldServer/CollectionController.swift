@@ -42,10 +42,12 @@ struct CollectionController: Sendable {
         routes.add(.get, "/v1/me/channels", access: .user) { _, context in
             let user = try Self.user(context)
             let entries = try await collections.channelList(userKey: user.key)
-            return ChannelListBody(
-                chat: try entries.filter { $0.channel.kind == .chat }.map(ChannelListBody.Entry.init),
-                feed: try entries.filter { $0.channel.kind == .feed }.map(ChannelListBody.Entry.init)
-            )
+            var body = ChannelListBody()
+            for entry in entries {
+                let listed = ChannelListBody.Entry(entry, raw: &body.raw)
+                if entry.channel.kind == .chat { body.chat.append(listed) } else { body.feed.append(listed) }
+            }
+            return body
         }
         routes.add(.post, "/v1/users/{user_id}/channels/{channel_url}/reset", access: .admin) { _, context in
             let userID = try context.parameters.require("user_id")
@@ -84,7 +86,7 @@ struct CollectionController: Sendable {
                     position: .through(xid: snapshot.horizon - 1)
                 )
                 var body = CollectionBody(channel: channel, snapshot: snapshot, isLive: true)
-                body.notifications = try page.prefix(limit).map(NotificationItem.init)
+                for item in page.prefix(limit) { body.notifications.append(NotificationItem(item, raw: &body.raw)) }
                 body.prevCursor = page.count > limit ? page[limit - 1].id.description : nil
                 body.nextToken = token.encoded(key: key)
                 return body
@@ -119,7 +121,7 @@ struct CollectionController: Sendable {
         for (changePosition, change) in changes.prefix(limit) {
             reached = changePosition
             switch change {
-            case .upserted(let item): body.notifications.append(try NotificationItem(item))
+            case .upserted(let item): body.notifications.append(NotificationItem(item, raw: &body.raw))
             case .deleted(let id): body.deleted.append(String(id))
             }
         }
@@ -149,10 +151,9 @@ struct CollectionController: Sendable {
             let page = try await CollectionStore.page(
                 userKey: user.key, channelKey: channel.key, category: category, before: cursor, limit: limit + 1, on: connection
             )
-            return PageBody(
-                notifications: try page.prefix(limit).map(NotificationItem.init),
-                prevCursor: page.count > limit ? page[limit - 1].id.description : nil
-            )
+            var body = PageBody(prevCursor: page.count > limit ? page[limit - 1].id.description : nil)
+            for item in page.prefix(limit) { body.notifications.append(NotificationItem(item, raw: &body.raw)) }
+            return body
         }
     }
 
