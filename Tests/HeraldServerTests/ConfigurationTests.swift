@@ -28,6 +28,26 @@ struct ConfigurationTests {
         #expect(fromFlags.databasePoolSize == 5)
     }
 
+    @Test func backgroundWorkAndSyncSettings() throws {
+        let defaults = try HeraldConfiguration.resolve(environment: [:])
+        #expect(defaults.fanoutBatchSize == 10_000)
+        #expect(defaults.syncHugeGap == 300)
+        #expect(defaults.changeRetention == .seconds(30 * 24 * 3600))
+        let set = try HeraldConfiguration.resolve(environment: [
+            "HERALD_FANOUT_BATCH_SIZE": "500", "HERALD_SYNC_HUGE_GAP": "50", "HERALD_CHANGE_RETENTION": "12h",
+        ])
+        #expect(set.fanoutBatchSize == 500)
+        #expect(set.syncHugeGap == 50)
+        #expect(set.changeRetention == .seconds(12 * 3600))
+        #expect(try HeraldConfiguration.resolve(environment: ["HERALD_CHANGE_RETENTION": "3600"]).changeRetention == .seconds(3600))
+        for (name, value) in [
+            ("HERALD_FANOUT_BATCH_SIZE", "0"), ("HERALD_SYNC_HUGE_GAP", "-1"), ("HERALD_CHANGE_RETENTION", "soon"),
+            ("HERALD_CHANGE_RETENTION", "30s"), ("HERALD_FANOUT_BATCH_SIZE", "many"),
+        ] {
+            #expect(throws: ConfigurationError.self, "\(name)=\(value)") { try HeraldConfiguration.resolve(environment: [name: value]) }
+        }
+    }
+
     @Test func databaseSelection() throws {
         let url = try HeraldConfiguration.resolve(environment: ["DATABASE_URL": "postgres://db/herald"])
         #expect(url.databaseURL == "postgres://db/herald")
