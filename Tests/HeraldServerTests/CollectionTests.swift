@@ -416,4 +416,19 @@ struct CollectionTests {
             }
         }
     }
+
+    @Test func notificationDataReachesTheClientExactly() async throws {
+        try await TestPostgres.withDatabase(cluster: .horizonSensitive) { (db: TestDatabase) async throws in
+            let world = try await world(db)
+            let tricky = #"Quotes " and \ backslash, ünïcödé 🎉, a lookalike "herald-raw-0" and {"json": [1]}"#
+            try await world.send(tricky, to: ["u1"])
+            try await app(db).test(.router) { client in
+                let body = try await collection(client, world.sessions["u1"]!)
+                let item = try #require((body["notifications"] as? [[String: Any]])?.first)
+                #expect((item["data"] as? [String: Any])?["title"] as? String == tricky)
+                let channels = try jsonObject(try await client.execute(uri: "/v1/me/channels", method: .get, headers: jsonHeaders(bearer: world.sessions["u1"]!)))
+                #expect((channels["feed"] as? [[String: Any]])?.first?["unread_count"] as? Int == 1)
+            }
+        }
+    }
 }
