@@ -69,12 +69,12 @@ struct CollectionController: Sendable {
 
     func collection(_ request: Request, context: HeraldRequestContext) async throws -> CollectionBody {
         let user = try Self.user(context)
-        let channel = try await Self.channel(context, collections)
         let query = request.uri.queryParameters
         let limit = try Self.limit(request)
         let category = try Self.category(request)
         let key = try await tokenKey.get(settings)
         guard let tokenText = query["token"].map(String.init) else {
+            let channel = try await Self.channel(context, collections)
             try await collections.open(userKey: user.key, channelKey: channel.key)
             return try await collections.read(userKey: user.key, channelKey: channel.key) { snapshot, connection in
                 let page = try await CollectionStore.page(
@@ -95,9 +95,11 @@ struct CollectionController: Sendable {
         // A token that does not even parse needs no database work beyond the state in the answer.
         let token = SyncToken(decoding: tokenText, key: key)
         let position = token?.position ?? .through(xid: 0)
-        let (snapshot, changes) = try await collections.poll(
-            userKey: user.key, channelKey: channel.key, category: category, after: position, limit: token == nil ? 0 : limit + 1
-        )
+        let url = try context.parameters.require("channel_url")
+        guard Channel.urlProblem(url) == nil, let poll = try await collections.poll(
+            userKey: user.key, channelURL: url, category: category, after: position, limit: token == nil ? 0 : limit + 1
+        ) else { throw Self.channelNotFound }
+        let (channel, snapshot, changes) = (poll.channel, poll.snapshot, poll.changes)
         var body = CollectionBody(channel: channel, snapshot: snapshot, isLive: false)
         guard let token,
             token.userKey == user.key, token.channelKey == channel.key,
@@ -213,11 +215,11 @@ struct CollectionController: Sendable {
 
     static func channel(_ context: HeraldRequestContext, _ collections: CollectionStore) async throws -> CollectionChannel {
         let url = try context.parameters.require("channel_url")
-        guard Channel.urlProblem(url) == nil, let channel = try await collections.channel(url) else {
-            throw APIError(.notFound, code: "channel_not_found", message: "No channel with this URL.")
-        }
+        guard Channel.urlProblem(url) == nil, let channel = try await collections.channel(url) else { throw channelNotFound }
         return channel
     }
+
+    static let channelNotFound = APIError(.notFound, code: "channel_not_found", message: "No channel with this URL.")
 
     static func limit(_ request: Request) throws -> Int {
         try PageRequest(request, maximum: maximumLimit, default: defaultLimit).limit

@@ -127,28 +127,41 @@ public struct CollectionStore: Sendable {
         }
     }
 
-    /// One incremental poll in a single statement (so a single snapshot, without a transaction): the
-    /// snapshot values and up to `limit` changes after `position` below the horizon, in position order.
+    /// The answer to one incremental poll.
+    public struct Poll: Sendable {
+        public var channel: CollectionChannel
+        public var snapshot: Snapshot
+        public var changes: [(position: ChangePosition, change: CollectionChange)]
+    }
+
+    /// One incremental poll in a single statement (so a single snapshot, without a transaction, and
+    /// the channel looked up by URL in the same round trip): the snapshot values and up to `limit`
+    /// changes after `position` below the horizon, in position order. `nil` when there is no such
+    /// channel.
     public func poll(
-        userKey: Int64, channelKey: Int64, category: String?, after position: ChangePosition, limit: Int
-    ) async throws -> (snapshot: Snapshot, changes: [(position: ChangePosition, change: CollectionChange)]) {
+        userKey: Int64, channelURL: String, category: String?, after position: ChangePosition, limit: Int
+    ) async throws -> Poll? {
         let rows = try await client.query(
             """
             WITH snap AS MATERIALIZED (
-                SELECT coalesce(s.unread_adjustment, 0) + \(unescaped: Self.broadcastsReaching(channel: true)) AS unread_count,
+                SELECT one.channel_key, c.kind, c.name, c.cover_url, c.custom_type, c.url,
+                    coalesce(s.unread_adjustment, 0) + \(unescaped: Self.broadcastsReaching(channel: true)) AS unread_count,
                     s.last_read_at, s.last_seen_at, s.reset_count, \(unescaped: Self.badge) AS badge,
                     pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS horizon,
                     pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next_xid,
                     coalesce((SELECT ('x' || encode(value, 'hex'))::bit(64)::bigint FROM herald_settings WHERE name = 'compacted_through'), 0) AS compacted
-                FROM (SELECT \(userKey)::bigint AS user_key, \(channelKey)::bigint AS channel_key) AS one
+                FROM channels c
+                CROSS JOIN LATERAL (SELECT \(userKey)::bigint AS user_key, c.key AS channel_key) AS one
                 LEFT JOIN channel_states s ON s.user_key = one.user_key AND s.channel_key = one.channel_key
+                WHERE c.url = \(channelURL)
             )
-            SELECT snap.unread_count, snap.last_read_at, snap.last_seen_at, snap.reset_count, snap.badge, snap.horizon,
+            SELECT snap.channel_key, snap.kind, snap.name, snap.cover_url, snap.custom_type, snap.url,
+                snap.unread_count, snap.last_read_at, snap.last_seen_at, snap.reset_count, snap.badge, snap.horizon,
                 snap.next_xid, snap.compacted, changed.*
             FROM snap LEFT JOIN LATERAL (
                 SELECT r.change_xid, r.deleted, \(unescaped: Self.itemColumns)
                 FROM notification_recipients r JOIN notifications n ON n.id = r.notification_id
-                WHERE r.user_key = \(userKey) AND r.channel_key = \(channelKey)
+                WHERE r.user_key = \(userKey) AND r.channel_key = snap.channel_key
                     AND (r.change_xid, r.notification_id) > (\(position.xid), \(position.notificationID))
                     AND r.change_xid < snap.horizon
                     AND (\(category)::text IS NULL OR n.category = \(category))
@@ -156,19 +169,26 @@ public struct CollectionStore: Sendable {
             ) AS changed ON true
             """
         )
-        let first = rows.first!
-        let (unread, lastRead, lastSeen, resetCount, badge, horizon, nextXID, compacted) =
-            try first.decode((Int64?, Date?, Date?, Int32?, Int64, Int64, Int64, Int64).self)
+        guard let first = rows.first else { return nil }
+        let channel = try Self.decodeChannel(first)
+        let unread = try first.decode(column: 6, as: Int64?.self)
+        let lastRead = try first.decode(column: 7, as: Date?.self)
+        let lastSeen = try first.decode(column: 8, as: Date?.self)
+        let resetCount = try first.decode(column: 9, as: Int32?.self)
+        let badge = try first.decode(column: 10, as: Int64.self)
+        let horizon = try first.decode(column: 11, as: Int64.self)
+        let nextXID = try first.decode(column: 12, as: Int64.self)
+        let compacted = try first.decode(column: 13, as: Int64.self)
         let state = ChannelState(unreadCount: unread ?? 0, lastReadAt: lastRead, lastSeenAt: lastSeen, resetCount: resetCount ?? 0)
         let snapshot = Snapshot(state: state, badge: badge, horizon: horizon, nextXID: nextXID, compactedThrough: compacted)
         var changes: [(position: ChangePosition, change: CollectionChange)] = []
         for row in rows {
-            guard let xid = try row.decode(column: 8, as: Int64?.self) else { continue }
-            let deleted = try row.decode(column: 9, as: Bool.self)
-            let item = try Self.decodeItem(row, offset: 10)
+            guard let xid = try row.decode(column: 14, as: Int64?.self) else { continue }
+            let deleted = try row.decode(column: 15, as: Bool.self)
+            let item = try Self.decodeItem(row, offset: 16)
             changes.append((ChangePosition(xid: xid, notificationID: item.id), deleted ? .deleted(item.id) : .upserted(item)))
         }
-        return (snapshot, changes)
+        return Poll(channel: channel, snapshot: snapshot, changes: changes)
     }
 
     /// The newest live notifications (those with an id below `before`, when given), newest first.
