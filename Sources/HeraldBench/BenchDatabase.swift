@@ -1,4 +1,8 @@
+import AsyncHTTPClient
 import Foundation
+import HeraldServer
+import HeraldStore
+import Logging
 import Postgres
 
 /// The database a benchmark runs against: `--database-url` / `DATABASE_URL`, else a private cluster in
@@ -14,6 +18,35 @@ struct BenchDatabase {
         let cluster = try PostgresCluster(directory: NSTemporaryDirectory() + "herald-bench-\(getpid())")
         try await cluster.start()
         return BenchDatabase(conninfo: cluster.conninfo(database: "postgres"), cluster: cluster)
+    }
+
+    /// Runs `body` against a fresh database `name` on this server with Herald's migrations applied,
+    /// through a pool of `connections` and an HTTP client; both are shut down afterwards.
+    func withFreshHeraldDatabase(
+        _ name: String,
+        connections: Int,
+        http configuration: HTTPClient.Configuration = HTTPClient.Configuration(),
+        _ body: (_ client: PostgresClient, _ http: HTTPClient, _ conninfo: String, _ logger: Logger) async throws -> Void
+    ) async throws {
+        let admin = PostgresClient(configuration: .init(conninfo: conninfo, maximumConnections: 1))
+        try await admin.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name)"))
+        try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"))
+        await admin.shutdown()
+        let fresh = try PostgresConninfo.settingDatabase(name, in: conninfo)
+        var logger = Logger(label: "herald-bench")
+        logger.logLevel = .warning
+        let client = PostgresClient(configuration: .init(conninfo: fresh, maximumConnections: connections, applicationName: "herald-bench"), logger: logger)
+        let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        do {
+            try await HeraldRuntime.migrator(client: client, logger: logger).migrate()
+            try await body(client, http, fresh, logger)
+        } catch {
+            try? await http.shutdown()
+            await client.shutdown()
+            throw error
+        }
+        try await http.shutdown()
+        await client.shutdown()
     }
 
     func close() {

@@ -42,29 +42,10 @@ struct FanoutBenchmark: AsyncParsableCommand {
         }
         let database = try await BenchDatabase.open(databaseURL: databaseURL)
         defer { database.close() }
-        let admin = PostgresClient(configuration: .init(conninfo: database.conninfo, maximumConnections: 1))
-        try await admin.query("DROP DATABASE IF EXISTS herald_fanout_bench")
-        try await admin.query("CREATE DATABASE herald_fanout_bench")
-        await admin.shutdown()
-        let conninfo = try PostgresConninfo.settingDatabase("herald_fanout_bench", in: database.conninfo)
-
-        var logger = Logger(label: "herald-bench")
-        logger.logLevel = .warning
-        let client = PostgresClient(configuration: .init(conninfo: conninfo, maximumConnections: 4, applicationName: "herald-bench"), logger: logger)
-        let migrator = try HeraldRuntime.migrator(client: client, logger: logger)
-        try await migrator.migrate()
-        try await seed(client)
-
-        let http = HTTPClient(eventLoopGroupProvider: .singleton)
-        do {
+        try await database.withFreshHeraldDatabase("herald_fanout_bench", connections: 4) { client, http, _, logger in
+            try await seed(client)
             try await measure(client: client, http: http, sizes: sizes, logger: logger)
-        } catch {
-            try? await http.shutdown()
-            await client.shutdown()
-            throw error
         }
-        try await http.shutdown()
-        await client.shutdown()
     }
 
     private func measure(client: PostgresClient, http: HTTPClient, sizes: [Int], logger: Logger) async throws {

@@ -47,29 +47,12 @@ struct SyncBenchmark: AsyncParsableCommand {
         }
         let database = try await BenchDatabase.open(databaseURL: databaseURL)
         defer { database.close() }
-        let admin = PostgresClient(configuration: .init(conninfo: database.conninfo, maximumConnections: 1))
-        try await admin.query("DROP DATABASE IF EXISTS herald_sync_bench")
-        try await admin.query("CREATE DATABASE herald_sync_bench")
-        await admin.shutdown()
-        let conninfo = try PostgresConninfo.settingDatabase("herald_sync_bench", in: database.conninfo)
-
-        var logger = Logger(label: "herald-bench")
-        logger.logLevel = .warning
-        let client = PostgresClient(configuration: .init(conninfo: conninfo, maximumConnections: 8, applicationName: "herald-bench"), logger: logger)
-        var httpConfiguration = HTTPClient.Configuration()
-        httpConfiguration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
-        let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
-        do {
-            try await HeraldRuntime.migrator(client: client, logger: logger).migrate()
+        var http = HTTPClient.Configuration()
+        http.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
+        try await database.withFreshHeraldDatabase("herald_sync_bench", connections: 8, http: http) { client, http, conninfo, logger in
             let positions = try await seed(client)
             try await measure(client: client, http: http, conninfo: conninfo, positions: positions, counts: counts, logger: logger)
-        } catch {
-            try? await http.shutdown()
-            await client.shutdown()
-            throw error
         }
-        try await http.shutdown()
-        await client.shutdown()
     }
 
     /// The positions the two kinds of tokens hold: after everything (quiet), and before the last 10.

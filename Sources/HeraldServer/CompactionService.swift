@@ -19,17 +19,9 @@ public struct CompactionService: Service {
     }
 
     public func run() async throws {
-        await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                do {
-                    if let pass = try await collections.compact(retention: retention), pass.removedTombstones > 0 {
-                        logger.info("compacted change history", metadata: ["removed_tombstones": "\(pass.removedTombstones)"])
-                    }
-                } catch {
-                    if Task.isCancelled { return }
-                    logger.warning("compaction failed", metadata: ["error": "\(String(reflecting: error))"])
-                }
-                try? await Task.sleep(for: interval)
+        await PeriodicWork.run(every: interval, name: "compaction", logger: logger) { [collections, retention, logger] in
+            if let pass = try await collections.compact(retention: retention), pass.removedTombstones > 0 {
+                logger.info("compacted change history", metadata: ["removed_tombstones": "\(pass.removedTombstones)"])
             }
         }
     }

@@ -16,18 +16,9 @@ public struct HousekeepingService: Service {
     }
 
     public func run() async throws {
-        // Nothing here needs finishing: on shutdown the loop is cancelled wherever it is.
-        await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                do {
-                    let removed = try await notifications.deleteExpiredIdempotencyKeys()
-                    if removed > 0 { logger.info("removed expired idempotency keys", metadata: ["count": "\(removed)"]) }
-                } catch {
-                    if Task.isCancelled { return }
-                    logger.warning("housekeeping failed", metadata: ["error": "\(String(reflecting: error))"])
-                }
-                try? await Task.sleep(for: interval)
-            }
+        await PeriodicWork.run(every: interval, name: "housekeeping", logger: logger) { [notifications, logger] in
+            let removed = try await notifications.deleteExpiredIdempotencyKeys()
+            if removed > 0 { logger.info("removed expired idempotency keys", metadata: ["count": "\(removed)"]) }
         }
     }
 }

@@ -93,37 +93,21 @@ public struct CollectionStore: Sendable {
         public var compactedThrough: Int64
     }
 
-    /// Runs `body` with the snapshot values in one read-only repeatable-read transaction.
+    /// Runs `body` with the snapshot values in one repeatable-read transaction.
     public func read<R: Sendable>(
         userKey: Int64,
         channelKey: Int64,
         _ body: @escaping @Sendable (Snapshot, PostgresConnection) async throws -> R
     ) async throws -> R {
-        try await client.withConnection { connection in
-            try await connection.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            do {
-                let row = try await connection.query(
-                    """
-                    SELECT coalesce(s.unread_adjustment, 0) + \(unescaped: Self.broadcastsReaching(channel: true)),
-                        s.last_read_at, s.last_seen_at, s.reset_count, \(unescaped: Self.badge),
-                        pg_snapshot_xmin(pg_current_snapshot())::text::bigint,
-                        pg_snapshot_xmax(pg_current_snapshot())::text::bigint,
-                        coalesce((SELECT ('x' || encode(value, 'hex'))::bit(64)::bigint FROM herald_settings WHERE name = 'compacted_through'), 0)
-                    FROM (SELECT \(userKey)::bigint AS user_key, \(channelKey)::bigint AS channel_key) AS one
-                    LEFT JOIN channel_states s ON s.user_key = one.user_key AND s.channel_key = one.channel_key
-                    """
-                ).first!
-                let (unread, lastRead, lastSeen, resetCount, badge, horizon, nextXID, compacted) =
-                    try row.decode((Int64?, Date?, Date?, Int32?, Int64, Int64, Int64, Int64).self)
-                let state = ChannelState(unreadCount: unread ?? 0, lastReadAt: lastRead, lastSeenAt: lastSeen, resetCount: resetCount ?? 0)
-                let snapshot = Snapshot(state: state, badge: badge, horizon: horizon, nextXID: nextXID, compactedThrough: compacted)
-                let result = try await body(snapshot, connection)
-                try await connection.query("COMMIT")
-                return result
-            } catch {
-                _ = try? await connection.query("ROLLBACK")
-                throw error
-            }
+        try await client.withTransaction(isolation: .repeatableRead) { connection in
+            let row = try await connection.query(
+                """
+                SELECT \(unescaped: Self.snapshotColumns)
+                FROM (SELECT \(userKey)::bigint AS user_key, \(channelKey)::bigint AS channel_key) AS one
+                LEFT JOIN channel_states s ON s.user_key = one.user_key AND s.channel_key = one.channel_key
+                """
+            ).first!
+            return try await body(try Self.decodeSnapshot(row, offset: 0), connection)
         }
     }
 
@@ -144,20 +128,13 @@ public struct CollectionStore: Sendable {
         let rows = try await client.query(
             """
             WITH snap AS MATERIALIZED (
-                SELECT one.channel_key, c.kind, c.name, c.cover_url, c.custom_type, c.url,
-                    coalesce(s.unread_adjustment, 0) + \(unescaped: Self.broadcastsReaching(channel: true)) AS unread_count,
-                    s.last_read_at, s.last_seen_at, s.reset_count, \(unescaped: Self.badge) AS badge,
-                    pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS horizon,
-                    pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next_xid,
-                    coalesce((SELECT ('x' || encode(value, 'hex'))::bit(64)::bigint FROM herald_settings WHERE name = 'compacted_through'), 0) AS compacted
+                SELECT one.channel_key, c.kind, c.name, c.cover_url, c.custom_type, c.url, \(unescaped: Self.snapshotColumns)
                 FROM channels c
                 CROSS JOIN LATERAL (SELECT \(userKey)::bigint AS user_key, c.key AS channel_key) AS one
                 LEFT JOIN channel_states s ON s.user_key = one.user_key AND s.channel_key = one.channel_key
                 WHERE c.url = \(channelURL)
             )
-            SELECT snap.channel_key, snap.kind, snap.name, snap.cover_url, snap.custom_type, snap.url,
-                snap.unread_count, snap.last_read_at, snap.last_seen_at, snap.reset_count, snap.badge, snap.horizon,
-                snap.next_xid, snap.compacted, changed.*
+            SELECT snap.*, changed.*
             FROM snap LEFT JOIN LATERAL (
                 SELECT r.change_xid, r.deleted, \(unescaped: Self.itemColumns)
                 FROM notification_recipients r JOIN notifications n ON n.id = r.notification_id
@@ -171,16 +148,7 @@ public struct CollectionStore: Sendable {
         )
         guard let first = rows.first else { return nil }
         let channel = try Self.decodeChannel(first)
-        let unread = try first.decode(column: 6, as: Int64?.self)
-        let lastRead = try first.decode(column: 7, as: Date?.self)
-        let lastSeen = try first.decode(column: 8, as: Date?.self)
-        let resetCount = try first.decode(column: 9, as: Int32?.self)
-        let badge = try first.decode(column: 10, as: Int64.self)
-        let horizon = try first.decode(column: 11, as: Int64.self)
-        let nextXID = try first.decode(column: 12, as: Int64.self)
-        let compacted = try first.decode(column: 13, as: Int64.self)
-        let state = ChannelState(unreadCount: unread ?? 0, lastReadAt: lastRead, lastSeenAt: lastSeen, resetCount: resetCount ?? 0)
-        let snapshot = Snapshot(state: state, badge: badge, horizon: horizon, nextXID: nextXID, compactedThrough: compacted)
+        let snapshot = try Self.decodeSnapshot(first, offset: 6)
         var changes: [(position: ChangePosition, change: CollectionChange)] = []
         for row in rows {
             guard let xid = try row.decode(column: 14, as: Int64?.self) else { continue }
@@ -218,6 +186,35 @@ public struct CollectionStore: Sendable {
             ) AS pending
             """
         ).first!.decode(Int.self)
+    }
+
+    // MARK: - Snapshot
+
+    /// What `Snapshot` holds, as columns over `one` (user and channel keys) left-joined to the
+    /// channel state `s`: unread, last read, last seen, reset count, badge, horizon, next xid,
+    /// compaction bound.
+    static let snapshotColumns = """
+        coalesce(s.unread_adjustment, 0) + \(broadcastsReaching(channel: true)) AS unread_count,
+        s.last_read_at, s.last_seen_at, s.reset_count, \(badge) AS badge,
+        pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS horizon,
+        pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next_xid,
+        coalesce((SELECT ('x' || encode(value, 'hex'))::bit(64)::bigint FROM herald_settings WHERE name = 'compacted_through'), 0) AS compacted
+        """
+
+    static func decodeSnapshot(_ row: PostgresRow, offset: Int) throws -> Snapshot {
+        let state = ChannelState(
+            unreadCount: try row.decode(column: offset, as: Int64?.self) ?? 0,
+            lastReadAt: try row.decode(column: offset + 1, as: Date?.self),
+            lastSeenAt: try row.decode(column: offset + 2, as: Date?.self),
+            resetCount: try row.decode(column: offset + 3, as: Int32?.self) ?? 0
+        )
+        return Snapshot(
+            state: state,
+            badge: try row.decode(column: offset + 4, as: Int64.self),
+            horizon: try row.decode(column: offset + 5, as: Int64.self),
+            nextXID: try row.decode(column: offset + 6, as: Int64.self),
+            compactedThrough: try row.decode(column: offset + 7, as: Int64.self)
+        )
     }
 
     // MARK: - Counts
