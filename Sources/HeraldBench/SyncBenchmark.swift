@@ -36,6 +36,14 @@ struct SyncBenchmark: AsyncParsableCommand {
     @Option(help: "PostgreSQL URI or conninfo; default: a private cluster in a temporary directory.")
     var databaseURL: String?
 
+    @Option(help: "Load generator for the peak rates: wrk (C, like pgbench; the default when installed) or swift (AsyncHTTPClient in this process).")
+    var generator: Generator = Wrk.path() == nil ? .swift : .wrk
+
+    enum Generator: String, ExpressibleByArgument {
+        case wrk
+        case swift
+    }
+
     static let adminToken = "herald-bench-admin-token"
     /// Every bench session token is `hex(user id).<this>`; pgbench computes the same hash in SQL.
     static let tokenSecretPart = String(repeating: "ab", count: 32)
@@ -142,7 +150,7 @@ struct SyncBenchmark: AsyncParsableCommand {
             var peaks: [String: Double] = [:]
             for (name, list, path) in [("quiet", quiet, quietScript), ("10 changes", ten, tenScript)] {
                 for count in counts {
-                    let herald = try await load(http: http, port: port, requests: list, clients: count, seconds: seconds, pace: nil)
+                    let herald = try await peak(http: http, port: port, requests: list, clients: count)
                     let pgbench = try PGBench.run(conninfo: conninfo, script: path, clients: count, seconds: seconds)
                     peaks[name] = max(peaks[name] ?? 0, herald.rate)
                     print(
@@ -151,9 +159,9 @@ struct SyncBenchmark: AsyncParsableCommand {
                     )
                 }
             }
-            let floor = try await load(http: http, port: port, requests: [("", "")], clients: 4, seconds: seconds, pace: nil)
+            let floor = try await peak(http: http, port: port, requests: [("", "")], clients: 4)
             print("")
-            print("HTTP floor (same client, `GET /healthz`, no database, 4 clients): \(format(floor.rate)) req/s, p50 / p99 \(format(floor.p50, digits: 2)) / \(format(floor.p99, digits: 2)) ms.")
+            print("Load generator: \(generator.rawValue). HTTP floor (same generator, `GET /healthz`, no database, 4 clients): \(format(floor.rate)) req/s, p50 / p99 \(format(floor.p50, digits: 2)) / \(format(floor.p99, digits: 2)) ms.")
             print("")
             print("| poll | paced at (req/s, half of peak) | clients | achieved (req/s) | p50 / p99 ms |")
             print("|---|---:|---:|---:|---:|")
@@ -181,9 +189,7 @@ struct SyncBenchmark: AsyncParsableCommand {
     }
 
     private func get(_ http: HTTPClient, port: Int, _ request: (token: String, session: String)) async throws -> ByteBuffer {
-        // An empty token stands for the floor: the same client and server answering `GET /healthz`.
-        let path = request.token.isEmpty ? "/healthz" : "/v1/me/channels/news/collection?token=\(request.token)"
-        var outgoing = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
+        var outgoing = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(Self.path(request.token))")
         outgoing.headers.add(name: "Authorization", value: "Bearer \(request.session)")
         let response = try await http.execute(outgoing, timeout: .seconds(30))
         let body = try await response.body.collect(upTo: 1 << 20)
@@ -198,6 +204,23 @@ struct SyncBenchmark: AsyncParsableCommand {
         guard object?["is_live"] as? Bool == true, count == expected else {
             throw ValidationError("expected a live answer with \(expected) changes, got: \(String(buffer: body))")
         }
+    }
+
+    /// The peak rate with `clients` connections, each sending as fast as answers come, with the chosen generator.
+    private func peak(http: HTTPClient, port: Int, requests: [(token: String, session: String)], clients: Int) async throws -> Sample {
+        switch generator {
+        case .swift:
+            return try await load(http: http, port: port, requests: requests, clients: clients, seconds: seconds, pace: nil)
+        case .wrk:
+            let paths = requests.map { (path: Self.path($0.token), session: $0.session) }
+            let result = try await Wrk.run(port: port, requests: paths, clients: clients, seconds: seconds)
+            return Sample(rate: result.rate, p50: result.p50, p99: result.p99)
+        }
+    }
+
+    /// An empty token stands for the floor: the same generator and server answering `GET /healthz`.
+    private static func path(_ token: String) -> String {
+        token.isEmpty ? "/healthz" : "/v1/me/channels/news/collection?token=\(token)"
     }
 
     /// `clients` tasks polling for `seconds`, each as fast as it can, or at `pace` requests per second.

@@ -2,8 +2,62 @@ import Foundation
 
 /// RFC 3339 timestamps with milliseconds in UTC, the format of every time in Herald's API.
 public enum RFC3339 {
+    /// `date` to the millisecond (rounded down), e.g. `2026-11-22T05:40:33.123Z`.
+    ///
+    /// Written out by hand: Foundation's formatter goes through a calendar and cost more than the rest
+    /// of encoding a sync answer. Years outside 0001…9999 fall back to Foundation.
     public static func string(from date: Date) -> String {
-        Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(date)
+        guard date.timeIntervalSince1970.magnitude < 250_000_000_000 else {
+            return Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(date)
+        }
+        let milliseconds = milliseconds(from: date)
+        let days = milliseconds >= 0 ? milliseconds / 86_400_000 : (milliseconds - 86_399_999) / 86_400_000
+        let (year, month, day) = civil(days: days)
+        guard (1...9999).contains(year) else {
+            return Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(date)
+        }
+        let inDay = Int(milliseconds - days * 86_400_000)
+        var bytes = [UInt8](repeating: 0, count: 24)
+        func put(_ value: Int, _ width: Int, at offset: Int) {
+            var value = value
+            for index in stride(from: offset + width - 1, through: offset, by: -1) {
+                bytes[index] = UInt8(ascii: "0") + UInt8(value % 10)
+                value /= 10
+            }
+        }
+        put(year, 4, at: 0)
+        put(month, 2, at: 5)
+        put(day, 2, at: 8)
+        put(inDay / 3_600_000, 2, at: 11)
+        put(inDay / 60_000 % 60, 2, at: 14)
+        put(inDay / 1000 % 60, 2, at: 17)
+        put(inDay % 1000, 3, at: 20)
+        for (offset, character) in [(4, "-"), (7, "-"), (10, "T"), (13, ":"), (16, ":"), (19, "."), (23, "Z")] as [(Int, Unicode.Scalar)] {
+            bytes[offset] = UInt8(ascii: character)
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Milliseconds since 1970, rounded down. Times come from PostgreSQL in whole microseconds; half a
+    /// microsecond is added first so that one stored as `.123000` never reads back as `.122999…`
+    /// (computed from `Date`'s own reference date, 2001, where the Double is exact enough for that).
+    public static func milliseconds(from date: Date) -> Int64 {
+        Int64((date.timeIntervalSinceReferenceDate * 1000 + 0.0005).rounded(.down)) + 978_307_200_000
+    }
+
+    /// The proleptic Gregorian date of a day number (days since 1970-01-01); Howard Hinnant's
+    /// `civil_from_days`.
+    private static func civil(days: Int64) -> (year: Int, month: Int, day: Int) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let shiftedMonth = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
+        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        return (Int(year), Int(month), Int(day))
     }
 
     /// Parses an RFC 3339 date-time with or without fractional seconds, in UTC (`Z`) or with an offset.

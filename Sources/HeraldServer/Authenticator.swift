@@ -57,7 +57,10 @@ struct Authenticator: Sendable {
         guard let header = request.headers[.authorization] else { return nil }
         let parts = header.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-        let token = parts[1].trimmingCharacters(in: .whitespaces)
+        // Trimmed by hand: Foundation's trimmingCharacters bridges through NSString on every request.
+        var token = parts[1]
+        while token.first == " " || token.first == "\t" { token = token.dropFirst() }
+        while token.last == " " || token.last == "\t" { token = token.dropLast() }
         return token.isEmpty ? nil : String(token)
     }
 }

@@ -5,160 +5,134 @@ import Hummingbird
 import Postgres
 
 /// A notification in a user's collection.
-struct NotificationItem: Encodable {
-    var id: String
-    var templateKey: String
-    var templateVersion: Int
-    var data: RawJSON
-    var category: String
-    var tags: [String]
-    var eventDeadline: String?
-    var status: String
-    var createdAt: String
-    var createdAtMS: Int64
-    var updatedAt: String
-    var updatedAtMS: Int64
+struct NotificationItem {
+    var item: CollectionItem
 
-    init(_ item: CollectionItem, raw: inout [[UInt8]]) {
-        id = String(item.id)
-        templateKey = item.templateKey
-        templateVersion = item.templateVersion
-        data = RawJSON.add(item.data, to: &raw)
-        category = item.category
-        tags = item.tags
-        eventDeadline = item.eventDeadline.map(RFC3339.string)
-        status = item.status.name
-        createdAt = RFC3339.string(from: item.createdAt)
-        createdAtMS = Int64((item.createdAt.timeIntervalSince1970 * 1000).rounded(.down))
-        updatedAt = RFC3339.string(from: item.updatedAt)
-        updatedAtMS = Int64((item.updatedAt.timeIntervalSince1970 * 1000).rounded(.down))
+    init(_ item: CollectionItem) {
+        self.item = item
     }
 
-    enum CodingKeys: String, CodingKey {
-        case id
-        case templateKey = "template_key"
-        case templateVersion = "template_version"
-        case data, category, tags
-        case eventDeadline = "event_deadline"
-        case status
-        case createdAt = "created_at"
-        case createdAtMS = "created_at_ms"
-        case updatedAt = "updated_at"
-        case updatedAtMS = "updated_at_ms"
+    func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("id")
+        writer.string(String(item.id))
+        writer.key("template_key")
+        writer.string(item.templateKey)
+        writer.key("template_version")
+        writer.integer(item.templateVersion)
+        writer.key("data")
+        writer.raw(item.data.utf8)
+        writer.key("category")
+        writer.string(item.category)
+        writer.key("tags")
+        writer.strings(item.tags)
+        writer.key("event_deadline")
+        writer.string(item.eventDeadline.map(RFC3339.string))
+        writer.key("status")
+        writer.string(item.status.name)
+        writer.key("created_at")
+        writer.string(RFC3339.string(from: item.createdAt))
+        writer.key("created_at_ms")
+        writer.integer(RFC3339.milliseconds(from: item.createdAt))
+        writer.key("updated_at")
+        writer.string(RFC3339.string(from: item.updatedAt))
+        writer.key("updated_at_ms")
+        writer.integer(RFC3339.milliseconds(from: item.updatedAt))
+        writer.endObject()
     }
 }
 
 /// The user's state in a channel.
-struct StateBody: ResponseEncodable {
-    var unreadCount: Int64
-    var lastReadAt: String?
-    var lastSeenAt: String?
+struct StateBody: JSONWritable {
+    var state: ChannelState
 
     init(_ state: ChannelState) {
-        unreadCount = state.unreadCount
-        lastReadAt = state.lastReadAt.map(RFC3339.string)
-        lastSeenAt = state.lastSeenAt.map(RFC3339.string)
+        self.state = state
     }
 
-    enum CodingKeys: String, CodingKey {
-        case unreadCount = "unread_count"
-        case lastReadAt = "last_read_at"
-        case lastSeenAt = "last_seen_at"
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(unreadCount, forKey: .unreadCount)
+    func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("unread_count")
+        writer.integer(state.unreadCount)
         // Present as null, not absent: clients read "never" explicitly.
-        try container.encode(lastReadAt, forKey: .lastReadAt)
-        try container.encode(lastSeenAt, forKey: .lastSeenAt)
+        writer.key("last_read_at")
+        writer.string(state.lastReadAt.map(RFC3339.string))
+        writer.key("last_seen_at")
+        writer.string(state.lastSeenAt.map(RFC3339.string))
+        writer.endObject()
     }
 }
 
 /// The answer to a collection request: an initial page or the changes since a token.
-struct CollectionBody: Encodable, ResponseGenerator {
-    struct ChannelBody: Encodable {
-        var channelURL: String
-        var kind: String
-        var name: String
-        var coverURL: String
-        var customType: String
-        var state: StateBody
-
-        enum CodingKeys: String, CodingKey {
-            case channelURL = "channel_url"
-            case kind, name
-            case coverURL = "cover_url"
-            case customType = "custom_type"
-            case state
-        }
-    }
-
+struct CollectionBody: JSONWritable {
     var isLive: Bool
     var notifications: [NotificationItem] = []
     var deleted: [String] = []
     var nextToken: String?
     var hasMore = false
     var prevCursor: String?
-    var channel: ChannelBody
+    var channel: CollectionChannel
+    var state: ChannelState
     var badge: Int64
-    /// The notifications' data texts.
-    var raw: [[UInt8]] = []
-
-    func response(from request: Request, context: some RequestContext) throws -> Response {
-        try RawJSON.response(self, texts: raw)
-    }
 
     init(channel: CollectionChannel, snapshot: CollectionStore.Snapshot, isLive: Bool) {
         self.isLive = isLive
-        self.channel = ChannelBody(
-            channelURL: channel.url, kind: channel.kind.rawValue, name: channel.name, coverURL: channel.coverURL,
-            customType: channel.customType, state: StateBody(snapshot.state)
-        )
+        self.channel = channel
+        self.state = snapshot.state
         self.badge = snapshot.badge
     }
 
-    enum CodingKeys: String, CodingKey {
-        case isLive = "is_live"
-        case notifications, deleted
-        case nextToken = "next_token"
-        case hasMore = "has_more"
-        case prevCursor = "prev_cursor"
-        case channel, badge
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(isLive, forKey: .isLive)
-        try container.encode(notifications, forKey: .notifications)
-        try container.encode(deleted, forKey: .deleted)
-        try container.encode(nextToken, forKey: .nextToken)
-        try container.encode(hasMore, forKey: .hasMore)
-        try container.encode(prevCursor, forKey: .prevCursor)
-        try container.encode(channel, forKey: .channel)
-        try container.encode(badge, forKey: .badge)
+    func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("is_live")
+        writer.bool(isLive)
+        writer.key("notifications")
+        writer.beginArray()
+        for notification in notifications { notification.write(to: &writer) }
+        writer.endArray()
+        writer.key("deleted")
+        writer.strings(deleted)
+        writer.key("next_token")
+        writer.string(nextToken)
+        writer.key("has_more")
+        writer.bool(hasMore)
+        writer.key("prev_cursor")
+        writer.string(prevCursor)
+        writer.key("channel")
+        writer.beginObject()
+        writer.key("channel_url")
+        writer.string(channel.url)
+        writer.key("kind")
+        writer.string(channel.kind.rawValue)
+        writer.key("name")
+        writer.string(channel.name)
+        writer.key("cover_url")
+        writer.string(channel.coverURL)
+        writer.key("custom_type")
+        writer.string(channel.customType)
+        writer.key("state")
+        StateBody(state).write(to: &writer)
+        writer.endObject()
+        writer.key("badge")
+        writer.integer(badge)
+        writer.endObject()
     }
 }
 
 /// An older page of a collection.
-struct PageBody: Encodable, ResponseGenerator {
+struct PageBody: JSONWritable {
     var notifications: [NotificationItem] = []
     var prevCursor: String?
-    var raw: [[UInt8]] = []
 
-    func response(from request: Request, context: some RequestContext) throws -> Response {
-        try RawJSON.response(self, texts: raw)
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case notifications
-        case prevCursor = "prev_cursor"
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(notifications, forKey: .notifications)
-        try container.encode(prevCursor, forKey: .prevCursor)
+    func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("notifications")
+        writer.beginArray()
+        for notification in notifications { notification.write(to: &writer) }
+        writer.endArray()
+        writer.key("prev_cursor")
+        writer.string(prevCursor)
+        writer.endObject()
     }
 }
 
@@ -179,48 +153,44 @@ struct UnreadBody: ResponseEncodable {
 }
 
 /// The user's channels: chat channels newest activity first, feed channels by URL.
-struct ChannelListBody: Encodable, ResponseGenerator {
-    struct Entry: Encodable {
-        var channelURL: String
-        var kind: String
-        var name: String
-        var coverURL: String
-        var customType: String
-        var unreadCount: Int64
-        var lastActivityAt: String
-        var lastNotification: NotificationItem?
+struct ChannelListBody: JSONWritable {
+    var chat: [ChannelListEntry] = []
+    var feed: [ChannelListEntry] = []
 
-        init(_ entry: ChannelListEntry, raw: inout [[UInt8]]) {
-            channelURL = entry.channel.url
-            kind = entry.channel.kind.rawValue
-            name = entry.channel.name
-            coverURL = entry.channel.coverURL
-            customType = entry.channel.customType
-            unreadCount = entry.unreadCount
-            lastActivityAt = RFC3339.string(from: entry.lastActivityAt)
-            lastNotification = entry.lastNotification.map { NotificationItem($0, raw: &raw) }
-        }
-
-        enum CodingKeys: String, CodingKey {
-            case channelURL = "channel_url"
-            case kind, name
-            case coverURL = "cover_url"
-            case customType = "custom_type"
-            case unreadCount = "unread_count"
-            case lastActivityAt = "last_activity_at"
-            case lastNotification = "last_notification"
-        }
+    func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("chat")
+        Self.write(chat, to: &writer)
+        writer.key("feed")
+        Self.write(feed, to: &writer)
+        writer.endObject()
     }
 
-    var chat: [Entry] = []
-    var feed: [Entry] = []
-    var raw: [[UInt8]] = []
-
-    enum CodingKeys: String, CodingKey {
-        case chat, feed
-    }
-
-    func response(from request: Request, context: some RequestContext) throws -> Response {
-        try RawJSON.response(self, texts: raw)
+    private static func write(_ entries: [ChannelListEntry], to writer: inout JSONWriter) {
+        writer.beginArray()
+        for entry in entries {
+            writer.beginObject()
+            writer.key("channel_url")
+            writer.string(entry.channel.url)
+            writer.key("kind")
+            writer.string(entry.channel.kind.rawValue)
+            writer.key("name")
+            writer.string(entry.channel.name)
+            writer.key("cover_url")
+            writer.string(entry.channel.coverURL)
+            writer.key("custom_type")
+            writer.string(entry.channel.customType)
+            writer.key("unread_count")
+            writer.integer(entry.unreadCount)
+            writer.key("last_activity_at")
+            writer.string(RFC3339.string(from: entry.lastActivityAt))
+            // Encodable left a nil last notification out rather than writing null; so does this.
+            if let last = entry.lastNotification {
+                writer.key("last_notification")
+                NotificationItem(last).write(to: &writer)
+            }
+            writer.endObject()
+        }
+        writer.endArray()
     }
 }

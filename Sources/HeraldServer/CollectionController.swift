@@ -44,8 +44,7 @@ struct CollectionController: Sendable {
             let entries = try await collections.channelList(userKey: user.key)
             var body = ChannelListBody()
             for entry in entries {
-                let listed = ChannelListBody.Entry(entry, raw: &body.raw)
-                if entry.channel.kind == .chat { body.chat.append(listed) } else { body.feed.append(listed) }
+                if entry.channel.kind == .chat { body.chat.append(entry) } else { body.feed.append(entry) }
             }
             return body
         }
@@ -86,7 +85,7 @@ struct CollectionController: Sendable {
                     position: .through(xid: snapshot.horizon - 1)
                 )
                 var body = CollectionBody(channel: channel, snapshot: snapshot, isLive: true)
-                for item in page.prefix(limit) { body.notifications.append(NotificationItem(item, raw: &body.raw)) }
+                for item in page.prefix(limit) { body.notifications.append(NotificationItem(item)) }
                 body.prevCursor = page.count > limit ? page[limit - 1].id.description : nil
                 body.nextToken = token.encoded(key: key)
                 return body
@@ -123,7 +122,7 @@ struct CollectionController: Sendable {
         for (changePosition, change) in changes.prefix(limit) {
             reached = changePosition
             switch change {
-            case .upserted(let item): body.notifications.append(NotificationItem(item, raw: &body.raw))
+            case .upserted(let item): body.notifications.append(NotificationItem(item))
             case .deleted(let id): body.deleted.append(String(id))
             }
         }
@@ -154,7 +153,7 @@ struct CollectionController: Sendable {
                 userKey: user.key, channelKey: channel.key, category: category, before: cursor, limit: limit + 1, on: connection
             )
             var body = PageBody(prevCursor: page.count > limit ? page[limit - 1].id.description : nil)
-            for item in page.prefix(limit) { body.notifications.append(NotificationItem(item, raw: &body.raw)) }
+            for item in page.prefix(limit) { body.notifications.append(NotificationItem(item)) }
             return body
         }
     }

@@ -18,9 +18,14 @@ public struct PostgresTimestamp: Sendable, Hashable, Comparable, PostgresEncodab
         self.microsecondsSince2000 = microsecondsSince1970 - Self.postgresEpochOffset * 1_000_000
     }
 
+    /// Microseconds between 2000-01-01 and `Date`'s reference date, 2001-01-01 (2000 was a leap year).
+    static let referenceDateOffset: Int64 = 31_622_400_000_000
+
+    // Conversions go through `Date`'s own reference date, not 1970: the Double then holds a smaller
+    // number, so microseconds stay exact for longer (to about 2140).
     public init(_ date: Date) {
-        let micros = (date.timeIntervalSince1970 * 1_000_000).rounded()
-        self.init(microsecondsSince1970: Int64(micros))
+        let micros = (date.timeIntervalSinceReferenceDate * 1_000_000).rounded()
+        self.init(microsecondsSince2000: Int64(micros) + Self.referenceDateOffset)
     }
 
     public var microsecondsSince1970: Int64 {
@@ -28,7 +33,7 @@ public struct PostgresTimestamp: Sendable, Hashable, Comparable, PostgresEncodab
     }
 
     public var date: Date {
-        Date(timeIntervalSince1970: Double(microsecondsSince1970) / 1_000_000)
+        Date(timeIntervalSinceReferenceDate: Double(microsecondsSince2000 - Self.referenceDateOffset) / 1_000_000)
     }
 
     public static func < (lhs: Self, rhs: Self) -> Bool {

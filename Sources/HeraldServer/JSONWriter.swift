@@ -1,0 +1,150 @@
+import Hummingbird
+import NIOCore
+
+/// Writes JSON text straight into a `ByteBuffer`, for the responses on the sync path.
+///
+/// `JSONEncoder` builds a tree of boxed values and walks it again to print it; on an incremental poll
+/// that was over a third of the request's CPU time (see docs/benchmarks.md). Bodies written here go
+/// out in one pass, and a notification's data — JSON text from the database — is copied in as it is.
+///
+/// Commas are placed by one flag: every value and closing bracket sets it, every opening bracket and
+/// key clears it, so nesting needs no stack.
+struct JSONWriter {
+    private(set) var buffer: ByteBuffer
+    private var needsComma = false
+
+    init(capacity: Int = 1024) {
+        buffer = ByteBufferAllocator().buffer(capacity: capacity)
+    }
+
+    mutating func beginObject() {
+        separate()
+        buffer.writeInteger(UInt8(ascii: "{"))
+        needsComma = false
+    }
+
+    mutating func endObject() {
+        buffer.writeInteger(UInt8(ascii: "}"))
+        needsComma = true
+    }
+
+    mutating func beginArray() {
+        separate()
+        buffer.writeInteger(UInt8(ascii: "["))
+        needsComma = false
+    }
+
+    mutating func endArray() {
+        buffer.writeInteger(UInt8(ascii: "]"))
+        needsComma = true
+    }
+
+    /// An object key; keys are the API's own snake_case names, never user input, so they need no escaping.
+    mutating func key(_ name: StaticString) {
+        separate()
+        buffer.writeInteger(UInt8(ascii: "\""))
+        buffer.writeStaticString(name)
+        buffer.writeInteger(UInt8(ascii: "\""))
+        buffer.writeInteger(UInt8(ascii: ":"))
+        needsComma = false
+    }
+
+    mutating func string(_ value: String) {
+        separate()
+        buffer.writeInteger(UInt8(ascii: "\""))
+        var value = value
+        value.withUTF8 { bytes in
+            var start = 0
+            for index in 0..<bytes.count {
+                let byte = bytes[index]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                buffer.writeBytes(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[start..<index])))
+                buffer.writeInteger(UInt8(ascii: "\\"))
+                switch byte {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"): buffer.writeInteger(byte)
+                case 0x0A: buffer.writeInteger(UInt8(ascii: "n"))
+                case 0x0D: buffer.writeInteger(UInt8(ascii: "r"))
+                case 0x09: buffer.writeInteger(UInt8(ascii: "t"))
+                case 0x08: buffer.writeInteger(UInt8(ascii: "b"))
+                case 0x0C: buffer.writeInteger(UInt8(ascii: "f"))
+                default:
+                    buffer.writeStaticString("u00")
+                    buffer.writeInteger(Self.hexDigits[Int(byte >> 4)])
+                    buffer.writeInteger(Self.hexDigits[Int(byte & 0xF)])
+                }
+                start = index + 1
+            }
+            buffer.writeBytes(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[start...])))
+        }
+        buffer.writeInteger(UInt8(ascii: "\""))
+        needsComma = true
+    }
+
+    mutating func string(_ value: String?) {
+        if let value { string(value) } else { null() }
+    }
+
+    mutating func integer(_ value: some BinaryInteger) {
+        separate()
+        if value < 0 { buffer.writeInteger(UInt8(ascii: "-")) }
+        var magnitude = UInt64(value.magnitude)
+        // Digits are produced back to front into scratch space, then go out in one write.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var start = 20
+            repeat {
+                start -= 1
+                digits[start] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            buffer.writeBytes(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: digits[start...])))
+        }
+        needsComma = true
+    }
+
+    mutating func bool(_ value: Bool) {
+        separate()
+        buffer.writeStaticString(value ? "true" : "false")
+        needsComma = true
+    }
+
+    mutating func null() {
+        separate()
+        buffer.writeStaticString("null")
+        needsComma = true
+    }
+
+    /// Text that already is one JSON value (a `jsonb` column's output), copied as it is.
+    mutating func raw(_ json: [UInt8]) {
+        separate()
+        buffer.writeBytes(json)
+        needsComma = true
+    }
+
+    /// An array of strings.
+    mutating func strings(_ values: [String]) {
+        beginArray()
+        for value in values { string(value) }
+        endArray()
+    }
+
+    private mutating func separate() {
+        if needsComma { buffer.writeInteger(UInt8(ascii: ",")) }
+    }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+}
+
+/// A response body written with `JSONWriter`.
+protocol JSONWritable: ResponseGenerator {
+    func write(to writer: inout JSONWriter)
+}
+
+extension JSONWritable {
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        var writer = JSONWriter()
+        write(to: &writer)
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json; charset=utf-8"
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: writer.buffer))
+    }
+}
