@@ -27,6 +27,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
     ],
     targets: [
         // System libraries: the card asks for libpq and libssl, linked through pkg-config.
@@ -74,6 +76,22 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // The APNs provider client: credentials, JWT ES256 and .p12 through libssl, HTTP/2 over TLS
+        // through AsyncHTTPClient, the request/response model and the error taxonomy.
+        .target(
+            name: "APNs",
+            dependencies: [
+                "COpenSSL",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // SQL, repositories and the migration runner (migrations themselves live in `sql/`).
         .target(
             name: "HeraldStore",
@@ -89,6 +107,7 @@ let package = Package(
         .target(
             name: "HeraldServer",
             dependencies: [
+                "APNs",
                 "Postgres",
                 "HeraldCore",
                 "HeraldStore",
@@ -137,7 +156,15 @@ let package = Package(
         .target(
             name: "HeraldTesting",
             dependencies: [
+                "APNs",
+                "COpenSSL",
                 "ChildProcess",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 "Postgres",
                 "HeraldStore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -157,6 +184,18 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "APNsTests",
+            dependencies: [
+                "APNs", "HeraldTesting",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "HeraldStoreTests",
             dependencies: ["HeraldStore", "HeraldTesting"],
             swiftSettings: swiftSettings
@@ -164,6 +203,7 @@ let package = Package(
         .testTarget(
             name: "HeraldServerTests",
             dependencies: [
+                "APNs",
                 "HeraldServer",
                 "HeraldTesting",
                 "HeraldCore",

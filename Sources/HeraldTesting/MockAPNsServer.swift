@@ -1,0 +1,308 @@
+import APNs
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+
+/// A real HTTP/2 + TLS server that behaves like APNs for tests, after pushy's `MockApnsServer`.
+///
+/// It checks what APNs checks — method, path, every `apns-*` header, the payload size, and either the
+/// provider token (ES256 signature against the test key, `kid`, team, age) or a TLS client certificate —
+/// and binds each connection to the first team it sees. Answers can be scripted per device token: any
+/// status and reason (410 with a timestamp), a GOAWAY that ends the connection, or a stream that never
+/// answers. Every request is recorded, accepted or not.
+public final class MockAPNsServer: Sendable {
+    /// What the mock does with a request that passed validation.
+    public enum Answer: Sendable, Equatable {
+        case status(Int, reason: String? = nil, timestamp: Int64? = nil)
+        /// Sends GOAWAY naming the stream before this one as the last processed, and closes the connection.
+        case goAway
+        /// Never answers the stream.
+        case hang
+    }
+
+    /// A request as the mock received it.
+    public struct Request: Sendable {
+        public var connection: Int
+        public var streamID: Int
+        public var method: String
+        public var path: String
+        /// Header names lowercased.
+        public var headers: [String: String]
+        public var body: [UInt8]
+        /// The device token from the path.
+        public var deviceToken: String
+        /// What the mock answered (`nil` for a GOAWAY or a hung stream).
+        public var status: Int?
+        public var reason: String?
+    }
+
+    public enum Authentication: Sendable {
+        /// Provider tokens signed by this key, for this key id and team.
+        case token(publicKeyPEM: String, keyID: String, teamID: String)
+        /// TLS client certificates issued by (or equal to) the certificate in this PEM file.
+        case certificate(trustedClientCertificateFile: String)
+    }
+
+    private struct State {
+        var requests: [Request] = []
+        var scripts: [String: [Answer]] = [:]
+        var waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+        var nextConnection = 0
+    }
+
+    public let port: Int
+    /// The certificate clients must trust (the server's self-signed one).
+    public let trustRootFile: String
+    private let channel: any Channel
+    private let state: NIOLockedValueBox<State>
+    private let authentication: Authentication
+    private let verifier: ES256PublicKey?
+    private let now: @Sendable () -> Date
+
+    public var baseURL: String { "https://127.0.0.1:\(port)" }
+
+    /// Starts on a free loopback port. `maxConcurrentStreams` is announced in SETTINGS; `now` is the
+    /// clock that judges a provider token's age.
+    public static func start(
+        authentication: Authentication,
+        credentials: TestCredentials = .shared,
+        maxConcurrentStreams: Int = 100,
+        now: @escaping @Sendable () -> Date = Date.init
+    ) async throws -> MockAPNsServer {
+        var tls = TLSConfiguration.makeServerConfiguration(
+            certificateChain: try NIOSSLCertificate.fromPEMFile(credentials.serverCertificateFile).map { .certificate($0) },
+            privateKey: .privateKey(try NIOSSLPrivateKey(file: credentials.serverKeyFile, format: .pem))
+        )
+        tls.applicationProtocols = ["h2"]
+        if case .certificate(let file) = authentication {
+            tls.certificateVerification = .noHostnameVerification
+            tls.trustRoots = .file(file)
+        }
+        let context = try NIOSSLContext(configuration: tls)
+        let state = NIOLockedValueBox(State())
+        let box = NIOLockedValueBox<MockAPNsServer?>(nil)
+        let settings = nioDefaultSettings.filter { $0.parameter != .maxConcurrentStreams }
+            + [HTTP2Setting(parameter: .maxConcurrentStreams, value: maxConcurrentStreams)]
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let connection = state.withLockedValue { state -> Int in
+                        state.nextConnection += 1
+                        return state.nextConnection
+                    }
+                    let binding = ConnectionBinding()
+                    try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
+                    var configuration = NIOHTTP2Handler.ConnectionConfiguration()
+                    configuration.initialSettings = settings
+                    _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
+                        mode: .server, connectionConfiguration: configuration, streamConfiguration: .init()
+                    ) { stream in
+                        stream.eventLoop.makeCompletedFuture {
+                            try stream.pipeline.syncOperations.addHandlers([
+                                HTTP2FramePayloadToHTTP1ServerCodec(),
+                                StreamHandler(server: { box.withLockedValue { $0 } }, connection: connection, binding: binding),
+                            ])
+                        }
+                    }
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0)
+            .get()
+        let server = MockAPNsServer(
+            port: channel.localAddress?.port ?? 0, trustRootFile: credentials.serverCertificateFile, channel: channel,
+            state: state, authentication: authentication, now: now
+        )
+        box.withLockedValue { $0 = server }
+        return server
+    }
+
+    private init(port: Int, trustRootFile: String, channel: any Channel, state: NIOLockedValueBox<State>, authentication: Authentication, now: @escaping @Sendable () -> Date) {
+        self.port = port
+        self.trustRootFile = trustRootFile
+        self.channel = channel
+        self.state = state
+        self.authentication = authentication
+        if case .token(let pem, _, _) = authentication { verifier = try? ES256PublicKey(pem: pem) } else { verifier = nil }
+        self.now = now
+    }
+
+    /// The next answers for a device token, used in order; after them (and for unscripted tokens), 200.
+    public func script(_ token: String, _ answers: [Answer]) {
+        state.withLockedValue { $0.scripts[token.lowercased(), default: []] += answers }
+    }
+
+    /// Every request so far, in arrival order.
+    public var requests: [Request] { state.withLockedValue { $0.requests } }
+
+    /// Returns once at least `count` requests have arrived.
+    public func waitForRequests(_ count: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = state.withLockedValue { state -> Bool in
+                if state.requests.count >= count { return true }
+                state.waiters.append((count, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
+    public func shutdown() async {
+        try? await channel.close()
+    }
+
+    // MARK: - Handling
+
+    /// Validates a complete request and decides the answer; records it either way.
+    fileprivate func handle(_ request: inout Request, binding: ConnectionBinding) -> Answer {
+        let answer: Answer
+        if let (status, reason) = validate(request, binding: binding) {
+            answer = .status(status, reason: reason)
+        } else {
+            answer = state.withLockedValue { state in
+                guard var queue = state.scripts[request.deviceToken.lowercased()], !queue.isEmpty else { return .status(200) }
+                let next = queue.removeFirst()
+                state.scripts[request.deviceToken.lowercased()] = queue
+                return next
+            }
+        }
+        if case .status(let status, let reason, _) = answer {
+            request.status = status
+            request.reason = reason
+        }
+        let recorded = request
+        let ready = state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
+            state.requests.append(recorded)
+            let count = state.requests.count
+            let ready = state.waiters.filter { $0.count <= count }.map(\.continuation)
+            state.waiters.removeAll { $0.count <= count }
+            return ready
+        }
+        for continuation in ready { continuation.resume() }
+        return answer
+    }
+
+    /// nil when APNs would accept the request; else its status and reason.
+    private func validate(_ request: Request, binding: ConnectionBinding) -> (Int, String)? {
+        guard request.method == "POST" else { return (405, "MethodNotAllowed") }
+        guard request.path.hasPrefix("/3/device/") else { return (404, "BadPath") }
+        let token = request.deviceToken
+        guard !token.isEmpty else { return (400, "MissingDeviceToken") }
+        guard token.count.isMultiple(of: 2), token.allSatisfy(\.isHexDigit) else { return (400, "BadDeviceToken") }
+        let headers = request.headers
+        guard let topic = headers["apns-topic"], !topic.isEmpty else { return (400, "MissingTopic") }
+        let pushType = headers["apns-push-type"] ?? ""
+        guard ["alert", "background", "voip", "complication", "fileprovider", "mdm", "liveactivity"].contains(pushType) else {
+            return (400, "InvalidPushType")
+        }
+        guard let priority = headers["apns-priority"].flatMap(Int.init), [1, 5, 10].contains(priority) else { return (400, "BadPriority") }
+        if pushType == "background", priority != 5 { return (400, "BadPriority") }
+        if let expiration = headers["apns-expiration"], Int64(expiration) == nil { return (400, "BadExpirationDate") }
+        if let collapse = headers["apns-collapse-id"], collapse.utf8.count > 64 { return (400, "BadCollapseId") }
+        guard !request.body.isEmpty else { return (400, "PayloadEmpty") }
+        guard request.body.count <= 4096 else { return (413, "PayloadTooLarge") }
+        guard (try? JSONSerialization.jsonObject(with: Data(request.body))) is [String: Any] else { return (400, "BadPayload") }
+        switch authentication {
+        case .certificate:
+            // The TLS handshake already required a trusted client certificate.
+            if headers["authorization"] != nil { return (403, "InvalidProviderToken") }
+        case .token(_, let keyID, let teamID):
+            guard let authorization = headers["authorization"], authorization.hasPrefix("bearer ") else {
+                return (403, "MissingProviderToken")
+            }
+            let parts = authorization.dropFirst("bearer ".count).split(separator: ".", omittingEmptySubsequences: false)
+            guard parts.count == 3,
+                let headerBytes = APNsJWT.decodeBase64URL(parts[0]), let claimBytes = APNsJWT.decodeBase64URL(parts[1]),
+                let signature = APNsJWT.decodeBase64URL(parts[2]),
+                let header = try? JSONSerialization.jsonObject(with: Data(headerBytes)) as? [String: Any],
+                let claims = try? JSONSerialization.jsonObject(with: Data(claimBytes)) as? [String: Any],
+                header["alg"] as? String == "ES256", header["kid"] as? String == keyID,
+                let issuer = claims["iss"] as? String, issuer == teamID,
+                let issuedAt = claims["iat"] as? Int,  // a number, never a string
+                let verifier, verifier.isValidSignature(signature, for: Array((parts[0] + "." + parts[1]).utf8))
+            else { return (403, "InvalidProviderToken") }
+            if Int(now().timeIntervalSince1970) - issuedAt > 3600 { return (403, "ExpiredProviderToken") }
+            if !binding.bind(team: issuer) { return (403, "InvalidProviderToken") }
+        }
+        return nil
+    }
+}
+
+/// The team a connection belongs to: the first one it sees, for good (`apns.md` §3.1).
+private final class ConnectionBinding: Sendable {
+    private let team = NIOLockedValueBox<String?>(nil)
+
+    func bind(team candidate: String) -> Bool {
+        team.withLockedValue { team in
+            if let team { return team == candidate }
+            team = candidate
+            return true
+        }
+    }
+}
+
+/// One HTTP/2 stream, seen through the HTTP/1 codec.
+private final class StreamHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let server: () -> MockAPNsServer?
+    private let connection: Int
+    private let binding: ConnectionBinding
+    private var head: HTTPRequestHead?
+    private var body: [UInt8] = []
+
+    init(server: @escaping () -> MockAPNsServer?, connection: Int, binding: ConnectionBinding) {
+        self.server = server
+        self.connection = connection
+        self.binding = binding
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head): self.head = head
+        case .body(let buffer): body += buffer.readableBytesView
+        case .end: respond(context: context)
+        }
+    }
+
+    private func respond(context: ChannelHandlerContext) {
+        guard let head, let server = server() else { return }
+        let path = head.uri
+        let streamID = (try? context.channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID)).map { Int($0) } ?? 0
+        var request = MockAPNsServer.Request(
+            connection: connection, streamID: streamID, method: head.method.rawValue, path: path,
+            headers: Dictionary(head.headers.map { ($0.name.lowercased(), $0.value) }, uniquingKeysWith: { first, _ in first }),
+            body: body, deviceToken: path.hasPrefix("/3/device/") ? String(path.dropFirst("/3/device/".count)) : "",
+            status: nil, reason: nil
+        )
+        switch server.handle(&request, binding: binding) {
+        case .status(let status, let reason, let timestamp):
+            var headers = HTTPHeaders()
+            headers.add(name: "apns-id", value: UUID().uuidString)
+            var payload = ByteBuffer()
+            if status != 200 {
+                var object: [String: Any] = ["reason": reason ?? ""]
+                if let timestamp { object["timestamp"] = timestamp }
+                payload.writeBytes((try? JSONSerialization.data(withJSONObject: object)) ?? Data())
+                headers.add(name: "content-type", value: "application/json")
+            }
+            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http2, status: .init(statusCode: status), headers: headers))), promise: nil)
+            if payload.readableBytes > 0 { context.write(wrapOutboundOut(.body(.byteBuffer(payload))), promise: nil) }
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        case .goAway:
+            guard let parent = context.channel.parent else { return }
+            let last = HTTP2StreamID(max(0, streamID - 2))
+            let frame = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: last, errorCode: .noError, opaqueData: nil))
+            parent.writeAndFlush(frame).whenComplete { _ in parent.close(promise: nil) }
+        case .hang:
+            break
+        }
+    }
+}

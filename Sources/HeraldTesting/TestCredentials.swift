@@ -1,0 +1,66 @@
+import ChildProcess
+import Foundation
+
+/// Keys and certificates made fresh at test time with the `openssl` command: the mock APNs server's
+/// TLS certificate (for 127.0.0.1), an APNs `.p8` signing key, and a `.p12` client certificate whose
+/// subject `UID` is its topic, as Apple issues them.
+public struct TestCredentials: Sendable {
+    public let directory: String
+    /// The server certificate (PEM); clients trust it as a root (`HERALD_APNS_CA_FILE`).
+    public let serverCertificateFile: String
+    public let serverKeyFile: String
+    /// A P-256 private key in PKCS#8 PEM, like an Apple `.p8` file.
+    public let signingKeyPEM: String
+    public let keyID = "ABC123DEFG"
+    public let teamID = "TEAM123456"
+    /// A `.p12` holding a self-signed client certificate for `certificateTopic`, password `certificatePassword`.
+    public let p12: [UInt8]
+    public let certificatePassword = "p12-secret"
+    public let certificateTopic = "com.example.herald.cert"
+    /// The client certificate (PEM), which the mock trusts when checking client certificates.
+    public let clientCertificateFile: String
+
+    /// Made once per test process.
+    public static let shared: TestCredentials = {
+        do { return try TestCredentials() } catch { fatalError("could not make test credentials: \(error)") }
+    }()
+
+    private init() throws {
+        directory = NSTemporaryDirectory() + "herald-test-credentials-\(getpid())-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        serverCertificateFile = directory + "/server.pem"
+        serverKeyFile = directory + "/server-key.pem"
+        let signingKeyFile = directory + "/AuthKey.p8"
+        clientCertificateFile = directory + "/client.pem"
+        let clientKeyFile = directory + "/client-key.pem"
+        let p12File = directory + "/client.p12"
+        try Self.openssl([
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+            "-keyout", serverKeyFile, "-out", serverCertificateFile, "-subj", "/CN=127.0.0.1",
+            "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+        ], in: directory)
+        try Self.openssl(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", signingKeyFile], in: directory)
+        try Self.openssl([
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+            "-keyout", clientKeyFile, "-out", clientCertificateFile,
+            "-subj", "/UID=com.example.herald.cert/CN=Apple Push Services: com.example.herald.cert",
+        ], in: directory)
+        try Self.openssl([
+            "pkcs12", "-export", "-inkey", clientKeyFile, "-in", clientCertificateFile, "-out", p12File,
+            "-passout", "pass:p12-secret",
+        ], in: directory)
+        signingKeyPEM = try String(contentsOfFile: signingKeyFile, encoding: .utf8)
+        p12 = Array(try Data(contentsOf: URL(fileURLWithPath: p12File)))
+    }
+
+    private static func openssl(_ arguments: [String], in directory: String) throws {
+        let log = directory + "/openssl.log"
+        let path = ["/usr/bin/openssl", "/usr/local/bin/openssl"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        guard let path else { throw HeraldProcessError(message: "openssl not found (apt-get install openssl)") }
+        let status = try ChildProcess.run([path] + arguments, environment: ["PATH=/usr/bin:/bin"], outputPath: log)
+        guard status == 0 else {
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            throw HeraldProcessError(message: "openssl \(arguments.first ?? "") failed: \(text)")
+        }
+    }
+}

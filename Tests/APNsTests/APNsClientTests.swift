@@ -1,0 +1,185 @@
+import APNs
+import Foundation
+import HeraldTesting
+import NIOConcurrencyHelpers
+import Testing
+
+@Suite("APNs client", .timeLimit(.minutes(2)))
+struct APNsClientTests {
+    static let credentials = TestCredentials.shared
+    static let token = String(repeating: "ab", count: 32)
+
+    static func tokenServer(maxConcurrentStreams: Int = 100, now: @escaping @Sendable () -> Date = Date.init) async throws -> MockAPNsServer {
+        let key = try ES256Key(pem: credentials.signingKeyPEM)
+        return try await MockAPNsServer.start(
+            authentication: .token(publicKeyPEM: key.publicKeyPEM, keyID: credentials.keyID, teamID: credentials.teamID),
+            maxConcurrentStreams: maxConcurrentStreams, now: now
+        )
+    }
+
+    static func client(_ server: MockAPNsServer, cache: ProviderTokenCache? = nil, timeout: Duration = .seconds(10)) throws -> APNsClient {
+        let cache = try cache ?? ProviderTokenCache(key: ES256Key(pem: credentials.signingKeyPEM), keyID: credentials.keyID, teamID: credentials.teamID)
+        return try APNsClient(
+            configuration: .init(baseURL: server.baseURL, additionalTrustRootFiles: [server.trustRootFile], timeout: timeout),
+            authentication: .token(cache)
+        )
+    }
+
+    static func push(_ token: String = token, payload: String = #"{"aps":{"content-available":1}}"#) -> APNsPush {
+        APNsPush(deviceToken: token, topic: "com.example.herald", pushType: "background", priority: 5, expiration: 1_900_000_000, collapseID: "user-1", payload: Array(payload.utf8))
+    }
+
+    @Test func aSilentPushCarriesExactlyTheAPNsHeadersAndASignedToken() async throws {
+        let server = try await Self.tokenServer()
+        let client = try Self.client(server)
+        let result = await client.send(Self.push())
+        await client.shutdown()
+        await server.shutdown()
+        #expect(result == APNsResult(outcome: .delivered, status: 200, reason: nil))
+        let request = try #require(server.requests.first)
+        #expect(request.method == "POST")
+        #expect(request.path == "/3/device/\(Self.token)")
+        #expect(request.headers["apns-push-type"] == "background")
+        #expect(request.headers["apns-priority"] == "5")
+        #expect(request.headers["apns-topic"] == "com.example.herald")
+        #expect(request.headers["apns-expiration"] == "1900000000")
+        #expect(request.headers["apns-collapse-id"] == "user-1")
+        #expect(request.headers["authorization"]?.hasPrefix("bearer ey") == true)
+        #expect(String(decoding: request.body, as: UTF8.self) == #"{"aps":{"content-available":1}}"#)
+    }
+
+    @Test func oneProviderTokenServesAThousandPushesAndANewOneComesAfterTheRefreshInterval() async throws {
+        let clock = NIOLockedValueBox(Date())
+        let now: @Sendable () -> Date = { clock.withLockedValue { $0 } }
+        let server = try await Self.tokenServer(now: now)
+        let cache = try ProviderTokenCache(
+            key: ES256Key(pem: Self.credentials.signingKeyPEM), keyID: Self.credentials.keyID, teamID: Self.credentials.teamID,
+            refreshAfter: .seconds(40 * 60), now: now
+        )
+        // Debug builds of the HTTP/2 stack answer a few hundred requests a second: the deadline allows for it.
+        let client = try Self.client(server, cache: cache, timeout: .seconds(60))
+        // 1,000 pushes, 100 in flight at a time (the mock's stream limit), as the dispatcher sends them.
+        let results = await withTaskGroup(of: APNsResult.self) { group in
+            var results: [APNsResult] = []
+            for index in 0..<1000 {
+                if index >= 100, let result = await group.next() { results.append(result) }
+                group.addTask { await client.send(Self.push(String(format: "%064x", index))) }
+            }
+            for await result in group { results.append(result) }
+            return results
+        }
+        #expect(results.allSatisfy { $0.outcome == .delivered }, "\(Dictionary(grouping: results, by: { $0.reason ?? "ok" }).mapValues(\.count))")
+        #expect(Set(server.requests.map { $0.headers["authorization"] }).count == 1)
+        clock.withLockedValue { $0 += 39 * 60 }
+        _ = await client.send(Self.push())
+        #expect(Set(server.requests.map { $0.headers["authorization"] }).count == 1)
+        clock.withLockedValue { $0 += 2 * 60 }
+        let afterRefresh = await client.send(Self.push())
+        await client.shutdown()
+        await server.shutdown()
+        #expect(afterRefresh.outcome == .delivered)
+        #expect(Set(server.requests.map { $0.headers["authorization"] }).count == 2)
+    }
+
+    @Test func everyKindOfAnswerIsClassified() async throws {
+        let server = try await Self.tokenServer()
+        let client = try Self.client(server)
+        let cases: [(MockAPNsServer.Answer, APNsResult.Outcome)] = [
+            (.status(400, reason: "BadDeviceToken"), .invalidToken),
+            (.status(400, reason: "DeviceTokenNotForTopic"), .invalidToken),
+            (.status(410, reason: "Unregistered", timestamp: 1_700_000_000_000), .invalidToken),
+            (.status(410, reason: "ExpiredToken"), .invalidToken),
+            (.status(403, reason: "ExpiredProviderToken"), .providerTokenRejected),
+            (.status(429, reason: "TooManyRequests"), .throttled),
+            (.status(500, reason: "InternalServerError"), .transient),
+            (.status(503, reason: "ServiceUnavailable"), .transient),
+            (.status(400, reason: "BadTopic"), .permanent),
+            (.status(403, reason: "Forbidden"), .permanent),
+        ]
+        for (index, (answer, expected)) in cases.enumerated() {
+            let token = String(format: "%064x", index + 1)
+            server.script(token, [answer])
+            let result = await client.send(Self.push(token))
+            #expect(result.outcome == expected, "\(answer)")
+            if case .status(let status, let reason, let timestamp) = answer {
+                #expect(result.status == status)
+                #expect(result.reason == reason)
+                #expect(result.timestamp == timestamp)
+            }
+        }
+        let oversized = await client.send(Self.push(payload: "{\"a\":\"" + String(repeating: "x", count: 4100) + "\"}"))
+        #expect(oversized.outcome == .permanent)
+        #expect(server.requests.count == cases.count)  // the oversized one never left
+        await client.shutdown()
+        await server.shutdown()
+    }
+
+    @Test func aRefusedProviderTokenIsReplacedOnce() async throws {
+        let server = try await Self.tokenServer()
+        let client = try Self.client(server)
+        server.script(Self.token, [.status(403, reason: "ExpiredProviderToken")])
+        #expect(await client.send(Self.push()).outcome == .providerTokenRejected)
+        #expect(await client.send(Self.push()).outcome == .delivered)
+        await client.shutdown()
+        await server.shutdown()
+        let tokens = server.requests.map { $0.headers["authorization"] }
+        #expect(tokens.count == 2 && tokens[0] != tokens[1])
+    }
+
+    @Test func goAwayAndAHungStreamEndAsRetryableFailures() async throws {
+        let server = try await Self.tokenServer()
+        let client = try Self.client(server, timeout: .seconds(2))
+        server.script(Self.token, [.goAway])
+        let goAway = await client.send(Self.push())
+        #expect(goAway.outcome == .transient, "\(goAway)")
+        // A retry goes out on a new connection. One sent while the old connection is still closing may
+        // fail too, as the dispatcher's retries (with backoff) allow for; a few attempts must succeed.
+        var retried = await client.send(Self.push())
+        for _ in 0..<5 where retried.outcome != .delivered { retried = await client.send(Self.push()) }
+        #expect(retried.outcome == .delivered, "\(retried)")
+        server.script(Self.token, [.hang])
+        let hung = await client.send(Self.push())
+        #expect(hung.outcome == .transient)
+        #expect(hung.reason?.contains("timeout") == true)
+        var after = await client.send(Self.push())
+        for _ in 0..<5 where after.outcome != .delivered { after = await client.send(Self.push()) }
+        #expect(after.outcome == .delivered, "\(after)")
+        await client.shutdown()
+        await server.shutdown()
+        #expect(Set(server.requests.map(\.connection)).count >= 2)
+    }
+
+    @Test func aP12ClientCertificateAuthenticates() async throws {
+        let credentials = Self.credentials
+        let bundle = try PKCS12Bundle(bytes: credentials.p12, password: credentials.certificatePassword)
+        #expect(bundle.topic == credentials.certificateTopic)
+        #expect(throws: APNsCredentialError.self) { try PKCS12Bundle(bytes: credentials.p12, password: "wrong") }
+        let server = try await MockAPNsServer.start(authentication: .certificate(trustedClientCertificateFile: credentials.clientCertificateFile))
+        let client = try APNsClient(
+            configuration: .init(baseURL: server.baseURL, additionalTrustRootFiles: [server.trustRootFile]),
+            authentication: .certificate(bundle)
+        )
+        let result = await client.send(Self.push())
+        await client.shutdown()
+        #expect(result.outcome == .delivered)
+        #expect(server.requests.first?.headers["authorization"] == nil)
+        // Without the certificate the handshake fails: nothing is accepted.
+        let anonymous = try Self.client(server, timeout: .seconds(2))
+        let refused = await anonymous.send(Self.push())
+        await anonymous.shutdown()
+        await server.shutdown()
+        #expect(refused.outcome == .transient)
+        #expect(server.requests.count == 1)
+    }
+
+    @Test func keysAreCheckedWhenLoaded() throws {
+        #expect(throws: APNsCredentialError.self) { try ES256Key(pem: "-----BEGIN PRIVATE KEY-----\nnope\n-----END PRIVATE KEY-----\n") }
+        let key = try ES256Key(pem: Self.credentials.signingKeyPEM)
+        let message = Array("header.claims".utf8)
+        let signature = key.sign(message)
+        #expect(signature.count == 64)
+        let verifier = try ES256PublicKey(pem: key.publicKeyPEM)
+        #expect(verifier.isValidSignature(signature, for: message))
+        #expect(!verifier.isValidSignature(signature, for: Array("header.claimz".utf8)))
+    }
+}
