@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldStore
+import HTTPTypes
 import Hummingbird
 import NIOConcurrencyHelpers
 
@@ -20,6 +21,7 @@ struct CollectionController: Sendable {
     let collections: CollectionStore
     let settings: SettingsStore
     let sync: SyncSettings
+    let push: PushStore
     let tokenKey = TokenKeyCache()
 
     static let defaultLimit = 30
@@ -75,7 +77,7 @@ struct CollectionController: Sendable {
         guard let tokenText = query["token"].map(String.init) else {
             let channel = try await Self.channel(context, collections)
             try await collections.open(userKey: user.key, channelKey: channel.key)
-            return try await collections.read(userKey: user.key, channelKey: channel.key) { snapshot, connection in
+            let body = try await collections.read(userKey: user.key, channelKey: channel.key) { snapshot, connection in
                 let page = try await CollectionStore.page(
                     userKey: user.key, channelKey: channel.key, category: category, before: nil, limit: limit + 1, on: connection
                 )
@@ -88,8 +90,10 @@ struct CollectionController: Sendable {
                 for item in page.prefix(limit) { body.notifications.append(NotificationItem(item)) }
                 body.prevCursor = page.count > limit ? page[limit - 1].id.description : nil
                 body.nextToken = token.encoded(key: key)
-                return body
+                return (body, snapshot.horizon)
             }
+            try await deviceSynced(request, user: user, horizon: body.1)
+            return body.0
         }
         // A token that does not even parse needs no database work beyond the state in the answer.
         let token = SyncToken(decoding: tokenText, key: key)
@@ -99,6 +103,7 @@ struct CollectionController: Sendable {
             userKey: user.key, channelURL: url, category: category, after: position, limit: token == nil ? 0 : limit + 1
         ) else { throw Self.channelNotFound }
         let (channel, snapshot, changes) = (poll.channel, poll.snapshot, poll.changes)
+        try await deviceSynced(request, user: user, horizon: snapshot.horizon)
         var body = CollectionBody(channel: channel, snapshot: snapshot, isLive: false)
         guard let token,
             token.userKey == user.key, token.channelKey == channel.key,
@@ -134,6 +139,15 @@ struct CollectionController: Sendable {
         body.nextToken = next.encoded(key: key)
         return body
     }
+
+    /// A sync that names its device (`Herald-Device: <token>`) answers that device's outstanding refresh
+    /// push and every refresh want its snapshot covers (see `PushStore.markSynced`).
+    func deviceSynced(_ request: Request, user: AuthenticatedUser, horizon: Int64) async throws {
+        guard let device = request.headers[Self.deviceHeader], DevicesController.isDeviceToken(device) else { return }
+        try await push.markSynced(userKey: user.key, token: device, horizon: horizon)
+    }
+
+    static let deviceHeader = HTTPField.Name("Herald-Device")!
 
     func olderPage(_ request: Request, context: HeraldRequestContext) async throws -> PageBody {
         let user = try Self.user(context)

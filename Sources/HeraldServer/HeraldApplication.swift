@@ -1,3 +1,4 @@
+import HeraldCore
 import HeraldStore
 import Hummingbird
 import Logging
@@ -16,6 +17,8 @@ public enum HeraldApplication {
         /// Signalled after an `audience: "all"` send, to wake the `FanoutService`.
         public var fanoutWake: WakeSignal
         public var sync: SyncSettings
+        /// Seals APNs secrets; `nil` refuses credential uploads (503).
+        public var secrets: SecretBox?
 
         public init(
             client: PostgresClient,
@@ -23,7 +26,8 @@ public enum HeraldApplication {
             metricsRegistry: PrometheusCollectorRegistry,
             adminToken: String?,
             fanoutWake: WakeSignal = WakeSignal(),
-            sync: SyncSettings = SyncSettings()
+            sync: SyncSettings = SyncSettings(),
+            secrets: SecretBox? = nil
         ) {
             self.client = client
             self.migrator = migrator
@@ -31,6 +35,7 @@ public enum HeraldApplication {
             self.adminToken = adminToken
             self.fanoutWake = fanoutWake
             self.sync = sync
+            self.secrets = secrets
         }
     }
 
@@ -63,7 +68,14 @@ public enum HeraldApplication {
         CollectionController(
             collections: CollectionStore(client: dependencies.client),
             settings: SettingsStore(client: dependencies.client),
-            sync: dependencies.sync
+            sync: dependencies.sync,
+            push: PushStore(client: dependencies.client)
+        ).register(in: registry)
+        DevicesController(devices: DeviceStore(client: dependencies.client))
+            .register(in: registry)
+        APNsController(
+            credentials: dependencies.secrets.map { APNsCredentialStore(client: dependencies.client, box: $0) },
+            push: PushStore(client: dependencies.client)
         ).register(in: registry)
         return (router, registry.routes)
     }

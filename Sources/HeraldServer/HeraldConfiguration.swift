@@ -30,6 +30,17 @@ public struct HeraldConfiguration: Sendable {
     public var syncHugeGap: Int = 300
     /// `HERALD_ADMIN_TOKEN`. Generated and kept in the data directory for the embedded default.
     public var adminToken: String?
+    /// `HERALD_SECRET_KEY`: 64 hex characters (32 bytes) sealing APNs secrets at rest; when unset, a key
+    /// is generated once and kept in `<data dir>/secret.key`.
+    public var secretKey: String?
+    /// `HERALD_APNS_URL`: overrides both APNs endpoints (a local server in tests).
+    public var apnsURL: String?
+    /// `HERALD_APNS_CA_FILE`: a PEM file of extra trust roots for the APNs connection.
+    public var apnsCAFile: String?
+    /// `HERALD_REFRESH_MIN_INTERVAL`: the least time between two refresh pushes to one device.
+    public var refreshMinimumInterval: Duration = .seconds(60)
+    /// `HERALD_PUSH_EXPIRATION`: how long APNs keeps trying to deliver a refresh push (`apns-expiration`).
+    public var pushExpiration: Duration = .seconds(3600)
     /// `--sql-dir` / `HERALD_SQL_DIR`: where the migration files are.
     public var migrationsDirectory: String?
     /// `HERALD_FIXTURES_DIR`: the fixtures the embedded default loads on first start (default `fixtures/`).
@@ -96,6 +107,26 @@ public struct HeraldConfiguration: Sendable {
             throw ConfigurationError("the sync huge-gap threshold must be between 1 and 100000")
         }
         if let token = environment["HERALD_ADMIN_TOKEN"], !token.isEmpty { configuration.adminToken = token }
+        if let key = environment["HERALD_SECRET_KEY"], !key.isEmpty {
+            guard key.count == 64, key.allSatisfy(\.isHexDigit) else {
+                throw ConfigurationError("HERALD_SECRET_KEY must be 64 hex characters (32 bytes), e.g. from `openssl rand -hex 32`")
+            }
+            configuration.secretKey = key
+        }
+        configuration.apnsURL = value(nil, "HERALD_APNS_URL")
+        configuration.apnsCAFile = value(nil, "HERALD_APNS_CA_FILE")
+        if let text = environment["HERALD_REFRESH_MIN_INTERVAL"], !text.isEmpty {
+            guard let interval = Self.duration(text) else {
+                throw ConfigurationError("HERALD_REFRESH_MIN_INTERVAL must be a duration such as 60s or 5m, got '\(text)'")
+            }
+            configuration.refreshMinimumInterval = interval
+        }
+        if let text = environment["HERALD_PUSH_EXPIRATION"], !text.isEmpty {
+            guard let expiration = Self.duration(text), expiration <= .seconds(30 * 86_400) else {
+                throw ConfigurationError("HERALD_PUSH_EXPIRATION must be a duration of at most 30d such as 1h, got '\(text)'")
+            }
+            configuration.pushExpiration = expiration
+        }
         configuration.migrationsDirectory = value(migrationsDirectory, "HERALD_SQL_DIR")
         configuration.fixturesDirectory = value(nil, "HERALD_FIXTURES_DIR")
         return configuration

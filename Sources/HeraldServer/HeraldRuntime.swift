@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import HeraldStore
 import Hummingbird
 import Logging
@@ -83,14 +84,31 @@ public enum HeraldRuntime {
         }
 
         let fanoutWake = WakeSignal()
+        let secrets: SecretBox
+        do {
+            secrets = try resolveSecretKey(configuration, logger: logger)
+        } catch {
+            await client.shutdown()
+            try? await database.cluster?.stop()
+            throw error
+        }
         let dependencies = HeraldApplication.Dependencies(
             client: client,
             migrator: migrator,
             metricsRegistry: metricsRegistry,
             adminToken: adminToken,
             fanoutWake: fanoutWake,
-            sync: SyncSettings(hugeGap: configuration.syncHugeGap)
+            sync: SyncSettings(hugeGap: configuration.syncHugeGap),
+            secrets: secrets
         )
+        var pushSettings = PushSettings()
+        pushSettings.minimumInterval = configuration.refreshMinimumInterval
+        pushSettings.expiration = configuration.pushExpiration
+        pushSettings.apnsURL = configuration.apnsURL
+        pushSettings.apnsCAFile = configuration.apnsCAFile
+        let transport = PushTransport(store: APNsCredentialStore(client: client, box: secrets), settings: pushSettings, logger: logger)
+        // Says at startup whether pushes go to APNs or to the log.
+        try? await transport.refresh()
         let host = configuration.host
         let application = HeraldApplication.build(dependencies, host: host, port: configuration.port, logger: logger) { port in
             // A plain line on stdout for people and scripts (tests read the port from it).
@@ -105,6 +123,10 @@ public enum HeraldRuntime {
         services.append(FanoutService(client: client, batchSize: configuration.fanoutBatchSize, wake: fanoutWake, logger: logger))
         services.append(HousekeepingService(client: client, logger: logger))
         services.append(CompactionService(client: client, retention: configuration.changeRetention, logger: logger))
+        services.append(PushDispatcher(
+            client: client, transport: transport, settings: pushSettings, wake: WakeSignal(),
+            listener: PostgresListener(conninfo: database.conninfo, channels: [PushStore.wakeChannel], logger: logger), logger: logger
+        ))
         services.append(application)
         let group = ServiceGroup(
             configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
@@ -113,6 +135,26 @@ public enum HeraldRuntime {
     }
 
     // MARK: - Private
+
+    /// `HERALD_SECRET_KEY`, else the key in `<data dir>/secret.key`, made (mode 0600) on first start.
+    static func resolveSecretKey(_ configuration: HeraldConfiguration, logger: Logger) throws -> SecretBox {
+        if let key = configuration.secretKey { return try SecretBox(hexKey: key) }
+        let path = configuration.dataDirectory + "/secret.key"
+        if let text = try? String(contentsOfFile: path, encoding: .utf8) {
+            do {
+                return try SecretBox(hexKey: text)
+            } catch {
+                throw ConfigurationError("\(path) does not hold a 64-hex-character key")
+            }
+        }
+        try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
+        let key = Hex.encode(SecureRandom.bytes(32))
+        guard FileManager.default.createFile(atPath: path, contents: Data((key + "\n").utf8), attributes: [.posixPermissions: 0o600]) else {
+            throw ConfigurationError("cannot write the secret key to \(path)")
+        }
+        logger.notice("generated the key that seals APNs secrets; keep it with the database backups", metadata: ["path": "\(path)"])
+        return try SecretBox(hexKey: key)
+    }
 
     static func makeMigrator(_ configuration: HeraldConfiguration, client: PostgresClient, logger: Logger) throws -> Migrator {
         try migrator(client: client, migrationsDirectory: configuration.migrationsDirectory, logger: logger)

@@ -62,7 +62,7 @@ struct NotificationBody: ResponseEncodable {
         audience = stored.audience
         fanout = Fanout(state: stored.fanoutState.rawValue, audienceSize: stored.audienceSize, reached: stored.recipientCount)
         self.counts = counts.map {
-            Counts(recipients: $0.sent + $0.delivered + $0.read, sent: $0.sent, delivered: $0.delivered, read: $0.read, pushed: 0)
+            Counts(recipients: $0.sent + $0.delivered + $0.read, sent: $0.sent, delivered: $0.delivered, read: $0.read, pushed: stored.pushesSent)
         }
         createdAt = RFC3339.string(from: stored.createdAt)
         updatedAt = RFC3339.string(from: stored.updatedAt)

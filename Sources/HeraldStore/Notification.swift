@@ -74,6 +74,8 @@ public struct StoredNotification: Sendable, Equatable {
     public var fanoutState: FanoutState
     public var createdAt: Date
     public var updatedAt: Date
+    /// Silent refresh pushes delivered because of this notification.
+    public var pushesSent: Int64 = 0
 }
 
 /// Recipients of one notification by status. Statuses only move forward (sent → delivered → read),

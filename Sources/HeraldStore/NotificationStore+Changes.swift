@@ -48,6 +48,7 @@ extension NotificationStore {
                 WHERE id = \(id)
                 """
             )
+            try await PushStore.enqueue(notification: id, on: connection)
             return try await Self.fetch(id, on: connection)
         }
     }
@@ -86,6 +87,7 @@ extension NotificationStore {
             try await connection.query(
                 "UPDATE notifications SET deleted_at = now(), updated_at = now(), fanout_state = 'done' WHERE id = \(id)"
             )
+            try await PushStore.enqueue(notification: id, on: connection)
             return true
         }
     }

@@ -121,6 +121,7 @@ public struct NotificationStore: Sendable {
             )
         }
         try await Self.countUnread(notification: id, channelKey: channelKey, on: connection)
+        if recipients.affectedRows > 0 { try await PushStore.enqueue(notification: id, on: connection) }
         try await connection.query(
             "UPDATE notifications SET recipient_count = \(Int64(recipients.affectedRows)) WHERE id = \(id)"
         )
@@ -209,7 +210,7 @@ public struct NotificationStore: Sendable {
     static let columns = """
         n.id, c.url, n.template_key, n.template_version, n.variables, n.data, n.push_title, n.push_body, \
         n.category, n.tags, n.event_deadline, n.push, n.audience, n.audience_size, n.recipient_count, \
-        n.fanout_state, n.created_at, n.updated_at
+        n.fanout_state, n.created_at, n.updated_at, n.pushes_sent
         """
 
     static func decode(_ row: PostgresRow) throws -> StoredNotification {
@@ -223,6 +224,7 @@ public struct NotificationStore: Sendable {
         let fanoutState = try row.decode(column: 15, as: String.self)
         let createdAt = try row.decode(column: 16, as: Date.self)
         let updatedAt = try row.decode(column: 17, as: Date.self)
+        let pushesSent = try row.decode(column: 18, as: Int64.self)
         let decoder = JSONDecoder()
         return StoredNotification(
             id: id, channelURL: channelURL, templateKey: templateKey, templateVersion: templateVersion,
@@ -232,7 +234,7 @@ public struct NotificationStore: Sendable {
             push: try decoder.decode(PushOptions.self, from: Data(push.utf8)),
             audience: audience, audienceSize: audienceSize, recipientCount: recipientCount,
             fanoutState: StoredNotification.FanoutState(rawValue: fanoutState) ?? .done,
-            createdAt: createdAt, updatedAt: updatedAt
+            createdAt: createdAt, updatedAt: updatedAt, pushesSent: pushesSent
         )
     }
 }

@@ -19,6 +19,9 @@ public enum TestPostgres {
         /// transaction in any database of a cluster holds back what its readers may see, so these
         /// tests must not share a cluster with unrelated ones. Run such suites `.serialized`.
         case horizonSensitive
+        /// A third cluster for the push suite, which is horizon-sensitive too (a device's sync answers
+        /// the refresh wants its snapshot covers) and runs beside the sync suite.
+        case push
     }
 
     /// Creates a fresh database (migrated with `sql/` unless `migrated` is false), hands a pool on it to
@@ -29,7 +32,12 @@ public enum TestPostgres {
         cluster: ClusterChoice = .shared,
         _ body: (TestDatabase) async throws -> R
     ) async throws -> R {
-        let server = try await (cluster == .shared ? TestServer.shared : TestServer.horizonSensitive).value
+        let server: TestServer
+        switch cluster {
+        case .shared: server = try await TestServer.shared.value
+        case .horizonSensitive: server = try await TestServer.horizonSensitive.value
+        case .push: server = try await TestServer.push.value
+        }
         let name = "herald_test_\(UUID().uuidString.prefix(8).lowercased())"
         try await server.createDatabase(name, migrated: migrated)
         let conninfo = try server.conninfo(database: name)
@@ -87,6 +95,7 @@ public struct TestDatabase: Sendable {
 actor TestServer {
     static let shared = Task { try await TestServer.start(prefix: "herald-test") }
     static let horizonSensitive = Task { try await TestServer.start(prefix: "herald-test-sync") }
+    static let push = Task { try await TestServer.start(prefix: "herald-test-push") }
 
     let adminConninfo: String
     let baseConninfo: String

@@ -1,0 +1,161 @@
+import APNs
+import Foundation
+import HeraldCore
+import HeraldStore
+import Logging
+import Metrics
+import Postgres
+import ServiceLifecycle
+
+/// Sends the silent refresh pushes recorded in the outbox, one claimed batch of devices at a time.
+///
+/// Each round: expand new outbox rows into per-device wants, claim due devices (with a lease), send
+/// to them concurrently, record every outcome (`apns.md` §2.3): delivered → outstanding until the
+/// device syncs; dead token → removed (unless re-registered after a 410's timestamp) and listed as a
+/// failure; refused provider token → retried at once with a new one; 429 → per-token backoff; 5xx,
+/// timeouts and connection failures → exponential backoff with jitter, up to `maximumAttempts`, then
+/// listed; anything else → listed, never retried. Woken by `wake` (a LISTEN/NOTIFY hint), it also
+/// polls, so other replicas' work, lapsed claims of a crashed dispatcher and due retries are found.
+public struct PushDispatcher: Service {
+    let store: PushStore
+    let transport: PushTransport
+    let settings: PushSettings
+    let wake: WakeSignal
+    let executor: PostgresExecutor
+    /// Turns `NOTIFY herald_push` (sent by every transaction that writes the outbox) into wake-ups.
+    let listener: PostgresListener?
+    let logger: Logger
+
+    init(client: PostgresClient, transport: PushTransport, settings: PushSettings, wake: WakeSignal, listener: PostgresListener?, logger: Logger) {
+        self.store = PushStore(client: client)
+        self.transport = transport
+        self.settings = settings
+        self.wake = wake
+        self.executor = client.executor
+        self.listener = listener
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        await withGracefulShutdownHandler {
+            await withDiscardingTaskGroup { group in
+                if let listener {
+                    group.addTask {
+                        for await _ in listener.events() {
+                            wake.signal()
+                            if Task.isCancelled { break }
+                        }
+                    }
+                }
+                await runLoop()
+                group.cancelAll()
+            }
+            await transport.shutdown()
+        } onGracefulShutdown: {
+            wake.signal()
+        }
+    }
+
+    private func runLoop() async {
+        // Statement after statement: run where libpq runs.
+        await withTaskExecutorPreference(executor) {
+            var failures = 0
+            while !Task.isShuttingDownGracefully, !Task.isCancelled {
+                do {
+                    let foundWork = try await runRound()
+                    failures = 0
+                    if foundWork { continue }
+                } catch {
+                    failures += 1
+                    logger.error("push round failed; retrying", metadata: ["error": "\(String(reflecting: error))"])
+                    // Back off (up to 30 s) so a broken database is not hammered.
+                    try? await Task.sleep(for: .milliseconds(min(30_000, 100 << min(failures, 9))))
+                    continue
+                }
+                await wake.wait(timeout: settings.pollInterval)
+            }
+        }
+    }
+
+    /// One round; true when it found work (so the next round starts at once).
+    func runRound() async throws -> Bool {
+        try await transport.refresh()
+        var expanded = 0
+        while case let count = try await store.expandOutbox(limit: 100), count > 0 { expanded += count }
+        let claims = try await store.claimDue(limit: settings.batchSize, lease: settings.lease, minimumInterval: settings.minimumInterval)
+        guard !claims.isEmpty else { return expanded > 0 }
+        try await send(claims)
+        return true
+    }
+
+    private func send(_ claims: [DeviceClaim]) async throws {
+        let summaries = try await store.refreshSummaries(userKeys: Array(Set(claims.map(\.userKey))))
+        let expiration = Int64(Date().timeIntervalSince1970) + settings.expiration.components.seconds
+        let results = await withTaskGroup(of: (DeviceClaim, APNsResult, Duration).self) { group in
+            var results: [(DeviceClaim, APNsResult, Duration)] = []
+            for (index, claim) in claims.enumerated() {
+                if index >= settings.concurrency, let result = await group.next() { results.append(result) }
+                let channels = summaries[claim.userKey] ?? []
+                let push = APNsPush(
+                    deviceToken: claim.token, topic: claim.topic, pushType: "background", priority: 5, expiration: expiration,
+                    collapseID: "herald-refresh-\(claim.userKey)",
+                    payload: RefreshPayload.make(channels: channels, badge: channels.reduce(0) { $0 + $1.unread })
+                )
+                group.addTask {
+                    let clock = ContinuousClock()
+                    let start = clock.now
+                    let result = await transport.send(push, environment: claim.environment)
+                    return (claim, result, clock.now - start)
+                }
+            }
+            for await result in group { results.append(result) }
+            return results
+        }
+        var delivered: [DeviceClaim] = []
+        for (claim, result, elapsed) in results {
+            Timer(label: "herald_push_duration_seconds").recordNanoseconds(elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
+            Counter(label: "herald_push_results_total", dimensions: [("outcome", "\(result.outcome)")]).increment()
+            switch result.outcome {
+            case .delivered:
+                delivered.append(claim)
+            case .invalidToken:
+                let since = result.timestamp.map { Date(timeIntervalSince1970: Double($0) / 1000) }
+                try await store.recordFailure(claim, status: result.status, reason: result.reason ?? "invalid token", removeToken: true, invalidSince: since)
+            case .providerTokenRejected:
+                // The client already dropped the refused token; the next attempt carries a new one.
+                try await retryOrGiveUp(claim, result, delay: .zero)
+            case .throttled:
+                try await retryOrGiveUp(claim, result, delay: Self.backoff(settings.throttleDelay, attempt: claim.attempts, cap: settings.maximumRetryDelay))
+            case .transient:
+                try await retryOrGiveUp(claim, result, delay: Self.backoff(settings.retryDelay, attempt: claim.attempts, cap: settings.maximumRetryDelay))
+            case .permanent:
+                try await store.recordFailure(claim, status: result.status, reason: result.reason ?? "refused", removeToken: false, invalidSince: nil)
+            }
+            if result.outcome != .delivered {
+                logger.notice("refresh push not delivered", metadata: [
+                    "outcome": "\(result.outcome)", "status": "\(result.status.map(String.init) ?? "-")", "reason": "\(result.reason ?? "")",
+                    "attempt": "\(claim.attempts)",
+                ])
+            }
+        }
+        try await store.recordDelivered(delivered)
+    }
+
+    private func retryOrGiveUp(_ claim: DeviceClaim, _ result: APNsResult, delay: Duration) async throws {
+        if claim.attempts >= settings.maximumAttempts {
+            try await store.recordFailure(
+                claim, status: result.status, reason: "\(result.reason ?? "failed") (gave up after \(claim.attempts) attempts)",
+                removeToken: false, invalidSince: nil
+            )
+        } else {
+            try await store.recordRetry(claim, after: delay)
+        }
+    }
+
+    /// `base × 2^(attempt−1)`, capped, with ±20 % jitter so devices that failed together do not retry together.
+    static func backoff(_ base: Duration, attempt: Int, cap: Duration) -> Duration {
+        let exponential = base * (1 << min(max(attempt - 1, 0), 20))
+        let capped = min(exponential, cap)
+        return capped * Double.random(in: 0.8...1.2)
+    }
+}

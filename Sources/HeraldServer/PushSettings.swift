@@ -1,0 +1,30 @@
+/// How the push dispatcher behaves; the defaults are production's, tests shorten the waits.
+public struct PushSettings: Sendable {
+    /// The least time between two refresh pushes to one device (`HERALD_REFRESH_MIN_INTERVAL`).
+    public var minimumInterval: Duration = .seconds(60)
+    /// `apns-expiration` is set this far ahead (`HERALD_PUSH_EXPIRATION`).
+    public var expiration: Duration = .seconds(3600)
+    /// `HERALD_APNS_URL`: one URL for both environments instead of Apple's (tests).
+    public var apnsURL: String?
+    /// `HERALD_APNS_CA_FILE`: extra trust roots for the APNs connection.
+    public var apnsCAFile: String?
+    /// Devices claimed per round.
+    public var batchSize = 500
+    /// Pushes in flight at once.
+    public var concurrency = 100
+    /// A claim lapses after this long; another dispatcher then takes the device over.
+    public var lease: Duration = .seconds(60)
+    /// Attempts before a retryable failure becomes a dead letter.
+    public var maximumAttempts = 5
+    /// The first retry's delay; each next one doubles (with jitter), up to `maximumRetryDelay`.
+    public var retryDelay: Duration = .seconds(2)
+    public var maximumRetryDelay: Duration = .seconds(15 * 60)
+    /// The first backoff after a 429 for a device token; doubles per attempt.
+    public var throttleDelay: Duration = .seconds(60)
+    /// How often to look for work when no wake-up arrives (other replicas, lapsed claims, retries).
+    public var pollInterval: Duration = .seconds(1)
+    /// Every APNs request's deadline.
+    public var requestTimeout: Duration = .seconds(10)
+
+    public init() {}
+}

@@ -1,0 +1,105 @@
+import APNs
+import Foundation
+import HeraldStore
+import Logging
+import NIOConcurrencyHelpers
+import Postgres
+
+/// Where the dispatcher's pushes go: an APNs client per stored credential, chosen by the device's
+/// environment and topic — or, while no credential is stored at all, the log.
+///
+/// Credentials can change while Herald runs (`PUT /v1/apns/credentials/{name}`); `refresh()` compares
+/// the stored set's fingerprint (count and newest update) and rebuilds the clients when it moved.
+final class PushTransport: Sendable {
+    private struct Entry: Sendable {
+        var info: APNsCredentialInfo
+        var client: APNsClient
+    }
+
+    private struct State: Sendable {
+        var fingerprint: String?
+        var entries: [Entry] = []
+    }
+
+    private let store: APNsCredentialStore
+    private let settings: PushSettings
+    private let logger: Logger
+    private let state = NIOLockedValueBox(State())
+
+    init(store: APNsCredentialStore, settings: PushSettings, logger: Logger) {
+        self.store = store
+        self.settings = settings
+        self.logger = logger
+    }
+
+    /// True while no credential is stored: pushes are logged, not sent.
+    var isLoggingOnly: Bool { state.withLockedValue { $0.entries.isEmpty } }
+
+    /// Reloads the credentials if they changed since the last look.
+    func refresh() async throws {
+        let row = try await store.client.query("SELECT count(*), max(updated_at) FROM apns_credentials")[0]
+        let (count, newest) = try row.decode((Int64, Date?).self)
+        let fingerprint = "\(count)@\(newest?.timeIntervalSince1970 ?? 0)"
+        guard state.withLockedValue({ $0.fingerprint }) != fingerprint else { return }
+        var entries: [Entry] = []
+        for credential in try await store.allWithSecrets() {
+            do {
+                entries.append(Entry(info: credential.info, client: try makeClient(credential)))
+            } catch {
+                logger.error("an APNs credential cannot be used", metadata: ["credential": "\(credential.info.name)", "error": "\(error)"])
+            }
+        }
+        let old = state.withLockedValue { state -> [Entry] in
+            let old = state.entries
+            state.entries = entries
+            state.fingerprint = fingerprint
+            return old
+        }
+        for entry in old { await entry.client.shutdown() }
+        if entries.isEmpty {
+            logger.notice("no APNs credentials stored: refresh pushes are written to the log, not sent (PUT /v1/apns/credentials/{name})")
+        } else {
+            logger.info("APNs credentials loaded", metadata: ["credentials": "\(entries.map(\.info.name).joined(separator: ", "))"])
+        }
+    }
+
+    /// Sends `push` with the credential for its environment and topic.
+    func send(_ push: APNsPush, environment: String) async -> APNsResult {
+        let entries = state.withLockedValue { $0.entries }
+        guard !entries.isEmpty else {
+            logger.info("refresh push (logging transport)", metadata: [
+                "topic": "\(push.topic)", "environment": "\(environment)", "payload": "\(String(decoding: push.payload, as: UTF8.self))",
+            ])
+            return APNsResult(outcome: .delivered, status: nil, reason: "logged: no APNs credentials")
+        }
+        guard let entry = entries.first(where: { $0.info.environment == environment && $0.info.topic == push.topic }) else {
+            return APNsResult(outcome: .permanent, status: nil, reason: "no APNs credential for topic '\(push.topic)' in \(environment)")
+        }
+        return await entry.client.send(push)
+    }
+
+    func shutdown() async {
+        let entries = state.withLockedValue { state -> [Entry] in
+            defer { state.entries = [] }
+            return state.entries
+        }
+        for entry in entries { await entry.client.shutdown() }
+    }
+
+    private func makeClient(_ credential: APNsCredentialSecrets) throws -> APNsClient {
+        let info = credential.info
+        let url = settings.apnsURL ?? (info.environment == "production" ? APNsClient.productionURL : APNsClient.sandboxURL)
+        let configuration = APNsClient.Configuration(
+            baseURL: url, additionalTrustRootFiles: settings.apnsCAFile.map { [$0] } ?? [], timeout: settings.requestTimeout
+        )
+        let authentication: APNsAuthentication
+        switch info.kind {
+        case .token:
+            let key = try ES256Key(pem: String(decoding: credential.secret, as: UTF8.self))
+            authentication = .token(ProviderTokenCache(key: key, keyID: info.keyID ?? "", teamID: info.teamID ?? ""))
+        case .certificate:
+            authentication = .certificate(try PKCS12Bundle(bytes: credential.secret, password: credential.password ?? ""))
+        }
+        return try APNsClient(configuration: configuration, authentication: authentication, logger: logger)
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+import Postgres
+
+/// A registered iOS device.
+public struct Device: Sendable, Equatable {
+    public var token: String
+    public var environment: String
+    public var topic: String
+    public var createdAt: Date
+    public var registeredAt: Date
+    public var lastPushAt: Date?
+    public var lastSyncedAt: Date?
+}
+
+/// The user's APNs device tokens.
+public struct DeviceStore: Sendable {
+    public let client: PostgresClient
+
+    /// A user keeps at most this many devices; registering one more evicts the least recently registered.
+    public static let maximumPerUser = 20
+
+    public init(client: PostgresClient) {
+        self.client = client
+    }
+
+    /// Registers (or re-registers) `token` for the user. A token registered by another user moves to
+    /// this one (a device changes hands when someone else signs in on it). `unique` removes the user's
+    /// other tokens. Returns the device.
+    public func register(userKey: Int64, token: String, environment: String, topic: String, unique: Bool) async throws -> Device {
+        let token = token.lowercased()
+        return try await client.withRetryingTransaction { connection in
+            // Lock the user's devices in one order so concurrent registrations for a user queue up.
+            try await connection.query("SELECT 1 FROM users WHERE key = \(userKey) FOR UPDATE")
+            let row = try await connection.query(
+                """
+                INSERT INTO devices (user_key, token, environment, topic) VALUES (\(userKey), \(token), \(environment), \(topic))
+                ON CONFLICT (token) DO UPDATE SET user_key = EXCLUDED.user_key, environment = EXCLUDED.environment,
+                    topic = EXCLUDED.topic, registered_at = now(),
+                    -- A device that moved starts clean: no refresh state from its previous user.
+                    refresh_wanted_xid = CASE WHEN devices.user_key = EXCLUDED.user_key THEN devices.refresh_wanted_xid END,
+                    refresh_notification_id = CASE WHEN devices.user_key = EXCLUDED.user_key THEN devices.refresh_notification_id END,
+                    refresh_outstanding = devices.refresh_outstanding AND devices.user_key = EXCLUDED.user_key
+                RETURNING \(unescaped: Self.columns)
+                """
+            ).first!
+            if unique {
+                try await connection.query("DELETE FROM devices WHERE user_key = \(userKey) AND token <> \(token)")
+            } else {
+                try await connection.query(
+                    """
+                    DELETE FROM devices WHERE id IN (
+                        SELECT id FROM devices WHERE user_key = \(userKey)
+                        ORDER BY registered_at DESC, id DESC OFFSET \(Self.maximumPerUser))
+                    """
+                )
+            }
+            return try Self.decode(row)
+        }
+    }
+
+    /// The user's devices, most recently registered first.
+    public func list(userKey: Int64) async throws -> [Device] {
+        try await client.query(
+            "SELECT \(unescaped: Self.columns) FROM devices WHERE user_key = \(userKey) ORDER BY registered_at DESC, id DESC"
+        ).map(Self.decode)
+    }
+
+    /// Removes one of the user's tokens; false when the user has no such token.
+    public func unregister(userKey: Int64, token: String) async throws -> Bool {
+        try await client.query("DELETE FROM devices WHERE user_key = \(userKey) AND token = \(token.lowercased())").affectedRows > 0
+    }
+
+    /// Removes all the user's tokens; returns how many.
+    public func unregisterAll(userKey: Int64) async throws -> Int {
+        try await client.query("DELETE FROM devices WHERE user_key = \(userKey)").affectedRows
+    }
+
+    /// Every device of the user, with what a push needs (for `herald push test`).
+    public func targets(userKey: Int64) async throws -> [(token: String, environment: String, topic: String)] {
+        try await client.query("SELECT token, environment, topic FROM devices WHERE user_key = \(userKey) ORDER BY id").map {
+            let (token, environment, topic) = try $0.decode((String, String, String).self)
+            return (token, environment, topic)
+        }
+    }
+
+    static let columns = "token, environment, topic, created_at, registered_at, last_push_at, last_synced_at"
+
+    static func decode(_ row: PostgresRow) throws -> Device {
+        let (token, environment, topic, created, registered, pushed, synced) = try row.decode((String, String, String, Date, Date, Date?, Date?).self)
+        return Device(token: token, environment: environment, topic: topic, createdAt: created, registeredAt: registered, lastPushAt: pushed, lastSyncedAt: synced)
+    }
+}

@@ -1,0 +1,244 @@
+import Foundation
+import Postgres
+
+/// A device the dispatcher has claimed for a refresh push.
+public struct DeviceClaim: Sendable, Equatable {
+    public var deviceID: Int64
+    public var userKey: Int64
+    public var token: String
+    public var environment: String
+    public var topic: String
+    /// The want this claim answers; a later want (a change during the send) survives the delivery.
+    public var wantedXID: Int64
+    public var notificationID: Int64?
+    /// Attempts so far, this one included.
+    public var attempts: Int
+}
+
+/// A push refused for good or out of retries.
+public struct PushFailure: Sendable, Equatable {
+    public var id: Int64
+    public var userID: String?
+    public var deviceToken: String
+    public var environment: String
+    public var topic: String
+    public var status: Int?
+    public var reason: String
+    public var attempts: Int
+    public var tokenRemoved: Bool
+    public var failedAt: Date
+}
+
+/// The durable outbox of silent refresh pushes and the per-device state that coalesces them.
+///
+/// The flow: a change's transaction writes a `push_outbox` row (`enqueue`); a dispatcher turns rows
+/// into per-device wants (`expandOutbox`) and deletes them in the same transaction; it then claims
+/// due devices with a lease (`claimDue`), sends, and records each outcome. A device with a delivered
+/// push outstanding gets no other until it syncs (`markSynced`), and none more often than the minimum
+/// interval. Everything is in the database, so a crash loses nothing: an outbox row stays until its
+/// expansion commits, and a claim held by a dead process lapses and is taken over.
+public struct PushStore: Sendable {
+    public let client: PostgresClient
+
+    /// The LISTEN/NOTIFY channel that hints a dispatcher that work arrived.
+    public static let wakeChannel = "herald_push"
+
+    public init(client: PostgresClient) {
+        self.client = client
+    }
+
+    /// Records, in the caller's transaction, that the recipients of `notification` (those with keys in
+    /// `(after, through]` when given) need a refresh.
+    static func enqueue(notification: Int64, usersAfter after: Int64? = nil, through: Int64? = nil, on connection: PostgresConnection) async throws {
+        try await connection.query(
+            "INSERT INTO push_outbox (notification_id, user_after, user_through) VALUES (\(notification), \(after), \(through))"
+        )
+        try await connection.query("SELECT pg_notify(\(Self.wakeChannel), '')")
+    }
+
+    /// Turns up to `limit` outbox rows into device wants; returns how many rows it took.
+    public func expandOutbox(limit: Int) async throws -> Int {
+        try await client.withRetryingTransaction { connection in
+            let rows = try await connection.query(
+                """
+                WITH claimed AS (
+                    DELETE FROM push_outbox WHERE id IN (
+                        SELECT id FROM push_outbox ORDER BY id LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+                    RETURNING notification_id, user_after, user_through
+                ), reached AS (
+                    SELECT r.user_key, min(c.notification_id) AS notification_id
+                    FROM claimed c JOIN notification_recipients r ON r.notification_id = c.notification_id
+                        AND (c.user_after IS NULL OR (r.user_key > c.user_after AND r.user_key <= c.user_through))
+                    GROUP BY r.user_key
+                ), wanted AS (
+                    UPDATE devices d SET refresh_wanted_xid = pg_current_xact_id()::text::bigint,
+                        refresh_notification_id = coalesce(d.refresh_notification_id, reached.notification_id)
+                    FROM reached WHERE d.user_key = reached.user_key
+                    RETURNING 1
+                )
+                SELECT (SELECT count(*) FROM claimed), (SELECT count(*) FROM wanted)
+                """
+            )
+            return Int(try rows[0].decode((Int64, Int64).self).0)
+        }
+    }
+
+    /// Claims up to `limit` devices that want a refresh, have none outstanding, are past their retry
+    /// time and the minimum interval since their last push, and are not claimed by a live dispatcher.
+    public func claimDue(limit: Int, lease: Duration, minimumInterval: Duration) async throws -> [DeviceClaim] {
+        let rows = try await client.query(
+            """
+            UPDATE devices d SET claimed_until = now() + \(Self.interval(lease))::interval, attempts = d.attempts + 1
+            FROM (
+                SELECT id FROM devices
+                WHERE refresh_wanted_xid IS NOT NULL AND NOT refresh_outstanding AND next_attempt_at <= now()
+                    AND (claimed_until IS NULL OR claimed_until < now())
+                    AND (last_push_at IS NULL OR last_push_at <= now() - \(Self.interval(minimumInterval))::interval)
+                ORDER BY next_attempt_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED
+            ) AS due
+            WHERE d.id = due.id
+            RETURNING d.id, d.user_key, d.token, d.environment, d.topic, d.refresh_wanted_xid, d.refresh_notification_id, d.attempts
+            """
+        )
+        return try rows.map { row in
+            let (id, user, token, environment, topic, xid, notification, attempts) = try row.decode(
+                (Int64, Int64, String, String, String, Int64, Int64?, Int32).self
+            )
+            return DeviceClaim(
+                deviceID: id, userKey: user, token: token, environment: environment, topic: topic, wantedXID: xid,
+                notificationID: notification, attempts: Int(attempts)
+            )
+        }
+    }
+
+    /// Each user's channels with unread counts, and the total: what a refresh push names.
+    public func refreshSummaries(userKeys: [Int64]) async throws -> [Int64: [(url: String, unread: Int64)]] {
+        let rows = try await client.query(
+            """
+            SELECT k.user_key, c.url, x.unread
+            FROM unnest(\(userKeys)::int8[]) AS k(user_key)
+            CROSS JOIN LATERAL herald_user_channels(k.user_key) AS x
+            JOIN channels c ON c.key = x.channel_key
+            ORDER BY k.user_key, c.url
+            """
+        )
+        var summaries: [Int64: [(url: String, unread: Int64)]] = [:]
+        for row in rows {
+            let (user, url, unread) = try row.decode((Int64, String, Int64).self)
+            summaries[user, default: []].append((url, unread))
+        }
+        return summaries
+    }
+
+    /// Delivered: the device now has a push outstanding; its want is answered unless a newer one
+    /// arrived meanwhile; the causing notification counts the push.
+    public func recordDelivered(_ claims: [DeviceClaim]) async throws {
+        guard !claims.isEmpty else { return }
+        try await client.withRetryingTransaction { connection in
+            try await connection.query(
+                """
+                UPDATE devices d SET refresh_outstanding = true, last_push_at = now(), attempts = 0,
+                    next_attempt_at = '-infinity', claimed_until = NULL,
+                    refresh_wanted_xid = CASE WHEN d.refresh_wanted_xid = c.xid THEN NULL ELSE d.refresh_wanted_xid END,
+                    refresh_notification_id = CASE WHEN d.refresh_wanted_xid = c.xid THEN NULL ELSE d.refresh_notification_id END
+                FROM unnest(\(claims.map(\.deviceID))::int8[], \(claims.map(\.wantedXID))::int8[]) AS c(id, xid)
+                WHERE d.id = c.id
+                """
+            )
+            try await connection.query(
+                """
+                UPDATE notifications n SET pushes_sent = n.pushes_sent + p.count
+                FROM (SELECT id, count(*) AS count FROM unnest(\(claims.compactMap(\.notificationID))::int8[]) AS t(id) GROUP BY id) AS p
+                WHERE n.id = p.id
+                """
+            )
+        }
+    }
+
+    /// Try again no earlier than `after` from now (the claim is released).
+    public func recordRetry(_ claim: DeviceClaim, after delay: Duration) async throws {
+        try await client.query(
+            """
+            UPDATE devices SET next_attempt_at = now() + \(Self.interval(delay))::interval, claimed_until = NULL WHERE id = \(claim.deviceID)
+            """
+        )
+    }
+
+    /// Refused for good or out of retries: the failure is kept for admins, the want dropped, and the
+    /// token removed when APNs says it is dead — unless, for a 410 with a timestamp, the device was
+    /// registered again after it.
+    public func recordFailure(_ claim: DeviceClaim, status: Int?, reason: String, removeToken: Bool, invalidSince: Date?) async throws {
+        try await client.withRetryingTransaction { connection in
+            var removed = false
+            if removeToken {
+                removed = try await connection.query(
+                    """
+                    DELETE FROM devices WHERE id = \(claim.deviceID)
+                        AND (\(invalidSince)::timestamptz IS NULL OR registered_at <= \(invalidSince))
+                    """
+                ).affectedRows > 0
+            }
+            if !removed {
+                try await connection.query(
+                    """
+                    UPDATE devices SET refresh_wanted_xid = NULL, refresh_notification_id = NULL, attempts = 0,
+                        next_attempt_at = '-infinity', claimed_until = NULL
+                    WHERE id = \(claim.deviceID)
+                    """
+                )
+            }
+            try await connection.query(
+                """
+                INSERT INTO push_failures (user_key, device_token, environment, topic, status, reason, attempts, token_removed)
+                VALUES (\(claim.userKey), \(claim.token), \(claim.environment), \(claim.topic), \(status.map(Int32.init)),
+                    \(reason), \(Int32(claim.attempts)), \(removed))
+                """
+            )
+        }
+    }
+
+    /// The device synced: its outstanding push is answered, and so is every want whose transaction
+    /// committed before the sync's snapshot (`horizon`, the snapshot's xmin) — the sync saw what it
+    /// announced. A want from a later transaction survives and brings a new push.
+    public func markSynced(userKey: Int64, token: String, horizon: Int64) async throws {
+        try await client.query(
+            """
+            UPDATE devices SET refresh_outstanding = false, last_synced_at = now(),
+                refresh_wanted_xid = CASE WHEN refresh_wanted_xid < \(horizon) THEN NULL ELSE refresh_wanted_xid END,
+                refresh_notification_id = CASE WHEN refresh_wanted_xid < \(horizon) THEN NULL ELSE refresh_notification_id END
+            WHERE user_key = \(userKey) AND token = \(token.lowercased())
+            """
+        )
+    }
+
+    /// The newest failures first, `limit` of them, older than the failure `before` when given.
+    public func failures(limit: Int, before: Int64?) async throws -> [PushFailure] {
+        let rows = try await client.query(
+            """
+            SELECT f.id, u.id, f.device_token, f.environment, f.topic, f.status, f.reason, f.attempts, f.token_removed, f.failed_at
+            FROM push_failures f LEFT JOIN users u ON u.key = f.user_key
+            WHERE \(before)::int8 IS NULL OR f.id < \(before)
+            ORDER BY f.id DESC LIMIT \(limit)
+            """
+        )
+        return try rows.map { row in
+            let (id, user, token, environment, topic, status, reason, attempts, removed, at) = try row.decode(
+                (Int64, String?, String, String, String, Int32?, String, Int32, Bool, Date).self
+            )
+            return PushFailure(
+                id: id, userID: user, deviceToken: token, environment: environment, topic: topic, status: status.map(Int.init),
+                reason: reason, attempts: Int(attempts), tokenRemoved: removed, failedAt: at
+            )
+        }
+    }
+
+    /// Outbox rows not yet expanded (for tests and the readiness of benchmarks).
+    public func pendingOutbox() async throws -> Int {
+        Int(try await client.query("SELECT count(*) FROM push_outbox")[0].decode(Int64.self))
+    }
+
+    static func interval(_ duration: Duration) -> String {
+        let micros = duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000
+        return "\(micros) microseconds"
+    }
+}

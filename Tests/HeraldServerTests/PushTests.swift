@@ -1,0 +1,440 @@
+import APNs
+import Foundation
+import HeraldCore
+import HeraldStore
+import HeraldTesting
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+import Postgres
+import Prometheus
+import Testing
+
+@testable import HeraldServer
+
+/// Devices, APNs credentials and silent refresh pushes through the outbox, against a mock APNs.
+///
+/// The dispatcher's rounds are driven by the tests (`runRound()`), so every step is deterministic:
+/// no background loop, no waiting for time to pass. Retry delays are zero or made to pass by moving
+/// `next_attempt_at` in the database. Horizon-sensitive (a sync answers the wants its snapshot
+/// covers), so the suite runs on a cluster of its own, one test at a time.
+@Suite("Push", .serialized, .timeLimit(.minutes(3)))
+struct PushTests {
+    static let adminToken = "test-admin-token-push-0123456789"
+    static let credentials = TestCredentials.shared
+    static let topic = "com.example.herald"
+
+    final class World: Sendable {
+        let db: TestDatabase
+        let mock: MockAPNsServer
+        let box: SecretBox
+        let settings: PushSettings
+        let transport: PushTransport
+        let dispatcher: PushDispatcher
+        let sessions: [String: String]
+
+        init(db: TestDatabase, mock: MockAPNsServer, settings: PushSettings, sessions: [String: String]) throws {
+            self.db = db
+            self.mock = mock
+            self.settings = settings
+            self.sessions = sessions
+            box = try SecretBox(key: SecureRandom.bytes(32))
+            transport = PushTransport(store: APNsCredentialStore(client: db.client, box: box), settings: settings, logger: Logger(label: "test.push"))
+            dispatcher = PushDispatcher(client: db.client, transport: transport, settings: settings, wake: WakeSignal(), listener: nil, logger: Logger(label: "test.push"))
+        }
+
+        func app() throws -> some ApplicationProtocol {
+            let dependencies = HeraldApplication.Dependencies(
+                client: db.client,
+                migrator: Migrator(client: db.client, migrations: try TestPostgres.repositoryMigrations()),
+                metricsRegistry: PrometheusCollectorRegistry(),
+                adminToken: PushTests.adminToken,
+                secrets: box
+            )
+            return Application(router: HeraldApplication.buildRouter(dependencies).router)
+        }
+
+        /// Sends a notification to `users` through the store (the same transaction writes the outbox).
+        @discardableResult
+        func send(_ title: String, to users: [String]) async throws -> Int64 {
+            let template = try #require(try await TemplateStore(client: db.client).get("plain"))
+            let content = try template.template.renderNotification(variables: ["title": .string(title)], userVariables: [:])
+            let draft = NotificationDraft(
+                channelURL: "feed", templateKey: "plain", templateVersion: template.version, variables: ["title": .string(title)],
+                content: content, category: "news", tags: [], eventDeadline: nil, push: PushOptions(), audience: .targets(users)
+            )
+            guard case .created(let stored, _) = try await NotificationStore(client: db.client).send(draft, idempotency: nil, respond: { _ in StoredResponse(status: 201, body: []) }) else {
+                throw CancellationError()
+            }
+            return stored.id
+        }
+
+        /// Rounds until one finds no work; returns how many found work.
+        @discardableResult
+        func drain() async throws -> Int {
+            var rounds = 0
+            while try await dispatcher.runRound() {
+                rounds += 1
+                if rounds > 50 { break }
+            }
+            return rounds
+        }
+
+        func query(_ sql: String) async throws -> PostgresResult {
+            try await db.client.query(PostgresQuery(unsafeSQL: sql))
+        }
+
+        func shutdown() async {
+            await transport.shutdown()
+            await mock.shutdown()
+        }
+    }
+
+    static func token(_ index: Int) -> String { String(format: "%064x", 0xA000 + index) }
+
+    /// A world with a feed channel, users with sessions, a token credential uploaded through the API,
+    /// and `devices` registered per user through the API.
+    func world(
+        _ db: TestDatabase, users: [String] = ["u1", "u2"], devices: [String: [String]] = [:],
+        configure: (inout PushSettings) -> Void = { _ in }
+    ) async throws -> World {
+        _ = try await ChannelStore(client: db.client).put(HeraldCore.Channel(url: "feed", kind: .feed, name: "Feed", categories: [.init(id: "news", name: "News", isDefault: true)]))
+        _ = try await TemplateStore(client: db.client).put(Template(
+            key: "plain", name: "Plain", variables: [.init(name: "title", type: .string, required: true)], data: .object(["title": .string("{{title}}")])
+        ))
+        var sessions: [String: String] = [:]
+        for user in users {
+            _ = try await UserStore(client: db.client).upsert(id: user, nickname: nil, profileURL: nil)
+            sessions[user] = try #require(try await SessionStore(client: db.client).create(userID: user, lifetime: 3600)).token.text
+        }
+        let key = try ES256Key(pem: Self.credentials.signingKeyPEM)
+        let mock = try await MockAPNsServer.start(
+            authentication: .token(publicKeyPEM: key.publicKeyPEM, keyID: Self.credentials.keyID, teamID: Self.credentials.teamID)
+        )
+        var settings = PushSettings()
+        settings.apnsURL = mock.baseURL
+        settings.apnsCAFile = mock.trustRootFile
+        settings.minimumInterval = .zero
+        settings.retryDelay = .zero
+        // Generous: the debug-built mock is slow when the machine is busy; a timeout would be retried
+        // and show up as an extra request.
+        settings.requestTimeout = .seconds(30)
+        configure(&settings)
+        let world = try World(db: db, mock: mock, settings: settings, sessions: sessions)
+        let sessionsByUser = sessions
+        try await world.app().test(.router) { client in
+            let upload = try await client.execute(
+                uri: "/v1/apns/credentials/main", method: .put, headers: jsonHeaders(bearer: Self.adminToken),
+                body: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: [
+                    "type": "token", "environment": "sandbox", "topic": Self.topic, "key": Self.credentials.signingKeyPEM,
+                    "key_id": Self.credentials.keyID, "team_id": Self.credentials.teamID,
+                ]))
+            )
+            #expect(upload.status == .created, "\(String(buffer: upload.body))")
+            for (user, tokens) in devices {
+                for token in tokens {
+                    let response = try await client.execute(
+                        uri: "/v1/me/devices/\(token)", method: .put, headers: jsonHeaders(bearer: sessionsByUser[user]),
+                        body: ByteBuffer(string: #"{"environment":"sandbox","topic":"\#(Self.topic)"}"#)
+                    )
+                    #expect(response.status == .ok, "\(String(buffer: response.body))")
+                }
+            }
+        }
+        return world
+    }
+
+    // MARK: - Devices
+
+    @Test func devicesRegisterListMoveAndKeepAtMostTwenty() async throws {
+        try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+            let world = try await world(db)
+            defer { Task { await world.shutdown() } }
+            try await world.app().test(.router) { client in
+                func register(_ user: String, _ token: String, unique: Bool = false) async throws -> TestResponse {
+                    try await client.execute(
+                        uri: "/v1/me/devices/\(token)", method: .put, headers: jsonHeaders(bearer: world.sessions[user]),
+                        body: ByteBuffer(string: #"{"environment":"sandbox","topic":"\#(Self.topic)","unique":\#(unique)}"#)
+                    )
+                }
+                func list(_ user: String) async throws -> [String] {
+                    let response = try await client.execute(uri: "/v1/me/devices", method: .get, headers: jsonHeaders(bearer: world.sessions[user]))
+                    return (try jsonObject(response)["devices"] as? [[String: Any]] ?? []).compactMap { $0["device_token"] as? String }
+                }
+                for index in 0..<22 { #expect(try await register("u1", Self.token(index)).status == .ok) }
+                let listed = try await list("u1")
+                #expect(listed.count == 20)
+                #expect(listed.first == Self.token(21))
+                #expect(!listed.contains(Self.token(0)) && !listed.contains(Self.token(1)))  // the oldest two went
+
+                // A token another user registers moves to them.
+                #expect(try await register("u2", Self.token(21)).status == .ok)
+                #expect(try await list("u2") == [Self.token(21)])
+                #expect(!(try await list("u1")).contains(Self.token(21)))
+
+                // unique: the user's other tokens go.
+                #expect(try await register("u1", Self.token(30), unique: true).status == .ok)
+                #expect(try await list("u1") == [Self.token(30)])
+
+                // Uppercase is the same token; bad tokens and bodies are 400s.
+                #expect(try await register("u1", Self.token(30).uppercased()).status == .ok)
+                #expect(try await list("u1") == [Self.token(30)])
+                for bad in ["abc", String(repeating: "zz", count: 32), String(repeating: "a", count: 63), String(repeating: "ab", count: 201)] {
+                    let response = try await register("u1", bad)
+                    #expect(response.status == .badRequest)
+                    #expect(try errorCode(response) == "invalid_device_token")
+                }
+                let badBody = try await client.execute(
+                    uri: "/v1/me/devices/\(Self.token(40))", method: .put, headers: jsonHeaders(bearer: world.sessions["u1"]),
+                    body: ByteBuffer(string: #"{"environment":"staging","topic":"\#(Self.topic)"}"#)
+                )
+                #expect(badBody.status == .badRequest)
+                #expect(try errorCode(badBody) == "invalid_device")
+
+                // Unregister one, then all.
+                #expect(try await client.execute(uri: "/v1/me/devices/\(Self.token(30))", method: .delete, headers: jsonHeaders(bearer: world.sessions["u1"])).status == .noContent)
+                #expect(try await client.execute(uri: "/v1/me/devices/\(Self.token(30))", method: .delete, headers: jsonHeaders(bearer: world.sessions["u1"])).status == .notFound)
+                _ = try await register("u2", Self.token(31))
+                let all = try await client.execute(uri: "/v1/me/devices", method: .delete, headers: jsonHeaders(bearer: world.sessions["u2"]))
+                #expect(try jsonObject(all)["removed"] as? Int == 2)
+                #expect(try await list("u2").isEmpty)
+            }
+        }
+    }
+
+    // MARK: - Credentials
+
+    @Test func credentialsAreCheckedSealedAndNeverReturned() async throws {
+        try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+            let world = try await world(db)
+            defer { Task { await world.shutdown() } }
+            try await world.app().test(.router) { client in
+                func put(_ name: String, _ body: [String: Any]) async throws -> TestResponse {
+                    try await client.execute(
+                        uri: "/v1/apns/credentials/\(name)", method: .put, headers: jsonHeaders(bearer: Self.adminToken),
+                        body: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: body))
+                    )
+                }
+                let p12 = Data(Self.credentials.p12).base64EncodedString()
+                let certificate = try await put("cert", ["type": "certificate", "environment": "production", "p12": p12, "password": Self.credentials.certificatePassword])
+                #expect(certificate.status == .created, "\(String(buffer: certificate.body))")
+                #expect(try jsonObject(certificate)["topic"] as? String == Self.credentials.certificateTopic)
+                #expect(try jsonObject(certificate)["certificate_expires_at"] is String)
+
+                let wrongPassword = try await put("cert2", ["type": "certificate", "environment": "production", "p12": p12, "password": "nope"])
+                #expect(wrongPassword.status == .badRequest)
+                #expect(String(buffer: wrongPassword.body).contains("password"))
+                let badKey = try await put("bad", ["type": "token", "environment": "sandbox", "topic": Self.topic, "key": "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----", "key_id": "ABC123DEFG", "team_id": "TEAM123456"])
+                #expect(badKey.status == .badRequest)
+                #expect(try errorCode(badKey) == "invalid_credential")
+                let badKeyID = try await put("bad", ["type": "token", "environment": "sandbox", "topic": Self.topic, "key": Self.credentials.signingKeyPEM, "key_id": "x\"y", "team_id": "TEAM123456"])
+                #expect(badKeyID.status == .badRequest)
+
+                let list = try await client.execute(uri: "/v1/apns/credentials", method: .get, headers: jsonHeaders(bearer: Self.adminToken))
+                let text = String(buffer: list.body)
+                #expect((try jsonObject(list)["credentials"] as? [[String: Any]])?.count == 2)
+                #expect(!text.contains("PRIVATE KEY") && !text.contains(p12.prefix(40)) && !text.contains(Self.credentials.certificatePassword))
+            }
+            // At rest: neither the key's text nor the password appears in the stored bytes.
+            let stored = try await world.query("SELECT secret, password FROM apns_credentials ORDER BY name")
+            for row in stored {
+                let secret = try row.decode(column: 0, as: PostgresBytes.self).bytes
+                #expect(!String(decoding: secret, as: UTF8.self).contains("PRIVATE KEY"))
+                #expect(secret != Self.credentials.p12)
+                if let password = try row.decode(column: 1, as: PostgresBytes?.self) {
+                    #expect(!String(decoding: password.bytes, as: UTF8.self).contains(Self.credentials.certificatePassword))
+                }
+            }
+        }
+    }
+
+    // MARK: - Silent pushes
+
+    @Test func aNotificationSendsOneExactSilentPushPerDevice() async throws {
+        try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+            let world = try await world(db, devices: ["u1": [Self.token(1), Self.token(2)]])
+            defer { Task { await world.shutdown() } }
+            let sentAt = Int64(Date().timeIntervalSince1970)
+            let id = try await world.send("hello", to: ["u1", "u2"])
+            #expect(try await world.drain() >= 1)
+            let drainedAt = Int64(Date().timeIntervalSince1970)
+            let requests = world.mock.requests
+            #expect(Set(requests.map(\.deviceToken)) == [Self.token(1), Self.token(2)])
+            #expect(requests.count == 2)
+            let request = try #require(requests.first)
+            #expect(request.status == 200)
+            #expect(request.headers["apns-push-type"] == "background")
+            #expect(request.headers["apns-priority"] == "5")
+            #expect(request.headers["apns-topic"] == Self.topic)
+            let expiration = try #require(request.headers["apns-expiration"].flatMap(Int64.init))
+            #expect((sentAt + 3600...drainedAt + 3600).contains(expiration))
+            #expect(request.headers["apns-collapse-id"]?.hasPrefix("herald-refresh-") == true)
+            let body = try #require(try JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any])
+            #expect(body["aps"] as? [String: Int] == ["content-available": 1])
+            let herald = try #require(body["herald"] as? [String: Any])
+            #expect(herald["type"] as? String == "refresh")
+            #expect(herald["badge"] as? Int == 1)
+            let channels = try #require(herald["channels"] as? [[String: Any]])
+            #expect(channels.count == 1)
+            #expect(channels.first?["channel_url"] as? String == "feed")
+            #expect(channels.first?["unread_count"] as? Int == 1)
+            // The notification counts the pushes it caused.
+            let pushed = try await world.query("SELECT pushes_sent FROM notifications WHERE id = \(id)")[0].decode(Int64.self)
+            #expect(pushed == 2)
+        }
+    }
+
+    @Test func aBurstCoalescesToOnePushPerDeviceUntilTheDeviceSyncs() async throws {
+        try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+            let world = try await world(db, devices: ["u1": [Self.token(1), Self.token(2)]])
+            defer { Task { await world.shutdown() } }
+            for index in 0..<50 {
+                try await world.send("burst \(index)", to: ["u1"])
+                // Rounds in between, as a live dispatcher would run them mid-burst.
+                if index % 10 == 0 { try await world.drain() }
+            }
+            try await world.drain()
+            #expect(world.mock.requests.count == 2)
+            #expect(Set(world.mock.requests.map(\.deviceToken)) == [Self.token(1), Self.token(2)])
+
+            // Device 1 syncs (naming itself): its push is answered, and so is the burst it saw.
+            try await world.app().test(.router) { client in
+                var headers = jsonHeaders(bearer: world.sessions["u1"])
+                headers[HTTPField.Name("Herald-Device")!] = Self.token(1)
+                let response = try await client.execute(uri: "/v1/me/channels/feed/collection", method: .get, headers: headers)
+                #expect(response.status == .ok)
+            }
+            try await world.drain()
+            #expect(world.mock.requests.count == 2)  // nothing new happened: no push
+
+            // The next notification pushes device 1 again; device 2 has not synced, so it gets none.
+            try await world.send("after sync", to: ["u1"])
+            try await world.drain()
+            #expect(world.mock.requests.count == 3)
+            #expect(world.mock.requests.last?.deviceToken == Self.token(1))
+        }
+    }
+
+    @Test func deadTokensAreRemovedUnlessRegisteredAgainAfterTheirTimestamp() async throws {
+        try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+            let world = try await world(db, devices: ["u1": [Self.token(1), Self.token(2), Self.token(3)]])
+            defer { Task { await world.shutdown() } }
+            world.mock.script(Self.token(1), [.status(400, reason: "BadDeviceToken")])
+            // Apple learned token 2 was dead an hour ago: it was registered since, so it stays.
+            world.mock.script(Self.token(2), [.status(410, reason: "Unregistered", timestamp: Int64(Date().timeIntervalSince1970 - 3600) * 1000)])
+            // Token 3 died in the future of its registration: it goes.
+            world.mock.script(Self.token(3), [.status(410, reason: "Unregistered", timestamp: Int64(Date().timeIntervalSince1970 + 60) * 1000)])
+            try await world.send("hello", to: ["u1"])
+            try await world.drain()
+            let remaining = try await world.query("SELECT token FROM devices ORDER BY token").map { try $0.decode(String.self) }
+            #expect(remaining == [Self.token(2)])
+            try await world.app().test(.router) { client in
+                let response = try await client.execute(uri: "/v1/push/failures", method: .get, headers: jsonHeaders(bearer: Self.adminToken))
+                let failures = try #require(try jsonObject(response)["failures"] as? [[String: Any]])
+                #expect(failures.count == 3)
+                let byToken = Dictionary(uniqueKeysWithValues: failures.map { ($0["device_token"] as! String, $0) })
+                #expect(byToken[Self.token(1)]?["reason"] as? String == "BadDeviceToken")
+                #expect(byToken[Self.token(1)]?["token_removed"] as? Bool == true)
+                #expect(byToken[Self.token(2)]?["token_removed"] as? Bool == false)
+                #expect(byToken[Self.token(3)]?["token_removed"] as? Bool == true)
+                #expect(byToken[Self.token(1)]?["user_id"] as? String == "u1")
+            }
+            #expect(world.mock.requests.count == 3)  // never retried
+        }
+    }
+
+    @Test func retryableFailuresAreRetriedAndPermanentOnesListed() async throws {
+        try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+            let world = try await world(db, devices: ["u1": [Self.token(1), Self.token(2), Self.token(3), Self.token(4)]]) { settings in
+                settings.maximumAttempts = 3
+                settings.throttleDelay = .seconds(600)
+            }
+            defer { Task { await world.shutdown() } }
+            world.mock.script(Self.token(1), [.status(500, reason: "InternalServerError"), .status(503, reason: "ServiceUnavailable")])
+            world.mock.script(Self.token(2), [.status(403, reason: "ExpiredProviderToken")])
+            world.mock.script(Self.token(3), [.status(429, reason: "TooManyRequests")])
+            world.mock.script(Self.token(4), [.status(500), .status(500), .status(500)])
+            try await world.send("hello", to: ["u1"])
+            try await world.drain()
+            func statuses(_ token: String) -> [Int?] { world.mock.requests.filter { $0.deviceToken == token }.map(\.status) }
+            #expect(statuses(Self.token(1)) == [500, 503, 200])  // 5xx retried until it succeeds
+            #expect(statuses(Self.token(2)) == [403, 200])  // a new provider token, then success
+            let tokens = world.mock.requests.filter { $0.deviceToken == Self.token(2) }.map { $0.headers["authorization"] }
+            #expect(tokens.count == 2 && tokens[0] != tokens[1])
+            #expect(statuses(Self.token(4)) == [500, 500, 500])  // out of attempts: a dead letter
+            // 429: backed off for this token only (10 minutes here, ± jitter) — not retried yet.
+            #expect(statuses(Self.token(3)) == [429])
+            let waiting = try await world.query("SELECT next_attempt_at > now() + interval '7 minutes' FROM devices WHERE token = '\(Self.token(3))'")
+            #expect(try waiting[0].decode(Bool.self))
+            // The wait passes: the retry goes out and succeeds.
+            _ = try await world.query("UPDATE devices SET next_attempt_at = now() WHERE token = '\(Self.token(3))'")
+            try await world.drain()
+            #expect(statuses(Self.token(3)) == [429, 200])
+            let failures = try await PushStore(client: db.client).failures(limit: 10, before: nil)
+            #expect(failures.map(\.deviceToken) == [Self.token(4)])
+            #expect(failures.first?.reason.contains("gave up after 3 attempts") == true)
+            #expect(failures.first?.tokenRemoved == false)
+        }
+    }
+
+    @Test func goAwayMidBurstAndAHungStreamAreRetried() async throws {
+        try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+            let tokens = (1...6).map(Self.token)
+            let world = try await world(db, devices: ["u1": Array(tokens.prefix(3)), "u2": Array(tokens.suffix(3))]) { settings in
+                settings.requestTimeout = .seconds(1)
+                settings.maximumAttempts = 10
+            }
+            defer { Task { await world.shutdown() } }
+            world.mock.script(tokens[1], [.goAway])
+            world.mock.script(tokens[4], [.hang])
+            try await world.send("hello", to: ["u1", "u2"])
+            try await world.drain()
+            let delivered = Set(world.mock.requests.filter { $0.status == 200 }.map(\.deviceToken))
+            #expect(delivered == Set(tokens))
+            #expect(world.mock.requests.filter { $0.deviceToken == tokens[4] }.count >= 2)
+            #expect(Set(world.mock.requests.map(\.connection)).count >= 2)
+            let wanting = try await world.query("SELECT count(*) FROM devices WHERE refresh_wanted_xid IS NOT NULL")[0].decode(Int64.self)
+            #expect(wanting == 0)
+        }
+    }
+
+    @Test func claimsOfADeadDispatcherAreTakenOverAfterTheirLease() async throws {
+        try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+            let tokens = (1...10).map(Self.token)
+            let world = try await world(db, users: ["u1", "u2"], devices: ["u1": Array(tokens.prefix(5)), "u2": Array(tokens.suffix(5))])
+            defer { Task { await world.shutdown() } }
+            try await world.send("hello", to: ["u1", "u2"])
+            // Dispatcher A expands the outbox and claims part of the work, then dies before sending.
+            let store = PushStore(client: db.client)
+            #expect(try await store.expandOutbox(limit: 100) == 1)
+            let claimedByA = try await store.claimDue(limit: 4, lease: .seconds(3600), minimumInterval: .zero)
+            #expect(claimedByA.count == 4)
+            // Dispatcher B sends what is free, but not what A holds.
+            try await world.drain()
+            #expect(world.mock.requests.count == 6)
+            #expect(Set(world.mock.requests.map(\.deviceToken)).isDisjoint(with: claimedByA.map(\.token)))
+            // A's lease lapses (an hour passes): B takes the rest over.
+            _ = try await world.query("UPDATE devices SET claimed_until = now() - interval '1 second' WHERE claimed_until IS NOT NULL")
+            try await world.drain()
+            #expect(Set(world.mock.requests.map(\.deviceToken)) == Set(tokens))
+            #expect(world.mock.requests.count == 10)
+        }
+    }
+
+    @Test func withoutCredentialsPushesGoToTheLog() async throws {
+        try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+            let world = try await world(db, devices: ["u1": [Self.token(1)]])
+            defer { Task { await world.shutdown() } }
+            _ = try await world.query("DELETE FROM apns_credentials")
+            try await world.send("hello", to: ["u1"])
+            try await world.drain()
+            #expect(world.transport.isLoggingOnly)
+            #expect(world.mock.requests.isEmpty)
+            // Logged counts as delivered: the device has its refresh outstanding, nothing is retried.
+            let outstanding = try await world.query("SELECT refresh_outstanding FROM devices")[0].decode(Bool.self)
+            #expect(outstanding)
+        }
+    }
+}
