@@ -127,6 +127,7 @@ let package = Package(
         .executableTarget(
             name: "herald",
             dependencies: [
+                "APNs",
                 "HeraldServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

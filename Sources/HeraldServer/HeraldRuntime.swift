@@ -1,3 +1,4 @@
+import APNs
 import Foundation
 import HeraldCore
 import HeraldStore
@@ -48,6 +49,56 @@ public enum HeraldRuntime {
             if database.startedCluster { try await database.cluster?.stop() }
             return report
         } catch {
+            await client.shutdown()
+            if database.startedCluster { try? await database.cluster?.stop() }
+            throw error
+        }
+    }
+
+    /// What `herald push test` reports for one device.
+    public struct PushTestResult: Sendable {
+        public var deviceToken: String
+        public var environment: String
+        public var topic: String
+        public var result: APNsResult
+    }
+
+    /// Sends a refresh push to every device of `userID` now, outside the outbox, and returns what APNs
+    /// (or the logging transport, without credentials) answered for each. Changes no push state.
+    public static func pushTest(_ configuration: HeraldConfiguration, userID: String, logger: Logger) async throws -> [PushTestResult] {
+        let database = try await openDatabase(configuration, logger: logger)
+        let client = PostgresClient(configuration: .init(conninfo: database.conninfo, maximumConnections: 2), logger: logger)
+        var transport: PushTransport?
+        do {
+            try await makeMigrator(configuration, client: client, logger: logger).migrate()
+            guard let userKey = try await CollectionStore(client: client).userKey(userID) else {
+                throw ConfigurationError("no user with id '\(userID)'")
+            }
+            var settings = PushSettings()
+            settings.apnsURL = configuration.apnsURL
+            settings.apnsCAFile = configuration.apnsCAFile
+            let box = try resolveSecretKey(configuration, logger: logger)
+            let pushTransport = PushTransport(store: APNsCredentialStore(client: client, box: box), settings: settings, logger: logger)
+            transport = pushTransport
+            try await pushTransport.refresh()
+            let channels = try await PushStore(client: client).refreshSummaries(userKeys: [userKey])[userKey] ?? []
+            let payload = RefreshPayload.make(channels: channels, badge: channels.reduce(0) { $0 + $1.unread })
+            let expiration = Int64(Date().timeIntervalSince1970) + configuration.pushExpiration.components.seconds
+            var results: [PushTestResult] = []
+            for device in try await DeviceStore(client: client).targets(userKey: userKey) {
+                let push = APNsPush(
+                    deviceToken: device.token, topic: device.topic, pushType: "background", priority: 5, expiration: expiration,
+                    collapseID: "herald-refresh-\(userKey)", payload: payload
+                )
+                let result = await pushTransport.send(push, environment: device.environment)
+                results.append(PushTestResult(deviceToken: device.token, environment: device.environment, topic: device.topic, result: result))
+            }
+            await pushTransport.shutdown()
+            await client.shutdown()
+            if database.startedCluster { try await database.cluster?.stop() }
+            return results
+        } catch {
+            await transport?.shutdown()
             await client.shutdown()
             if database.startedCluster { try? await database.cluster?.stop() }
             throw error

@@ -1,3 +1,4 @@
+import APNs
 import ArgumentParser
 import Foundation
 import HeraldServer
@@ -11,7 +12,7 @@ struct Herald: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "herald",
         abstract: "Notification channels with incremental sync, live streams and silent APNs pushes.",
-        subcommands: [Serve.self, Migrate.self, Fixtures.self],
+        subcommands: [Serve.self, Migrate.self, Fixtures.self, Push.self],
         defaultSubcommand: Serve.self
     )
 }
@@ -111,6 +112,38 @@ extension Herald {
                     print("\(item.outcome.padding(toLength: 9, withPad: " ", startingAt: 0)) \(item.kind) \(item.id)")
                 }
                 print(report.isUnchanged ? "Nothing changed (\(report.items.count) items)." : "Loaded \(report.items.count) items.")
+            }
+        }
+    }
+}
+
+extension Herald {
+    struct Push: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Push tools.",
+            subcommands: [Test.self]
+        )
+
+        struct Test: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Send a silent refresh push to every device of a user now and print each result."
+            )
+
+            @OptionGroup var database: DatabaseOptions
+
+            @Option(name: .long, help: "The user whose devices get the push.")
+            var user: String
+
+            func run() async throws {
+                let configuration = try database.configuration()
+                let logger = bootstrapLogging(configuration)
+                let results = try await HeraldRuntime.pushTest(configuration, userID: user, logger: logger)
+                if results.isEmpty { print("User \(user) has no devices.") }
+                for item in results {
+                    let status = item.result.status.map(String.init) ?? "-"
+                    print("\(item.deviceToken) \(item.environment) \(item.topic): \(item.result.outcome) status=\(status) reason=\(item.result.reason ?? "")")
+                }
+                if results.contains(where: { $0.result.outcome != .delivered }) { throw ExitCode(1) }
             }
         }
     }
