@@ -29,6 +29,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
+        .package(url: "https://github.com/apple/swift-atomics.git", from: "1.3.0"),
     ],
     targets: [
         // System libraries: the card asks for libpq and libssl, linked through pkg-config.
@@ -82,6 +83,7 @@ let package = Package(
             name: "APNs",
             dependencies: [
                 "COpenSSL",
+                .product(name: "Atomics", package: "swift-atomics"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -137,7 +139,9 @@ let package = Package(
         .executableTarget(
             name: "HeraldBench",
             dependencies: [
+                "APNs",
                 "ChildProcess",
+                "HeraldTesting",
                 "Postgres",
                 "HeraldCore",
                 "HeraldStore",

@@ -1,3 +1,4 @@
+import Atomics
 import AsyncHTTPClient
 import Foundation
 import Logging
@@ -30,11 +31,16 @@ public final class APNsClient: Sendable {
         public var additionalTrustRootFiles: [String]
         /// Every request's time limit, connecting included.
         public var timeout: Duration
+        /// HTTP/2 connections, used in turn. One connection's streams are handled on one event loop
+        /// thread; Apple allows several connections per provider for throughput.
+        public var connections: Int
 
-        public init(baseURL: String, additionalTrustRootFiles: [String] = [], timeout: Duration = .seconds(10)) {
+        public init(baseURL: String, additionalTrustRootFiles: [String] = [], timeout: Duration = .seconds(10), connections: Int = 2) {
+            precondition(connections > 0)
             self.baseURL = baseURL
             self.additionalTrustRootFiles = additionalTrustRootFiles
             self.timeout = timeout
+            self.connections = connections
         }
     }
 
@@ -43,7 +49,9 @@ public final class APNsClient: Sendable {
 
     public let configuration: Configuration
     private let authentication: APNsAuthentication
-    private let http: HTTPClient
+    /// One client per connection: AsyncHTTPClient keeps one HTTP/2 connection per host and client.
+    private let clients: [HTTPClient]
+    private let next = ManagedAtomic<Int>(0)
     private let logger: Logger
 
     public init(configuration: Configuration, authentication: APNsAuthentication, logger: Logger = Logger(label: "herald.apns")) throws {
@@ -63,7 +71,7 @@ public final class APNsClient: Sendable {
         // a burst, requests beyond their streams were seen to stall until their deadline.
         http.connectionPool = .init(idleTimeout: .hours(1), concurrentHTTP1ConnectionsPerHostSoftLimit: 1)
         http.timeout = .init(connect: .seconds(10))
-        self.http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: http)
+        self.clients = (0..<configuration.connections).map { _ in HTTPClient(eventLoopGroupProvider: .singleton, configuration: http) }
     }
 
     /// Sends one push and reads the answer; never throws — failures are results to act on.
@@ -87,6 +95,7 @@ public final class APNsClient: Sendable {
         request.headers.add(name: "content-type", value: "application/json")
         request.body = .bytes(ByteBuffer(bytes: push.payload))
         do {
+            let http = clients[next.loadThenWrappingIncrement(ordering: .relaxed) % clients.count]
             let response = try await http.execute(request, deadline: .now() + .nanoseconds(configuration.timeout.nanoseconds))
             let body = try await response.body.collect(upTo: 64 * 1024)
             var reason: String?
@@ -109,7 +118,7 @@ public final class APNsClient: Sendable {
 
     /// Closes the connections.
     public func shutdown() async {
-        try? await http.shutdown()
+        for http in clients { try? await http.shutdown() }
     }
 
     private static func describe(_ error: any Error) -> String {

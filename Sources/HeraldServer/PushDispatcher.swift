@@ -26,6 +26,13 @@ public struct PushDispatcher: Service {
     let listener: PostgresListener?
     let logger: Logger
 
+    /// A dispatcher with its own transport over the stored credentials (what `herald serve` runs, and
+    /// what benchmarks drive with `runUntilIdle`).
+    public init(client: PostgresClient, box: SecretBox, settings: PushSettings, listener: PostgresListener?, logger: Logger) {
+        let transport = PushTransport(store: APNsCredentialStore(client: client, box: box), settings: settings, logger: logger)
+        self.init(client: client, transport: transport, settings: settings, wake: WakeSignal(), listener: listener, logger: logger)
+    }
+
     init(client: PostgresClient, transport: PushTransport, settings: PushSettings, wake: WakeSignal, listener: PostgresListener?, logger: Logger) {
         self.store = PushStore(client: client)
         self.transport = transport
@@ -75,6 +82,20 @@ public struct PushDispatcher: Service {
                 await wake.wait(timeout: settings.pollInterval)
             }
         }
+    }
+
+    /// Runs rounds until one finds nothing to do; returns how many found work. For tools and benchmarks.
+    public func runUntilIdle() async throws -> Int {
+        try await withTaskExecutorPreference(executor) {
+            var rounds = 0
+            while try await runRound() { rounds += 1 }
+            return rounds
+        }
+    }
+
+    /// Closes the transport's connections (after `runUntilIdle`; `run()` does it itself).
+    public func shutdownTransport() async {
+        await transport.shutdown()
     }
 
     /// One round; true when it found work (so the next round starts at once).

@@ -216,6 +216,11 @@ public final class MockAPNsServer: Sendable {
             guard let authorization = headers["authorization"], authorization.hasPrefix("bearer ") else {
                 return (403, "MissingProviderToken")
             }
+            // A token this connection already verified is only checked for age (as APNs validates a
+            // token once per connection, not per request).
+            if let known = binding.verified(authorization) {
+                return Int(now().timeIntervalSince1970) - known > 3600 ? (403, "ExpiredProviderToken") : nil
+            }
             let parts = authorization.dropFirst("bearer ".count).split(separator: ".", omittingEmptySubsequences: false)
             guard parts.count == 3,
                 let headerBytes = APNsJWT.decodeBase64URL(parts[0]), let claimBytes = APNsJWT.decodeBase64URL(parts[1]),
@@ -229,14 +234,25 @@ public final class MockAPNsServer: Sendable {
             else { return (403, "InvalidProviderToken") }
             if Int(now().timeIntervalSince1970) - issuedAt > 3600 { return (403, "ExpiredProviderToken") }
             if !binding.bind(team: issuer) { return (403, "InvalidProviderToken") }
+            binding.remember(authorization, issuedAt: issuedAt)
         }
         return nil
     }
 }
 
-/// The team a connection belongs to: the first one it sees, for good (`apns.md` §3.1).
+/// The team a connection belongs to: the first one it sees, for good (`apns.md` §3.1); and the
+/// provider token it last verified, with its `iat`.
 private final class ConnectionBinding: Sendable {
     private let team = NIOLockedValueBox<String?>(nil)
+    private let lastToken = NIOLockedValueBox<(token: String, issuedAt: Int)?>(nil)
+
+    func verified(_ token: String) -> Int? {
+        lastToken.withLockedValue { $0?.token == token ? $0?.issuedAt : nil }
+    }
+
+    func remember(_ token: String, issuedAt: Int) {
+        lastToken.withLockedValue { $0 = (token, issuedAt) }
+    }
 
     func bind(team candidate: String) -> Bool {
         team.withLockedValue { team in
