@@ -41,6 +41,9 @@ public struct HeraldConfiguration: Sendable {
     public var refreshMinimumInterval: Duration = .seconds(60)
     /// `HERALD_PUSH_EXPIRATION`: how long APNs keeps trying to deliver a refresh push (`apns-expiration`).
     public var pushExpiration: Duration = .seconds(3600)
+    /// `HERALD_PUSH_LEASE`: how long a dispatcher's claim on a device lasts; a crashed dispatcher's
+    /// devices are taken over by another after it.
+    public var pushLease: Duration = .seconds(60)
     /// `--sql-dir` / `HERALD_SQL_DIR`: where the migration files are.
     public var migrationsDirectory: String?
     /// `HERALD_FIXTURES_DIR`: the fixtures the embedded default loads on first start (default `fixtures/`).
@@ -126,6 +129,12 @@ public struct HeraldConfiguration: Sendable {
                 throw ConfigurationError("HERALD_PUSH_EXPIRATION must be a duration of at most 30d such as 1h, got '\(text)'")
             }
             configuration.pushExpiration = expiration
+        }
+        if let text = environment["HERALD_PUSH_LEASE"], !text.isEmpty {
+            guard let lease = Self.duration(text), lease >= .seconds(1) else {
+                throw ConfigurationError("HERALD_PUSH_LEASE must be a duration of at least 1s such as 60s, got '\(text)'")
+            }
+            configuration.pushLease = lease
         }
         configuration.migrationsDirectory = value(migrationsDirectory, "HERALD_SQL_DIR")
         configuration.fixturesDirectory = value(nil, "HERALD_FIXTURES_DIR")

@@ -155,6 +155,7 @@ public enum HeraldRuntime {
         var pushSettings = PushSettings()
         pushSettings.minimumInterval = configuration.refreshMinimumInterval
         pushSettings.expiration = configuration.pushExpiration
+        pushSettings.lease = configuration.pushLease
         pushSettings.apnsURL = configuration.apnsURL
         pushSettings.apnsCAFile = configuration.apnsCAFile
         let transport = PushTransport(store: APNsCredentialStore(client: client, box: secrets), settings: pushSettings, logger: logger)

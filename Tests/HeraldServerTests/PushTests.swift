@@ -35,12 +35,16 @@ struct PushTests {
         let dispatcher: PushDispatcher
         let sessions: [String: String]
 
+        /// The key sealing the credentials, as `HERALD_SECRET_KEY` takes it.
+        let secretKeyHex: String
+
         init(db: TestDatabase, mock: MockAPNsServer, settings: PushSettings, sessions: [String: String]) throws {
             self.db = db
             self.mock = mock
             self.settings = settings
             self.sessions = sessions
-            box = try SecretBox(key: SecureRandom.bytes(32))
+            secretKeyHex = Hex.encode(SecureRandom.bytes(32))
+            box = try SecretBox(hexKey: secretKeyHex)
             transport = PushTransport(store: APNsCredentialStore(client: db.client, box: box), settings: settings, logger: Logger(label: "test.push"))
             dispatcher = PushDispatcher(client: db.client, transport: transport, settings: settings, wake: WakeSignal(), listener: nil, logger: Logger(label: "test.push"))
         }
@@ -435,6 +439,40 @@ struct PushTests {
             // Logged counts as delivered: the device has its refresh outstanding, nothing is retried.
             let outstanding = try await world.query("SELECT refresh_outstanding FROM devices")[0].decode(Bool.self)
             #expect(outstanding)
+        }
+    }
+
+    /// A real `herald serve` process is killed (SIGKILL) while its dispatcher has pushes in flight; a
+    /// second process takes its claimed devices over once the lease lapses, and every device still gets
+    /// its push.
+    @Test func aKilledDispatcherProcessIsTakenOverByAnother() async throws {
+        try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+            let tokens = (1...6).map(Self.token)
+            let world = try await world(db, devices: ["u1": Array(tokens.prefix(3)), "u2": Array(tokens.suffix(3))])
+            defer { Task { await world.shutdown() } }
+            // The first process's pushes never get an answer: it is mid-batch when it dies.
+            for token in tokens { world.mock.script(token, [.hang]) }
+            let environment = [
+                "DATABASE_URL": db.conninfo, "HERALD_SECRET_KEY": world.secretKeyHex, "HERALD_ADMIN_TOKEN": Self.adminToken,
+                "HERALD_APNS_URL": world.mock.baseURL, "HERALD_APNS_CA_FILE": world.mock.trustRootFile,
+                "HERALD_REFRESH_MIN_INTERVAL": "0s", "HERALD_PUSH_LEASE": "2s", "HERALD_LOG_LEVEL": "info",
+            ]
+            let arguments = ["serve", "--port", "0", "--sql-dir", TestPostgres.repositoryRoot() + "/sql"]
+            let first = try HeraldProcess(arguments: arguments, environment: environment)
+            _ = try await first.waitForLine(containing: "Herald listening on")
+            try await world.send("hello", to: ["u1", "u2"])
+            try await withTimeout(.seconds(60), what: "the first dispatcher's pushes") { await world.mock.waitForRequests(tokens.count) }
+            first.signal(SIGKILL)
+            _ = try await first.waitForExit()
+            #expect(world.mock.requests.allSatisfy { $0.status == nil })  // all in flight, none answered
+
+            let second = try HeraldProcess(arguments: arguments, environment: environment)
+            _ = try await second.waitForLine(containing: "Herald listening on")
+            try await withTimeout(.seconds(60), what: "the second dispatcher's pushes") { await world.mock.waitForRequests(2 * tokens.count) }
+            second.signal(SIGTERM)
+            _ = try await second.waitForExit()
+            let delivered = Set(world.mock.requests.filter { $0.status == 200 }.map(\.deviceToken))
+            #expect(delivered == Set(tokens))
         }
     }
 }
