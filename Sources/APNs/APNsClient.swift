@@ -1,8 +1,8 @@
 import Atomics
-import AsyncHTTPClient
 import Foundation
 import Logging
 import NIOCore
+import NIOConcurrencyHelpers
 import NIOHTTP1
 import NIOSSL
 
@@ -15,11 +15,15 @@ public enum APNsAuthentication: Sendable {
 
 /// Sends pushes to APNs over HTTP/2 + TLS.
 ///
-/// HTTP/2, TLS, connection reuse, stream limits and reconnecting are AsyncHTTPClient's: it negotiates
-/// `h2` by ALPN, keeps one long-lived connection per host, runs at most as many concurrent streams as
-/// the server's `SETTINGS_MAX_CONCURRENT_STREAMS` allows (queuing the rest), opens a new connection
-/// after GOAWAY or a failure, and bounds every request by the deadline given here. This type adds what
-/// is APNs's own: the headers, the provider token, the payload limit and the reading of answers.
+/// TLS is NIOSSL's and HTTP/2 is swift-nio-http2's; this type keeps a few long-lived connections
+/// (`Configuration.connections`, used in turn), replaces one that went away (GOAWAY, a drop) on the next
+/// push, and after a failed connect waits with exponential backoff before trying again. Each push is
+/// one stream bounded by the configured deadline; streams beyond the server's
+/// `SETTINGS_MAX_CONCURRENT_STREAMS` wait in NIOHTTP2 for others to finish. What is APNs's own: the
+/// headers, the provider token, the payload limit and the reading of answers.
+///
+/// (The first version used AsyncHTTPClient, which flushed each request's head, body and end apart —
+/// three TLS writes per push; see docs/benchmarks.md.)
 ///
 /// One client serves one credential: APNs binds a connection to the team of the first token it sees,
 /// so credentials never share connections.
@@ -31,7 +35,7 @@ public final class APNsClient: Sendable {
         public var additionalTrustRootFiles: [String]
         /// Every request's time limit, connecting included.
         public var timeout: Duration
-        /// HTTP/2 connections, used in turn. One connection's streams are handled on one event loop
+        /// HTTP/2 connections, used in turn. A connection's streams are handled on one event loop
         /// thread; Apple allows several connections per provider for throughput.
         public var connections: Int
 
@@ -49,8 +53,10 @@ public final class APNsClient: Sendable {
 
     public let configuration: Configuration
     private let authentication: APNsAuthentication
-    /// One client per connection: AsyncHTTPClient keeps one HTTP/2 connection per host and client.
-    private let clients: [HTTPClient]
+    private let tls: NIOSSLContext
+    private let host: String
+    private let port: Int
+    private let slots: [ConnectionSlot]
     private let next = ManagedAtomic<Int>(0)
     private let logger: Logger
 
@@ -58,20 +64,20 @@ public final class APNsClient: Sendable {
         self.configuration = configuration
         self.authentication = authentication
         self.logger = logger
+        guard let url = URL(string: configuration.baseURL), url.scheme == "https", let host = url.host else {
+            throw APNsCredentialError.invalidKey("the APNs URL must be https://host[:port], got '\(configuration.baseURL)'")
+        }
+        self.host = host
+        self.port = url.port ?? 443
         var tls = TLSConfiguration.makeClientConfiguration()
+        tls.applicationProtocols = ["h2"]
         tls.additionalTrustRoots = configuration.additionalTrustRootFiles.map { .file($0) }
         if case .certificate(let bundle) = authentication {
             tls.certificateChain = [.certificate(try NIOSSLCertificate(bytes: bundle.certificateDER, format: .der))]
             tls.privateKey = .privateKey(try NIOSSLPrivateKey(bytes: bundle.privateKeyDER, format: .der))
         }
-        var http = HTTPClient.Configuration(tlsConfiguration: tls)
-        http.httpVersion = .automatic
-        // One long-lived connection, as Apple asks; AsyncHTTPClient reconnects when it goes away. The
-        // limit matters while the first connection negotiates HTTP/2: with several opened at once for
-        // a burst, requests beyond their streams were seen to stall until their deadline.
-        http.connectionPool = .init(idleTimeout: .hours(1), concurrentHTTP1ConnectionsPerHostSoftLimit: 1)
-        http.timeout = .init(connect: .seconds(10))
-        self.clients = (0..<configuration.connections).map { _ in HTTPClient(eventLoopGroupProvider: .singleton, configuration: http) }
+        self.tls = try NIOSSLContext(configuration: tls)
+        self.slots = (0..<configuration.connections).map { _ in ConnectionSlot() }
     }
 
     /// Sends one push and reads the answer; never throws — failures are results to act on.
@@ -79,59 +85,118 @@ public final class APNsClient: Sendable {
         guard push.payload.count <= APNsPush.maximumPayloadBytes else {
             return APNsResult(outcome: .permanent, status: nil, reason: "PayloadTooLarge (\(push.payload.count) bytes, checked before sending)")
         }
-        var request = HTTPClientRequest(url: configuration.baseURL + "/3/device/" + push.deviceToken)
-        request.method = .POST
+        var headers = HTTPHeaders()
         var generation: Int?
         if case .token(let cache) = authentication {
             let token = cache.current()
             generation = token.generation
-            request.headers.add(name: "authorization", value: "bearer " + token.value)
+            headers.add(name: "authorization", value: "bearer " + token.value)
         }
-        request.headers.add(name: "apns-push-type", value: push.pushType)
-        request.headers.add(name: "apns-priority", value: String(push.priority))
-        request.headers.add(name: "apns-topic", value: push.topic)
-        request.headers.add(name: "apns-expiration", value: String(push.expiration))
-        if let collapseID = push.collapseID { request.headers.add(name: "apns-collapse-id", value: collapseID) }
-        request.headers.add(name: "content-type", value: "application/json")
-        request.body = .bytes(ByteBuffer(bytes: push.payload))
+        headers.add(name: "apns-push-type", value: push.pushType)
+        headers.add(name: "apns-priority", value: String(push.priority))
+        headers.add(name: "apns-topic", value: push.topic)
+        headers.add(name: "apns-expiration", value: String(push.expiration))
+        if let collapseID = push.collapseID { headers.add(name: "apns-collapse-id", value: collapseID) }
+        headers.add(name: "content-type", value: "application/json")
+        headers.add(name: "content-length", value: String(push.payload.count))
         do {
-            let http = clients[next.loadThenWrappingIncrement(ordering: .relaxed) % clients.count]
-            let response = try await http.execute(request, deadline: .now() + .nanoseconds(configuration.timeout.nanoseconds))
-            let body = try await response.body.collect(upTo: 64 * 1024)
+            let slot = slots[next.loadThenWrappingIncrement(ordering: .relaxed) % slots.count]
+            let connection = try await slot.connection { [host, port, tls, configuration] in
+                try await APNsConnection.connect(host: host, port: port, tls: tls, timeout: configuration.timeout)
+            }
+            let answer = try await connection.send(
+                path: "/3/device/" + push.deviceToken, headers: headers, body: push.payload, timeout: configuration.timeout
+            )
             var reason: String?
             var timestamp: Int64?
-            if body.readableBytes > 0, let object = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any] {
+            if answer.body.readableBytes > 0,
+                let object = try? JSONSerialization.jsonObject(with: Data(answer.body.readableBytesView)) as? [String: Any]
+            {
                 reason = object["reason"] as? String
                 timestamp = (object["timestamp"] as? NSNumber)?.int64Value
             }
-            let result = APNsResult.classify(status: Int(response.status.code), reason: reason, timestamp: timestamp)
+            let result = APNsResult.classify(status: answer.status, reason: reason, timestamp: timestamp)
             if result.outcome == .providerTokenRejected, case .token(let cache) = authentication, let generation {
                 cache.invalidate(generation: generation)
             }
             return result
         } catch {
-            // No answer: the connection failed, went away (GOAWAY) before this stream was processed, or
-            // the deadline passed. All are worth retrying on a new connection.
-            return APNsResult(outcome: .transient, status: nil, reason: Self.describe(error))
+            // No answer: the connection failed or went away (GOAWAY) before this stream was processed,
+            // or the deadline passed. All are worth retrying on a new connection.
+            return APNsResult(outcome: .transient, status: nil, reason: "\(error)".hasPrefix("timeout") ? "\(error)" : "connection: \(error)")
         }
     }
 
     /// Closes the connections.
     public func shutdown() async {
-        for http in clients { try? await http.shutdown() }
-    }
-
-    private static func describe(_ error: any Error) -> String {
-        if let error = error as? HTTPClientError {
-            if error == .deadlineExceeded { return "timeout: no answer before the deadline" }
-            return "connection: \(error)"
-        }
-        return "connection: \(error)"
+        for slot in slots { await slot.close() }
     }
 }
 
-extension Duration {
-    fileprivate var nanoseconds: Int64 {
-        components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000
+/// One connection of a client: made on first use, replaced when it is gone, with backoff after a
+/// failed connect so a down server is not hammered.
+private final class ConnectionSlot: Sendable {
+    private struct State {
+        var connection: APNsConnection?
+        var connecting: Task<APNsConnection, any Error>?
+        var failures = 0
+        var retryAfter: ContinuousClock.Instant?
     }
+
+    private let state = NIOLockedValueBox(State())
+
+    func connection(_ connect: @escaping @Sendable () async throws -> APNsConnection) async throws -> APNsConnection {
+        let task = try state.withLockedValue { state -> Task<APNsConnection, any Error> in
+            if let connection = state.connection, connection.isActive {
+                return Task { connection }
+            }
+            if let connecting = state.connecting { return connecting }
+            if let retryAfter = state.retryAfter, ContinuousClock.now < retryAfter {
+                throw ReconnectBackoff()
+            }
+            let task = Task { try await connect() }
+            state.connecting = task
+            return task
+        }
+        do {
+            let connection = try await task.value
+            state.withLockedValue { state in
+                if state.connection !== connection {
+                    state.connection = connection
+                    state.connecting = nil
+                    state.failures = 0
+                    state.retryAfter = nil
+                }
+            }
+            return connection
+        } catch let error as ReconnectBackoff {
+            throw error
+        } catch {
+            state.withLockedValue { state in
+                if state.connecting != nil {
+                    state.connecting = nil
+                    state.failures += 1
+                    // 100 ms doubling, at most 30 s.
+                    state.retryAfter = .now + .milliseconds(min(30_000, 100 << min(state.failures - 1, 9)))
+                }
+            }
+            throw error
+        }
+    }
+
+    func close() async {
+        let connection = state.withLockedValue { state -> APNsConnection? in
+            defer {
+                state.connection = nil
+                state.connecting?.cancel()
+                state.connecting = nil
+            }
+            return state.connection
+        }
+        await connection?.close()
+    }
+}
+
+private struct ReconnectBackoff: Error, CustomStringConvertible {
+    var description: String { "waiting before reconnecting after a failed connection" }
 }

@@ -77,7 +77,7 @@ struct CollectionController: Sendable {
         guard let tokenText = query["token"].map(String.init) else {
             let channel = try await Self.channel(context, collections)
             try await collections.open(userKey: user.key, channelKey: channel.key)
-            let body = try await collections.read(userKey: user.key, channelKey: channel.key) { snapshot, connection in
+            let (body, horizon) = try await collections.read(userKey: user.key, channelKey: channel.key) { snapshot, connection in
                 let page = try await CollectionStore.page(
                     userKey: user.key, channelKey: channel.key, category: category, before: nil, limit: limit + 1, on: connection
                 )
@@ -92,8 +92,8 @@ struct CollectionController: Sendable {
                 body.nextToken = token.encoded(key: key)
                 return (body, snapshot.horizon)
             }
-            try await deviceSynced(request, user: user, horizon: body.1)
-            return body.0
+            try await deviceSynced(request, user: user, horizon: horizon)
+            return body
         }
         // A token that does not even parse needs no database work beyond the state in the answer.
         let token = SyncToken(decoding: tokenText, key: key)

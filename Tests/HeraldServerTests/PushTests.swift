@@ -475,4 +475,27 @@ struct PushTests {
             #expect(delivered == Set(tokens))
         }
     }
+
+    /// `herald push test --user` pushes every device of the user at once and prints each answer.
+    @Test func pushTestCommandReportsEachDevice() async throws {
+        try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+            let world = try await world(db, devices: ["u1": [Self.token(1), Self.token(2)]])
+            defer { Task { await world.shutdown() } }
+            world.mock.script(Self.token(2), [.status(400, reason: "BadDeviceToken")])
+            let command = try HeraldProcess(
+                arguments: ["push", "test", "--user", "u1", "--sql-dir", TestPostgres.repositoryRoot() + "/sql"],
+                environment: [
+                    "DATABASE_URL": db.conninfo, "HERALD_SECRET_KEY": world.secretKeyHex,
+                    "HERALD_APNS_URL": world.mock.baseURL, "HERALD_APNS_CA_FILE": world.mock.trustRootFile,
+                ]
+            )
+            let status = try await command.waitForExit()
+            #expect(status == 1)  // one device was refused
+            let printed = command.printed
+            #expect(printed.contains { $0.hasPrefix(Self.token(1)) && $0.contains("delivered status=200") })
+            #expect(printed.contains { $0.hasPrefix(Self.token(2)) && $0.contains("invalidToken status=400 reason=BadDeviceToken") })
+            #expect(world.mock.requests.count == 2)
+            #expect(world.mock.requests.allSatisfy { $0.headers["apns-push-type"] == "background" })
+        }
+    }
 }
