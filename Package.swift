@@ -77,8 +77,8 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
-        // The APNs provider client: credentials, JWT ES256 and .p12 through libssl, HTTP/2 over TLS
-        // through AsyncHTTPClient, the request/response model and the error taxonomy.
+        // The APNs provider client: credentials, JWT ES256 and .p12 through libssl, HTTP/2 (swift-nio-http2)
+        // over TLS (NIOSSL), the request/response model and the error taxonomy.
         .target(
             name: "APNs",
             dependencies: [

@@ -99,11 +99,13 @@ public final class APNsClient: Sendable {
         if let collapseID = push.collapseID { headers.add(name: "apns-collapse-id", value: collapseID) }
         headers.add(name: "content-type", value: "application/json")
         headers.add(name: "content-length", value: String(push.payload.count))
+        let slot = slots[next.loadThenWrappingIncrement(ordering: .relaxed) % slots.count]
+        var used: APNsConnection?
         do {
-            let slot = slots[next.loadThenWrappingIncrement(ordering: .relaxed) % slots.count]
             let connection = try await slot.connection { [host, port, tls, configuration] in
                 try await APNsConnection.connect(host: host, port: port, tls: tls, timeout: configuration.timeout)
             }
+            used = connection
             let answer = try await connection.send(
                 path: "/3/device/" + push.deviceToken, headers: headers, body: push.payload, timeout: configuration.timeout
             )
@@ -120,10 +122,14 @@ public final class APNsClient: Sendable {
                 cache.invalidate(generation: generation)
             }
             return result
+        } catch APNsConnectionError.timeout {
+            return APNsResult(outcome: .transient, status: nil, reason: "\(APNsConnectionError.timeout)")
         } catch {
-            // No answer: the connection failed or went away (GOAWAY) before this stream was processed,
-            // or the deadline passed. All are worth retrying on a new connection.
-            return APNsResult(outcome: .transient, status: nil, reason: "\(error)".hasPrefix("timeout") ? "\(error)" : "connection: \(error)")
+            // No answer: the connection failed, or went away (GOAWAY) before this stream was processed.
+            // Worth retrying — on a new connection: a server that sent GOAWAY may keep the old one open
+            // a while but takes no new streams on it.
+            await used?.close()
+            return APNsResult(outcome: .transient, status: nil, reason: "connection: \(error)")
         }
     }
 

@@ -112,14 +112,26 @@ public struct PushStore: Sendable {
     }
 
     /// Each user's channels with unread counts, and the total: what a refresh push names.
+    ///
+    /// The same answer as `herald_user_channels` per user (channels with a state or a live broadcast
+    /// that reached the user; unread = the state's adjustment + those broadcasts), computed for the
+    /// whole batch in one set-based statement: calling the function per user cost ~0.1 ms each.
     public func refreshSummaries(userKeys: [Int64]) async throws -> [Int64: [(url: String, unread: Int64)]] {
         let rows = try await client.query(
             """
-            SELECT k.user_key, c.url, x.unread
-            FROM unnest(\(userKeys)::int8[]) AS k(user_key)
-            CROSS JOIN LATERAL herald_user_channels(k.user_key) AS x
-            JOIN channels c ON c.key = x.channel_key
-            ORDER BY k.user_key, c.url
+            WITH k AS (SELECT DISTINCT unnest(\(userKeys)::int8[]) AS user_key),
+            states AS (
+                SELECT s.user_key, s.channel_key, s.unread_adjustment FROM channel_states s JOIN k ON k.user_key = s.user_key
+            ),
+            broadcasts AS (
+                SELECT k.user_key, b.channel_key, count(*) AS reaching
+                FROM k JOIN notifications b ON b.audience = 'all' AND b.deleted_at IS NULL AND b.fanout_after >= k.user_key
+                GROUP BY k.user_key, b.channel_key
+            )
+            SELECT coalesce(s.user_key, b.user_key), c.url, (coalesce(s.unread_adjustment, 0) + coalesce(b.reaching, 0))::int8
+            FROM states s FULL JOIN broadcasts b ON b.user_key = s.user_key AND b.channel_key = s.channel_key
+            JOIN channels c ON c.key = coalesce(s.channel_key, b.channel_key)
+            ORDER BY 1, 2
             """
         )
         var summaries: [Int64: [(url: String, unread: Int64)]] = [:]

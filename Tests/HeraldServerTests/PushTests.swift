@@ -498,4 +498,44 @@ struct PushTests {
             #expect(world.mock.requests.allSatisfy { $0.headers["apns-push-type"] == "background" })
         }
     }
+
+    /// The batch query for refresh payloads agrees with the per-user unread counts (targeted sends,
+    /// a broadcast, a read, another channel).
+    @Test func refreshSummariesMatchEachUsersUnreadCounts() async throws {
+        try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+            let world = try await world(db, users: ["u1", "u2", "u3"])
+            defer { Task { await world.shutdown() } }
+            _ = try await ChannelStore(client: db.client).put(HeraldCore.Channel(url: "other", kind: .feed, name: "Other", categories: [.init(id: "news", name: "News", isDefault: true)]))
+            try await world.send("one", to: ["u1", "u2"])
+            try await world.send("two", to: ["u1"])
+            let template = try #require(try await TemplateStore(client: db.client).get("plain"))
+            let notifications = NotificationStore(client: db.client)
+            let broadcast = NotificationDraft(
+                channelURL: "other", templateKey: "plain", templateVersion: template.version, variables: ["title": .string("all")],
+                content: try template.template.renderNotification(variables: ["title": .string("all")], userVariables: [:]),
+                category: "news", tags: [], eventDeadline: nil, push: PushOptions(), audience: .all
+            )
+            _ = try await notifications.send(broadcast, idempotency: nil, respond: { _ in StoredResponse(status: 202, body: []) })
+            while try await notifications.fanOutNextBatch(size: 2) != nil {}
+            let collections = CollectionStore(client: db.client)
+            let keys = try await ["u1", "u2", "u3"].asyncMap { try #require(try await collections.userKey($0)) }
+            _ = try await collections.markRead(userKey: keys[1], channelKey: try #require(try await collections.channel("feed")).key, ids: nil)
+            let summaries = try await PushStore(client: db.client).refreshSummaries(userKeys: keys)
+            for key in keys {
+                let expected = try await collections.unread(userKey: key).channels
+                let actual = summaries[key] ?? []
+                #expect(actual.map(\.url) == expected.map(\.url), "user \(key)")
+                #expect(actual.map(\.unread) == expected.map(\.unread), "user \(key)")
+            }
+            #expect(summaries[keys[0]]?.map(\.unread) == [2, 1])  // feed: two targeted; other: the broadcast
+        }
+    }
+}
+
+extension Array {
+    fileprivate func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var result: [T] = []
+        for element in self { result.append(try await transform(element)) }
+        return result
+    }
 }
