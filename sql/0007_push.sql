@@ -56,7 +56,6 @@ CREATE TABLE push_failures (
     token_removed boolean NOT NULL,
     failed_at timestamptz NOT NULL DEFAULT now()
 );
-CREATE INDEX push_failures_recent ON push_failures (id DESC);
 
 -- APNs credentials. `secret` (the .p8 PEM or the .p12 bytes) and `password` are AES-256-GCM sealed
 -- under HERALD_SECRET_KEY: nonce || ciphertext || tag.

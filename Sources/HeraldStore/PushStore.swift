@@ -50,10 +50,15 @@ public struct PushStore: Sendable {
     /// Records, in the caller's transaction, that the recipients of `notification` (those with keys in
     /// `(after, through]` when given) need a refresh.
     static func enqueue(notification: Int64, usersAfter after: Int64? = nil, through: Int64? = nil, on connection: PostgresConnection) async throws {
+        // One statement: the row and the wake-up hint (delivered at commit, dropped on rollback).
         try await connection.query(
-            "INSERT INTO push_outbox (notification_id, user_after, user_through) VALUES (\(notification), \(after), \(through))"
+            """
+            WITH queued AS (
+                INSERT INTO push_outbox (notification_id, user_after, user_through) VALUES (\(notification), \(after), \(through))
+                RETURNING 1)
+            SELECT pg_notify(\(Self.wakeChannel), '') FROM queued
+            """
         )
-        try await connection.query("SELECT pg_notify(\(Self.wakeChannel), '')")
     }
 
     /// Turns up to `limit` outbox rows into device wants; returns how many rows it took.
