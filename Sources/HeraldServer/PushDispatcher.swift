@@ -132,13 +132,17 @@ public struct PushDispatcher: Service {
             for await result in group { results.append(result) }
             return results
         }
-        var delivered: [DeviceClaim] = []
-        for (claim, result, elapsed) in results {
+        for (_, result, elapsed) in results {
             Timer(label: "herald_push_duration_seconds").recordNanoseconds(elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
             Counter(label: "herald_push_results_total", dimensions: [("outcome", "\(result.outcome)")]).increment()
+        }
+        // Deliveries first, in one statement: if recording a failure below fails, the delivered
+        // devices are not pushed again when their claims lapse.
+        try await store.recordDelivered(results.filter { $0.1.outcome == .delivered }.map(\.0))
+        for (claim, result, _) in results where result.outcome != .delivered {
             switch result.outcome {
             case .delivered:
-                delivered.append(claim)
+                break
             case .invalidToken:
                 let since = result.timestamp.map { Date(timeIntervalSince1970: Double($0) / 1000) }
                 try await store.recordFailure(claim, status: result.status, reason: result.reason ?? "invalid token", removeToken: true, invalidSince: since)
@@ -152,14 +156,11 @@ public struct PushDispatcher: Service {
             case .permanent:
                 try await store.recordFailure(claim, status: result.status, reason: result.reason ?? "refused", removeToken: false, invalidSince: nil)
             }
-            if result.outcome != .delivered {
-                logger.notice("refresh push not delivered", metadata: [
-                    "outcome": "\(result.outcome)", "status": "\(result.status.map(String.init) ?? "-")", "reason": "\(result.reason ?? "")",
-                    "attempt": "\(claim.attempts)",
-                ])
-            }
+            logger.notice("refresh push not delivered", metadata: [
+                "outcome": "\(result.outcome)", "status": "\(result.status.map(String.init) ?? "-")", "reason": "\(result.reason ?? "")",
+                "attempt": "\(claim.attempts)",
+            ])
         }
-        try await store.recordDelivered(delivered)
     }
 
     private func retryOrGiveUp(_ claim: DeviceClaim, _ result: APNsResult, delay: Duration) async throws {
