@@ -27,7 +27,16 @@ public struct TestCredentials: Sendable {
 
     private init() throws {
         directory = NSTemporaryDirectory() + "herald-test-credentials-\(getpid())-\(UUID().uuidString.prefix(8))"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        // Made once per process (`shared`); the keys go when the process exits.
+        atexit {
+            let directory = NSTemporaryDirectory() + "herald-test-credentials-\(getpid())-"
+            let parent = (directory as NSString).deletingLastPathComponent
+            let prefix = (directory as NSString).lastPathComponent
+            for entry in (try? FileManager.default.contentsOfDirectory(atPath: parent)) ?? [] where entry.hasPrefix(prefix) {
+                try? FileManager.default.removeItem(atPath: parent + "/" + entry)
+            }
+        }
         serverCertificateFile = directory + "/server.pem"
         serverKeyFile = directory + "/server-key.pem"
         let signingKeyFile = directory + "/AuthKey.p8"
