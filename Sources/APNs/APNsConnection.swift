@@ -30,7 +30,7 @@ final class APNsConnection: Sendable {
     static func connect(host: String, port: Int, tls: NIOSSLContext, timeout: Duration) async throws -> APNsConnection {
         let serverHostname = host.first?.isNumber == true || host.contains(":") ? nil : host
         let channelAndMultiplexer = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .connectTimeout(.nanoseconds(timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000))
+            .connectTimeout(TimeAmount(timeout))
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -62,7 +62,6 @@ final class APNsConnection: Sendable {
         var head = HTTPRequestHead(version: .http2, method: .POST, uri: path, headers: headers)
         head.headers.replaceOrAdd(name: "host", value: authority)
         let payload = ByteBuffer(bytes: body)
-        let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
         multiplexer.createStreamChannel { stream in
             stream.eventLoop.makeCompletedFuture {
                 try stream.pipeline.syncOperations.addHandlers([
@@ -73,7 +72,7 @@ final class APNsConnection: Sendable {
         }.whenComplete { result in
             switch result {
             case .success(let stream):
-                let deadline = eventLoop.scheduleTask(in: .nanoseconds(nanoseconds)) {
+                let deadline = eventLoop.scheduleTask(in: TimeAmount(timeout)) {
                     promise.fail(APNsConnectionError.timeout)
                     stream.close(promise: nil)
                 }

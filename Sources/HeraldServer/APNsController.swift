@@ -117,9 +117,8 @@ struct APNsController: Sendable {
         default:
             throw Self.invalid("type must be 'token' (a .p8 key) or 'certificate' (a .p12).")
         }
-        let existed = try await store.list().contains { $0.name == name }
-        let stored = try await store.put(info, secret: secret, password: password)
-        return EditedResponse(status: existed ? .ok : .created, response: CredentialBody(stored))
+        let (stored, created) = try await store.put(info, secret: secret, password: password)
+        return EditedResponse(status: created ? .created : .ok, response: CredentialBody(stored))
     }
 
     struct CredentialBody: ResponseEncodable {

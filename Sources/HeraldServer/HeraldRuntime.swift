@@ -82,13 +82,11 @@ public enum HeraldRuntime {
             transport = pushTransport
             try await pushTransport.refresh()
             let channels = try await PushStore(client: client).refreshSummaries(userKeys: [userKey])[userKey] ?? []
-            let payload = RefreshPayload.make(channels: channels, badge: channels.reduce(0) { $0 + $1.unread })
             let expiration = Int64(Date().timeIntervalSince1970) + configuration.pushExpiration.components.seconds
             var results: [PushTestResult] = []
             for device in try await DeviceStore(client: client).targets(userKey: userKey) {
-                let push = APNsPush(
-                    deviceToken: device.token, topic: device.topic, pushType: "background", priority: 5, expiration: expiration,
-                    collapseID: "herald-refresh-\(userKey)", payload: payload
+                let push = PushDispatcher.refreshPush(
+                    token: device.token, topic: device.topic, userKey: userKey, channels: channels, expiration: expiration
                 )
                 let result = await pushTransport.send(push, environment: device.environment)
                 results.append(PushTestResult(deviceToken: device.token, environment: device.environment, topic: device.topic, result: result))

@@ -116,11 +116,8 @@ public struct PushDispatcher: Service {
             var results: [(DeviceClaim, APNsResult, Duration)] = []
             for (index, claim) in claims.enumerated() {
                 if index >= settings.concurrency, let result = await group.next() { results.append(result) }
-                let channels = summaries[claim.userKey] ?? []
-                let push = APNsPush(
-                    deviceToken: claim.token, topic: claim.topic, pushType: "background", priority: 5, expiration: expiration,
-                    collapseID: "herald-refresh-\(claim.userKey)",
-                    payload: RefreshPayload.make(channels: channels, badge: channels.reduce(0) { $0 + $1.unread })
+                let push = Self.refreshPush(
+                    token: claim.token, topic: claim.topic, userKey: claim.userKey, channels: summaries[claim.userKey] ?? [], expiration: expiration
                 )
                 group.addTask {
                     let clock = ContinuousClock()
@@ -133,7 +130,7 @@ public struct PushDispatcher: Service {
             return results
         }
         for (_, result, elapsed) in results {
-            Timer(label: "herald_push_duration_seconds").recordNanoseconds(elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
+            Timer(label: "herald_push_duration_seconds").record(duration: elapsed)
             Counter(label: "herald_push_results_total", dimensions: [("outcome", "\(result.outcome)")]).increment()
         }
         // Deliveries first, in one statement: if recording a failure below fails, the delivered
@@ -161,6 +158,16 @@ public struct PushDispatcher: Service {
                 "attempt": "\(claim.attempts)",
             ])
         }
+    }
+
+    /// The silent refresh push for one device of a user: background, priority 5, collapsed per user,
+    /// naming the user's channels with their unread counts and the badge.
+    static func refreshPush(token: String, topic: String, userKey: Int64, channels: [(url: String, unread: Int64)], expiration: Int64) -> APNsPush {
+        APNsPush(
+            deviceToken: token, topic: topic, pushType: "background", priority: 5, expiration: expiration,
+            collapseID: "herald-refresh-\(userKey)",
+            payload: RefreshPayload.make(channels: channels, badge: channels.reduce(0) { $0 + $1.unread })
+        )
     }
 
     private func retryOrGiveUp(_ claim: DeviceClaim, _ result: APNsResult, delay: Duration) async throws {

@@ -52,8 +52,9 @@ public struct APNsCredentialStore: Sendable {
         self.box = box
     }
 
-    /// Creates or replaces the credential `info.name`. Returns it as stored.
-    public func put(_ info: APNsCredentialInfo, secret: [UInt8], password: String?) async throws -> APNsCredentialInfo {
+    /// Creates or replaces the credential `info.name`. Returns it as stored, and whether it is new.
+    @discardableResult
+    public func put(_ info: APNsCredentialInfo, secret: [UInt8], password: String?) async throws -> (info: APNsCredentialInfo, created: Bool) {
         // The name is sealed in with the secret: a sealed value copied to another row does not open.
         let sealed = PostgresBytes(box.seal(secret, context: "apns:\(info.name):secret"))
         let sealedPassword = password.map { PostgresBytes(box.seal(Array($0.utf8), context: "apns:\(info.name):password")) }
@@ -65,10 +66,11 @@ public struct APNsCredentialStore: Sendable {
             ON CONFLICT (name) DO UPDATE SET kind = EXCLUDED.kind, environment = EXCLUDED.environment, topic = EXCLUDED.topic,
                 key_id = EXCLUDED.key_id, team_id = EXCLUDED.team_id, secret = EXCLUDED.secret, password = EXCLUDED.password,
                 certificate_expires_at = EXCLUDED.certificate_expires_at, updated_at = now()
-            RETURNING \(unescaped: Self.columns)
+            RETURNING \(unescaped: Self.columns), xmax = 0
             """
         ).first!
-        return try Self.decode(row)
+        // xmax is 0 for a row this statement inserted, the updater's id for one it replaced.
+        return (try Self.decode(row), try row.decode(column: 9, as: Bool.self))
     }
 
     public func list() async throws -> [APNsCredentialInfo] {
