@@ -47,7 +47,7 @@ struct PushBenchmark: AsyncParsableCommand {
         else { throw ValidationError("nghttpd and h2load are needed: apt-get install nghttp2-server nghttp2-client") }
         let root = credentials.directory + "/docroot"
         try FileManager.default.createDirectory(atPath: root + "/3/device", withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: root + "/3/device/" + Self.token, contents: Data())
+        _ = FileManager.default.createFile(atPath: root + "/3/device/" + Self.token, contents: Data())
         let port = 20_000 + Int(getpid() % 10_000)
         let server = try ChildProcess.spawn(
             [nghttpd, "-d", root, "-m", "\(concurrency)", "\(port)", credentials.serverKeyFile, credentials.serverCertificateFile],
@@ -84,7 +84,7 @@ struct PushBenchmark: AsyncParsableCommand {
 
         // h2load: the same request (headers, body) to the same server, one connection, same streams.
         let bodyFile = credentials.directory + "/payload.json"
-        FileManager.default.createFile(atPath: bodyFile, contents: Data(Self.payload))
+        _ = FileManager.default.createFile(atPath: bodyFile, contents: Data(Self.payload))
         let output = credentials.directory + "/h2load.out"
         try? FileManager.default.removeItem(atPath: output)
         let token = ProviderTokenCache(key: key, keyID: credentials.keyID, teamID: credentials.teamID).current().value

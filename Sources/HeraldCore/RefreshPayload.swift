@@ -1,8 +1,10 @@
 import Foundation
 
 /// The body of a silent refresh push: `{"aps":{"content-available":1},"herald":{"type":"refresh",
-/// "channels":[{"channel_url":…,"unread_count":…}],"badge":N}}` — no alert, sound or badge in `aps`,
-/// so iOS wakes the app in the background without showing anything.
+/// "notification_id":"…","channels":[{"channel_url":…,"unread_count":…}],"badge":N}}` — no alert, sound
+/// or badge in `aps`, so iOS wakes the app in the background without showing anything.
+/// `notification_id` names the notification that caused the refresh; the app may pass the `herald`
+/// object to `POST /v1/me/delivered` as the receipt.
 public enum RefreshPayload {
     /// APNs's limit for the whole payload.
     public static let maximumBytes = 4096
@@ -10,10 +12,10 @@ public enum RefreshPayload {
     /// The payload for these channels (with unread counts) and badge. Channels that would push the
     /// payload past 4 KB are left out (the app refreshes its live collections either way) and
     /// `"truncated":true` says so.
-    public static func make(channels: [(url: String, unread: Int64)], badge: Int64) -> [UInt8] {
+    public static func make(channels: [(url: String, unread: Int64)], badge: Int64, notificationID: Int64? = nil) -> [UInt8] {
         var included = channels
         while true {
-            let payload = encode(channels: included, badge: badge, truncated: included.count < channels.count)
+            let payload = encode(channels: included, badge: badge, notificationID: notificationID, truncated: included.count < channels.count)
             if payload.count <= maximumBytes || included.isEmpty { return payload }
             included.removeLast(max(1, included.count / 4))
         }
@@ -22,8 +24,10 @@ public enum RefreshPayload {
     /// Written by hand, in the order the API documents: `JSONSerialization` was a seventh of the
     /// dispatcher's CPU. Channel URLs need no escaping (`Channel.urlProblem` allows `A–Z a–z 0–9 . _ ~ -`
     /// only); anything else is escaped as JSON requires.
-    private static func encode(channels: [(url: String, unread: Int64)], badge: Int64, truncated: Bool) -> [UInt8] {
-        var text = #"{"aps":{"content-available":1},"herald":{"type":"refresh","channels":["#
+    private static func encode(channels: [(url: String, unread: Int64)], badge: Int64, notificationID: Int64?, truncated: Bool) -> [UInt8] {
+        var text = #"{"aps":{"content-available":1},"herald":{"type":"refresh","#
+        if let notificationID { text += #""notification_id":"\#(notificationID)","# }
+        text += #""channels":["#
         for (index, channel) in channels.enumerated() {
             if index > 0 { text += "," }
             text += #"{"channel_url":"#

@@ -49,6 +49,7 @@ struct DevicesController: Sendable {
     }
 
     struct DeviceBody: ResponseEncodable {
+        var id: String
         var deviceToken: String
         var environment: String
         var topic: String
@@ -58,6 +59,7 @@ struct DevicesController: Sendable {
         var lastSyncedAt: String?
 
         init(_ device: Device) {
+            id = String(device.id)
             deviceToken = device.token
             environment = device.environment
             topic = device.topic
@@ -68,6 +70,7 @@ struct DevicesController: Sendable {
         }
 
         enum CodingKeys: String, CodingKey {
+            case id
             case deviceToken = "device_token"
             case environment, topic
             case createdAt = "created_at"
@@ -78,6 +81,7 @@ struct DevicesController: Sendable {
 
         func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(id, forKey: .id)
             try container.encode(deviceToken, forKey: .deviceToken)
             try container.encode(environment, forKey: .environment)
             try container.encode(topic, forKey: .topic)

@@ -1,9 +1,11 @@
 import HeraldCore
 import HeraldStore
 import Hummingbird
+import HummingbirdWebSocket
 import Logging
 import Postgres
 import Prometheus
+import ServiceLifecycle
 
 /// Builds Herald's router and HTTP application from its parts.
 public enum HeraldApplication {
@@ -19,6 +21,8 @@ public enum HeraldApplication {
         public var sync: SyncSettings
         /// Seals APNs secrets; `nil` refuses credential uploads (503).
         public var secrets: SecretBox?
+        /// Live streams; `nil` serves HTTP only (`GET /v1/me/stream` then never upgrades).
+        public var hub: LiveHub?
 
         public init(
             client: PostgresClient,
@@ -27,7 +31,8 @@ public enum HeraldApplication {
             adminToken: String?,
             fanoutWake: WakeSignal = WakeSignal(),
             sync: SyncSettings = SyncSettings(),
-            secrets: SecretBox? = nil
+            secrets: SecretBox? = nil,
+            hub: LiveHub? = nil
         ) {
             self.client = client
             self.migrator = migrator
@@ -36,11 +41,20 @@ public enum HeraldApplication {
             self.fanoutWake = fanoutWake
             self.sync = sync
             self.secrets = secrets
+            self.hub = hub
         }
     }
 
     /// The router with every route and middleware, and the list of routes it serves.
     public static func buildRouter(_ dependencies: Dependencies) -> (router: Router<HeraldRequestContext>, routes: [RouteDescription]) {
+        let (router, routes, _) = buildRouters(dependencies)
+        return (router, routes)
+    }
+
+    /// The HTTP router, its routes, and the router WebSocket upgrades consult.
+    static func buildRouters(_ dependencies: Dependencies) -> (
+        router: Router<HeraldRequestContext>, routes: [RouteDescription], webSocketRouter: Router<StreamRequestContext>
+    ) {
         let router = Router(context: HeraldRequestContext.self)
         router.add(middleware: MetricsMiddleware())
         router.add(middleware: LogRequestsMiddleware(.debug))
@@ -77,7 +91,11 @@ public enum HeraldApplication {
             credentials: dependencies.secrets.map { APNsCredentialStore(client: dependencies.client, box: $0) },
             push: PushStore(client: dependencies.client)
         ).register(in: registry)
-        return (router, registry.routes)
+        ReceiptsController(collections: CollectionStore(client: dependencies.client))
+            .register(in: registry)
+        let stream = StreamController(hub: dependencies.hub, sessions: sessions, devices: DeviceStore(client: dependencies.client))
+        stream.register(in: registry)
+        return (router, registry.routes, stream.webSocketRouter())
     }
 
     /// The HTTP application, ready to run in a `ServiceGroup`.
@@ -86,12 +104,19 @@ public enum HeraldApplication {
         host: String,
         port: Int,
         logger: Logger,
+        services: [any Service] = [],
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
-        let (router, _) = buildRouter(dependencies)
+        let (router, _, webSocketRouter) = buildRouters(dependencies)
+        let pingInterval = dependencies.hub?.settings.pingInterval ?? .seconds(30)
         return Application(
             router: router,
+            server: .http1WebSocketUpgrade(
+                webSocketRouter: webSocketRouter,
+                configuration: .init(ws: .init(maxFrameSize: 1 << 16, autoPing: .enabled(timePeriod: pingInterval), closeTimeout: .seconds(10)))
+            ),
             configuration: .init(address: .hostname(host, port: port), serverName: "Herald"),
+            services: services,
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
             logger: logger
         )

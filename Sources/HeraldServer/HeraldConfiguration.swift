@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import Logging
 
 /// Everything `herald serve` and `herald migrate` are configured with.
@@ -44,6 +45,9 @@ public struct HeraldConfiguration: Sendable {
     /// `HERALD_PUSH_LEASE`: how long a dispatcher's claim on a device lasts; a crashed dispatcher's
     /// devices are taken over by another after it.
     public var pushLease: Duration = .seconds(60)
+    /// Live streams and presence: `HERALD_PUSH_MULTI_DEVICE`, `HERALD_STREAM_PING_INTERVAL`,
+    /// `HERALD_STREAM_QUEUE_LIMIT`, `HERALD_PRESENCE_HEARTBEAT`, `HERALD_PRESENCE_TTL`.
+    public var stream = StreamSettings()
     /// `--sql-dir` / `HERALD_SQL_DIR`: where the migration files are.
     public var migrationsDirectory: String?
     /// `HERALD_FIXTURES_DIR`: the fixtures the embedded default loads on first start (default `fixtures/`).
@@ -136,9 +140,38 @@ public struct HeraldConfiguration: Sendable {
             }
             configuration.pushLease = lease
         }
+        try resolveStream(&configuration.stream, environment: environment)
         configuration.migrationsDirectory = value(migrationsDirectory, "HERALD_SQL_DIR")
         configuration.fixturesDirectory = value(nil, "HERALD_FIXTURES_DIR")
         return configuration
+    }
+
+    static func resolveStream(_ stream: inout StreamSettings, environment: [String: String]) throws {
+        func duration(_ variable: String, example: String, minimum: Duration = .seconds(1)) throws -> Duration? {
+            guard let text = environment[variable], !text.isEmpty else { return nil }
+            guard let value = Self.duration(text), value >= minimum else {
+                throw ConfigurationError("\(variable) must be a duration of at least \(minimum) such as \(example), got '\(text)'")
+            }
+            return value
+        }
+        if let text = environment["HERALD_PUSH_MULTI_DEVICE"], !text.isEmpty {
+            guard let policy = MultiDevicePolicy(rawValue: text) else {
+                throw ConfigurationError("HERALD_PUSH_MULTI_DEVICE must be all_offline or any_offline, got '\(text)'")
+            }
+            stream.multiDevice = policy
+        }
+        if let interval = try duration("HERALD_STREAM_PING_INTERVAL", example: "30s") { stream.pingInterval = interval }
+        if let text = environment["HERALD_STREAM_QUEUE_LIMIT"], !text.isEmpty {
+            guard let bytes = Int(text), bytes >= 4096 else {
+                throw ConfigurationError("HERALD_STREAM_QUEUE_LIMIT must be a number of bytes of at least 4096, got '\(text)'")
+            }
+            stream.queueBytes = bytes
+        }
+        if let heartbeat = try duration("HERALD_PRESENCE_HEARTBEAT", example: "10s") { stream.heartbeat = heartbeat }
+        if let ttl = try duration("HERALD_PRESENCE_TTL", example: "30s") { stream.presenceTTL = ttl }
+        guard stream.presenceTTL > stream.heartbeat else {
+            throw ConfigurationError("HERALD_PRESENCE_TTL (\(stream.presenceTTL)) must be longer than HERALD_PRESENCE_HEARTBEAT (\(stream.heartbeat))")
+        }
     }
 
     /// `30d`, `12h`, `90m`, `3600s` or plain seconds.

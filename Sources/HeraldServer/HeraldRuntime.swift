@@ -141,6 +141,11 @@ public enum HeraldRuntime {
             try? await database.cluster?.stop()
             throw error
         }
+        let hub = LiveHub(
+            client: client, settings: configuration.stream,
+            listener: PostgresListener(conninfo: database.conninfo, channels: [LiveHint.channel], applicationName: "herald-live", logger: logger),
+            logger: logger
+        )
         let dependencies = HeraldApplication.Dependencies(
             client: client,
             migrator: migrator,
@@ -148,7 +153,8 @@ public enum HeraldRuntime {
             adminToken: adminToken,
             fanoutWake: fanoutWake,
             sync: SyncSettings(hugeGap: configuration.syncHugeGap),
-            secrets: secrets
+            secrets: secrets,
+            hub: hub
         )
         var pushSettings = PushSettings()
         pushSettings.minimumInterval = configuration.refreshMinimumInterval
@@ -156,6 +162,7 @@ public enum HeraldRuntime {
         pushSettings.lease = configuration.pushLease
         pushSettings.apnsURL = configuration.apnsURL
         pushSettings.apnsCAFile = configuration.apnsCAFile
+        pushSettings.multiDevice = configuration.stream.multiDevice
         let transport = PushTransport(store: APNsCredentialStore(client: client, box: secrets), settings: pushSettings, logger: logger)
         // Says at startup whether pushes go to APNs or to the log.
         try? await transport.refresh()
@@ -177,6 +184,9 @@ public enum HeraldRuntime {
             client: client, transport: transport, settings: pushSettings, wake: WakeSignal(),
             listener: PostgresListener(conninfo: database.conninfo, channels: [PushStore.wakeChannel], logger: logger), logger: logger
         ))
+        // After the dispatchers and before HTTP: streams close (and their presence goes) before the
+        // pool does, and HTTP stops accepting new streams first.
+        services.append(hub)
         services.append(application)
         let group = ServiceGroup(
             configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)

@@ -24,8 +24,46 @@ struct NotificationBody: ResponseEncodable {
         var sent: Int64
         var delivered: Int64
         var read: Int64
-        /// Pushes handed to APNs (the push issues fill this in).
+        /// Silent refresh pushes APNs accepted because of this notification.
         var pushed: Int64
+        /// Recipients who reported viewing / clicking it.
+        var viewed: Int64
+        var clicked: Int64
+    }
+
+    /// One recipient's copy (`?members=true`).
+    struct Member: Encodable {
+        var userID: String
+        var status: String
+        var deliveredAt: String?
+        var readAt: String?
+        var deleted: Bool
+
+        init(_ member: RecipientStatus) {
+            userID = member.userID
+            status = member.status.name
+            deliveredAt = member.deliveredAt.map(RFC3339.string)
+            readAt = member.readAt.map(RFC3339.string)
+            deleted = member.deleted
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case userID = "user_id"
+            case status
+            case deliveredAt = "delivered_at"
+            case readAt = "read_at"
+            case deleted
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(userID, forKey: .userID)
+            try container.encode(status, forKey: .status)
+            // Present as null: "not yet" is an answer.
+            try container.encode(deliveredAt, forKey: .deliveredAt)
+            try container.encode(readAt, forKey: .readAt)
+            try container.encode(deleted, forKey: .deleted)
+        }
     }
 
     var id: String
@@ -43,6 +81,9 @@ struct NotificationBody: ResponseEncodable {
     var audience: String
     var fanout: Fanout
     var counts: Counts?
+    var members: [Member]?
+    /// With `members`: the `after` of the next page, absent on the last one.
+    var nextCursor: String?
     var createdAt: String
     var updatedAt: String
 
@@ -62,7 +103,10 @@ struct NotificationBody: ResponseEncodable {
         audience = stored.audience
         fanout = Fanout(state: stored.fanoutState.rawValue, audienceSize: stored.audienceSize, reached: stored.recipientCount)
         self.counts = counts.map {
-            Counts(recipients: $0.sent + $0.delivered + $0.read, sent: $0.sent, delivered: $0.delivered, read: $0.read, pushed: stored.pushesSent)
+            Counts(
+                recipients: $0.sent + $0.delivered + $0.read, sent: $0.sent, delivered: $0.delivered, read: $0.read, pushed: stored.pushesSent,
+                viewed: $0.viewed, clicked: $0.clicked
+            )
         }
         createdAt = RFC3339.string(from: stored.createdAt)
         updatedAt = RFC3339.string(from: stored.updatedAt)
@@ -78,7 +122,8 @@ struct NotificationBody: ResponseEncodable {
         case pushBody = "push_body"
         case category, tags
         case eventDeadline = "event_deadline"
-        case push, audience, fanout, counts
+        case push, audience, fanout, counts, members
+        case nextCursor = "next_cursor"
         case createdAt = "created_at"
         case updatedAt = "updated_at"
     }

@@ -19,10 +19,17 @@ struct NotificationsController: Sendable {
         routes.add(.post, "/v1/notifications", access: .admin) { request, context in
             try await send(request, context: context)
         }
-        routes.add(.get, "/v1/notifications/{notification_id}", access: .admin) { _, context in
+        routes.add(.get, "/v1/notifications/{notification_id}", access: .admin) { request, context in
             let id = try Self.notificationID(context)
+            let members = try Self.membersPage(request)
             guard let stored = try await notifications.get(id) else { throw Self.notFound }
-            return NotificationBody(stored, counts: try await notifications.counts(id))
+            var body = NotificationBody(stored, counts: try await notifications.counts(id))
+            if let members {
+                let page = try await notifications.members(id, after: members.after, limit: members.limit)
+                body.members = page.map(NotificationBody.Member.init)
+                if page.count == members.limit, let last = page.last { body.nextCursor = String(last.userKey) }
+            }
+            return body
         }
         routes.add(.patch, "/v1/notifications/{notification_id}", access: .admin) { request, context in
             try await update(request, context: context)
@@ -31,6 +38,25 @@ struct NotificationsController: Sendable {
             guard try await notifications.delete(try Self.notificationID(context)) else { throw Self.notFound }
             return Response(status: .noContent)
         }
+    }
+
+    /// `?members=true` with `limit` and `after` (a cursor from `next_cursor`); `nil` without it.
+    static func membersPage(_ request: Request) throws -> (limit: Int, after: Int64?)? {
+        let query = request.uri.queryParameters
+        switch query["members"].map(String.init) {
+        case nil, "false": return nil
+        case "true": break
+        default: throw APIError(.badRequest, code: "invalid_members", message: "members must be true or false.")
+        }
+        let page = try PageRequest(request)
+        var after: Int64?
+        if let text = page.after {
+            guard let key = Int64(text), key >= 0 else {
+                throw APIError(.badRequest, code: "invalid_after", message: "after must be a next_cursor from a previous page.")
+            }
+            after = key
+        }
+        return (page.limit, after)
     }
 
     // MARK: - Send

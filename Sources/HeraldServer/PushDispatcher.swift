@@ -103,7 +103,9 @@ public struct PushDispatcher: Service {
         try await transport.refresh()
         var expanded = 0
         while case let count = try await store.expandOutbox(limit: 100), count > 0 { expanded += count }
-        let claims = try await store.claimDue(limit: settings.batchSize, lease: settings.lease, minimumInterval: settings.minimumInterval)
+        let claims = try await store.claimDue(
+            limit: settings.batchSize, lease: settings.lease, minimumInterval: settings.minimumInterval, policy: settings.multiDevice
+        )
         guard !claims.isEmpty else { return expanded > 0 }
         try await send(claims)
         return true
@@ -117,7 +119,8 @@ public struct PushDispatcher: Service {
             for (index, claim) in claims.enumerated() {
                 if index >= settings.concurrency, let result = await group.next() { results.append(result) }
                 let push = Self.refreshPush(
-                    token: claim.token, topic: claim.topic, userKey: claim.userKey, channels: summaries[claim.userKey] ?? [], expiration: expiration
+                    token: claim.token, topic: claim.topic, userKey: claim.userKey, channels: summaries[claim.userKey] ?? [],
+                    notificationID: claim.notificationID, expiration: expiration
                 )
                 group.addTask {
                     let clock = ContinuousClock()
@@ -162,11 +165,13 @@ public struct PushDispatcher: Service {
 
     /// The silent refresh push for one device of a user: background, priority 5, collapsed per user,
     /// naming the user's channels with their unread counts and the badge.
-    static func refreshPush(token: String, topic: String, userKey: Int64, channels: [(url: String, unread: Int64)], expiration: Int64) -> APNsPush {
+    static func refreshPush(
+        token: String, topic: String, userKey: Int64, channels: [(url: String, unread: Int64)], notificationID: Int64? = nil, expiration: Int64
+    ) -> APNsPush {
         APNsPush(
             deviceToken: token, topic: topic, pushType: "background", priority: 5, expiration: expiration,
             collapseID: "herald-refresh-\(userKey)",
-            payload: RefreshPayload.make(channels: channels, badge: channels.reduce(0) { $0 + $1.unread })
+            payload: RefreshPayload.make(channels: channels, badge: channels.reduce(0) { $0 + $1.unread }, notificationID: notificationID)
         )
     }
 

@@ -1,5 +1,9 @@
+import HeraldCore
+
 /// How the push dispatcher behaves; the defaults are production's, tests shorten the waits.
 public struct PushSettings: Sendable {
+    /// Which offline devices of a user get a push (`HERALD_PUSH_MULTI_DEVICE`).
+    public var multiDevice: MultiDevicePolicy = .allOffline
     /// The least time between two refresh pushes to one device (`HERALD_REFRESH_MIN_INTERVAL`).
     public var minimumInterval: Duration = .seconds(60)
     /// `apns-expiration` is set this far ahead (`HERALD_PUSH_EXPIRATION`).

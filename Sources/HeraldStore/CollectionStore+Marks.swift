@@ -12,7 +12,7 @@ extension CollectionStore {
             let xid = try await NotificationStore.currentTransactionID(on: connection)
             let marked = try await connection.query(
                 """
-                UPDATE notification_recipients SET status = 2, change_xid = \(xid)
+                UPDATE notification_recipients SET status = 2, change_xid = \(xid), read_at = now()
                 WHERE user_key = \(userKey) AND channel_key = \(channelKey) AND status < 2 AND NOT deleted
                     AND (\(ids)::int8[] IS NULL OR notification_id = ANY(\(ids)))
                 """
@@ -27,20 +27,24 @@ extension CollectionStore {
                 RETURNING unread_adjustment + herald_broadcasts_reaching(user_key, channel_key), last_read_at, last_seen_at, reset_count
                 """
             ).first!
+            try await LiveHint.channelState(userKey: userKey, channelKey: channelKey).send(on: connection)
             return try Self.decodeState(row)
         }
     }
 
     /// Moves `last_seen_at` forward to `at` (never backwards). Returns the state after.
     public func markSeen(userKey: Int64, channelKey: Int64, at: Date) async throws -> ChannelState {
-        let row = try await client.query(
-            """
-            INSERT INTO channel_states AS s (user_key, channel_key, last_seen_at) VALUES (\(userKey), \(channelKey), \(at))
-            ON CONFLICT (user_key, channel_key) DO UPDATE SET last_seen_at = greatest(s.last_seen_at, EXCLUDED.last_seen_at)
-            RETURNING unread_adjustment + herald_broadcasts_reaching(user_key, channel_key), last_read_at, last_seen_at, reset_count
-            """
-        ).first!
-        return try Self.decodeState(row)
+        try await client.withRetryingTransaction { connection in
+            let row = try await connection.query(
+                """
+                INSERT INTO channel_states AS s (user_key, channel_key, last_seen_at) VALUES (\(userKey), \(channelKey), \(at))
+                ON CONFLICT (user_key, channel_key) DO UPDATE SET last_seen_at = greatest(s.last_seen_at, EXCLUDED.last_seen_at)
+                RETURNING unread_adjustment + herald_broadcasts_reaching(user_key, channel_key), last_read_at, last_seen_at, reset_count
+                """
+            ).first!
+            try await LiveHint.channelState(userKey: userKey, channelKey: channelKey).send(on: connection)
+            return try Self.decodeState(row)
+        }
     }
 
     /// Records that the user opened the channel, so that it shows in their channel list.
@@ -73,6 +77,7 @@ extension CollectionStore {
                     unread_adjustment = s.unread_adjustment - \(removedUnread), reset_count = s.reset_count + 1
                 """
             )
+            try await LiveHint.channelState(userKey: userKey, channelKey: channelKey).send(on: connection)
         }
     }
 

@@ -3,6 +3,8 @@ import Postgres
 
 /// A registered iOS device.
 public struct Device: Sendable, Equatable {
+    /// Herald's id of the device (a live stream may name its device by it).
+    public var id: Int64
     public var token: String
     public var environment: String
     public var topic: String
@@ -83,10 +85,23 @@ public struct DeviceStore: Sendable {
         }
     }
 
-    static let columns = "token, environment, topic, created_at, registered_at, last_push_at, last_synced_at"
+    /// The id of the user's device named by `reference`: its id (decimal) or its token (hex); `nil`
+    /// when the user has no such device.
+    public func find(userKey: Int64, reference: String) async throws -> Int64? {
+        let id = reference.count <= 18 ? Int64(reference) : nil
+        return try await client.query(
+            """
+            SELECT id FROM devices WHERE user_key = \(userKey) AND (id = \(id) OR token = \(reference.lowercased())) LIMIT 1
+            """
+        ).first?.decode(Int64.self)
+    }
+
+    static let columns = "id, token, environment, topic, created_at, registered_at, last_push_at, last_synced_at"
 
     static func decode(_ row: PostgresRow) throws -> Device {
-        let (token, environment, topic, created, registered, pushed, synced) = try row.decode((String, String, String, Date, Date, Date?, Date?).self)
-        return Device(token: token, environment: environment, topic: topic, createdAt: created, registeredAt: registered, lastPushAt: pushed, lastSyncedAt: synced)
+        let (id, token, environment, topic, created, registered, pushed, synced) = try row.decode(
+            (Int64, String, String, String, Date, Date, Date?, Date?).self
+        )
+        return Device(id: id, token: token, environment: environment, topic: topic, createdAt: created, registeredAt: registered, lastPushAt: pushed, lastSyncedAt: synced)
     }
 }

@@ -84,12 +84,27 @@ public struct RecipientCounts: Sendable, Equatable {
     public var sent: Int64
     public var delivered: Int64
     public var read: Int64
+    /// Recipients who reported viewing / clicking it (`POST /v1/me/events`), each counted once.
+    public var viewed: Int64
+    public var clicked: Int64
 
-    public init(sent: Int64, delivered: Int64, read: Int64) {
+    public init(sent: Int64, delivered: Int64, read: Int64, viewed: Int64 = 0, clicked: Int64 = 0) {
         self.sent = sent
         self.delivered = delivered
         self.read = read
+        self.viewed = viewed
+        self.clicked = clicked
     }
+}
+
+/// One recipient's copy of a notification, for the admin's per-member view.
+public struct RecipientStatus: Sendable, Equatable {
+    public var userKey: Int64
+    public var userID: String
+    public var status: CollectionItem.Status
+    public var deliveredAt: Date?
+    public var readAt: Date?
+    public var deleted: Bool
 }
 
 /// Why a notification could not be stored or changed.

@@ -48,7 +48,7 @@ extension NotificationStore {
                 WHERE id = \(id)
                 """
             )
-            try await PushStore.enqueue(notification: id, on: connection)
+            try await PushStore.enqueue(notification: id, channelKey: channelKey, change: .updated, on: connection)
             return try await Self.fetch(id, on: connection)
         }
     }
@@ -87,7 +87,7 @@ extension NotificationStore {
             try await connection.query(
                 "UPDATE notifications SET deleted_at = now(), updated_at = now(), fanout_state = 'done' WHERE id = \(id)"
             )
-            try await PushStore.enqueue(notification: id, on: connection)
+            try await PushStore.enqueue(notification: id, channelKey: locked.channelKey, change: .deleted, on: connection)
             return true
         }
     }

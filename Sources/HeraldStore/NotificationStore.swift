@@ -121,7 +121,7 @@ public struct NotificationStore: Sendable {
             )
         }
         try await Self.countUnread(notification: id, channelKey: channelKey, on: connection)
-        if recipients.affectedRows > 0 { try await PushStore.enqueue(notification: id, on: connection) }
+        if recipients.affectedRows > 0 { try await PushStore.enqueue(notification: id, channelKey: channelKey, change: .created, on: connection) }
         try await connection.query(
             "UPDATE notifications SET recipient_count = \(Int64(recipients.affectedRows)) WHERE id = \(id)"
         )
@@ -190,15 +190,39 @@ public struct NotificationStore: Sendable {
     }
 
     /// Recipients by status, deleted copies excluded.
+    ///
+    /// Counted when an admin asks, not kept as counters: a counter on the notification would be one
+    /// row every recipient's read or receipt must lock, and a broadcast has 100,000 of them.
     public func counts(_ id: Int64) async throws -> RecipientCounts {
         let row = try await client.query(
             """
-            SELECT count(*) FILTER (WHERE status = 0), count(*) FILTER (WHERE status = 1), count(*) FILTER (WHERE status = 2)
+            SELECT count(*) FILTER (WHERE status = 0), count(*) FILTER (WHERE status = 1), count(*) FILTER (WHERE status = 2),
+                (SELECT count(*) FROM notification_events WHERE notification_id = \(id) AND kind = 1),
+                (SELECT count(*) FROM notification_events WHERE notification_id = \(id) AND kind = 2)
             FROM notification_recipients WHERE notification_id = \(id) AND NOT deleted
             """
         ).first!
-        let (sent, delivered, read) = try row.decode((Int64, Int64, Int64).self)
-        return RecipientCounts(sent: sent, delivered: delivered, read: read)
+        let (sent, delivered, read, viewed, clicked) = try row.decode((Int64, Int64, Int64, Int64, Int64).self)
+        return RecipientCounts(sent: sent, delivered: delivered, read: read, viewed: viewed, clicked: clicked)
+    }
+
+    /// The notification's recipients in user-key order, `limit` after the user key `after`: each one's
+    /// status with delivery and read times.
+    public func members(_ id: Int64, after: Int64?, limit: Int) async throws -> [RecipientStatus] {
+        try await client.query(
+            """
+            SELECT r.user_key, u.id, r.status, r.delivered_at, r.read_at, r.deleted
+            FROM notification_recipients r JOIN users u ON u.key = r.user_key
+            WHERE r.notification_id = \(id) AND r.user_key > \(after ?? 0)
+            ORDER BY r.user_key LIMIT \(limit)
+            """
+        ).map { row in
+            let (key, userID, status, deliveredAt, readAt, deleted) = try row.decode((Int64, String, Int16, Date?, Date?, Bool).self)
+            return RecipientStatus(
+                userKey: key, userID: userID, status: CollectionItem.Status(rawValue: status) ?? .sent,
+                deliveredAt: deliveredAt, readAt: readAt, deleted: deleted
+            )
+        }
     }
 
     static func fetch(_ id: Int64, on connection: PostgresConnection) async throws -> StoredNotification? {

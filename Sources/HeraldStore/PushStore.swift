@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import Postgres
 
 /// A device the dispatcher has claimed for a refresh push.
@@ -48,15 +49,19 @@ public struct PushStore: Sendable {
     }
 
     /// Records, in the caller's transaction, that the recipients of `notification` (those with keys in
-    /// `(after, through]` when given) need a refresh.
-    static func enqueue(notification: Int64, usersAfter after: Int64? = nil, through: Int64? = nil, on connection: PostgresConnection) async throws {
-        // One statement: the row and the wake-up hint (delivered at commit, dropped on rollback).
+    /// `(after, through]` when given) need a refresh, and hints every live hub of the change.
+    static func enqueue(
+        notification: Int64, channelKey: Int64, change: LiveHint.NotificationChange,
+        usersAfter after: Int64? = nil, through: Int64? = nil, on connection: PostgresConnection
+    ) async throws {
+        let hint = LiveHint.notification(change, id: notification, channelKey: channelKey, usersAfter: after, usersThrough: through)
+        // One statement: the row and both hints (delivered at commit, dropped on rollback).
         try await connection.query(
             """
             WITH queued AS (
                 INSERT INTO push_outbox (notification_id, user_after, user_through) VALUES (\(notification), \(after), \(through))
                 RETURNING 1)
-            SELECT pg_notify(\(Self.wakeChannel), '') FROM queued
+            SELECT pg_notify(\(Self.wakeChannel), ''), pg_notify(\(LiveHint.channel), \(hint.payload)) FROM queued
             """
         )
     }
@@ -89,8 +94,12 @@ public struct PushStore: Sendable {
     }
 
     /// Claims up to `limit` devices that want a refresh, have none outstanding, are past their retry
-    /// time and the minimum interval since their last push, and are not claimed by a live dispatcher.
-    public func claimDue(limit: Int, lease: Duration, minimumInterval: Duration) async throws -> [DeviceClaim] {
+    /// time and the minimum interval since their last push, are not claimed by a live dispatcher, and
+    /// are offline by `policy`: no live stream names the device (`anyOffline`) or the user
+    /// (`allOffline`). An online device keeps its want: if its stream closes normally the want is
+    /// answered (`PresenceStore.remove`); if its process dies, it is pushed once the node expires.
+    public func claimDue(limit: Int, lease: Duration, minimumInterval: Duration, policy: MultiDevicePolicy = .allOffline) async throws -> [DeviceClaim] {
+        let perDevice = policy == .anyOffline
         let rows = try await client.query(
             """
             UPDATE devices d SET claimed_until = now() + \(Self.interval(lease))::interval, attempts = d.attempts + 1
@@ -99,6 +108,13 @@ public struct PushStore: Sendable {
                 WHERE refresh_wanted_xid IS NOT NULL AND NOT refresh_outstanding AND next_attempt_at <= now()
                     AND (claimed_until IS NULL OR claimed_until < now())
                     AND (last_push_at IS NULL OR last_push_at <= now() - \(Self.interval(minimumInterval))::interval)
+                    -- Two guarded tests rather than one CASE, so each can use its index.
+                    AND NOT (\(perDevice) AND EXISTS (
+                        SELECT 1 FROM stream_connections c JOIN herald_nodes n ON n.id = c.node_id
+                        WHERE c.device_id = devices.id AND n.expires_at > now()))
+                    AND NOT (NOT \(perDevice) AND EXISTS (
+                        SELECT 1 FROM stream_connections c JOIN herald_nodes n ON n.id = c.node_id
+                        WHERE c.user_key = devices.user_key AND n.expires_at > now()))
                 ORDER BY next_attempt_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED
             ) AS due
             WHERE d.id = due.id

@@ -42,17 +42,43 @@ public struct SessionStore: Sendable {
     /// The user a live session token belongs to, with the user's internal key; `nil` when the token is
     /// unknown, revoked or expired.
     public func authenticate(_ token: SessionToken) async throws -> (userID: String, userKey: Int64)? {
+        try await authenticateWithExpiry(token).map { ($0.userID, $0.userKey) }
+    }
+
+    /// `authenticate`, with the session's expiry (live streams close when it passes).
+    public func authenticateWithExpiry(_ token: SessionToken) async throws -> (userID: String, userKey: Int64, expiresAt: Date)? {
         let rows = try await client.query(
             """
-            SELECT u.key FROM sessions s JOIN users u ON u.id = s.user_id
+            SELECT u.key, s.expires_at FROM sessions s JOIN users u ON u.id = s.user_id
             WHERE s.user_id = \(token.userID) AND s.token_hash = \(PostgresBytes(token.hash)) AND s.expires_at > now()
             """
         )
-        return try rows.first.map { (token.userID, try $0.decode(Int64.self)) }
+        return try rows.first.map { row in
+            let (key, expiresAt) = try row.decode((Int64, Date).self)
+            return (token.userID, key, expiresAt)
+        }
     }
 
-    /// Revokes every session of the user; returns how many there were.
+    /// Revokes every session of the user; returns how many there were. Live streams opened with them
+    /// are closed (every process's hub hears of it).
     public func revokeAll(userID: String) async throws -> Int {
-        try await client.query("DELETE FROM sessions WHERE user_id = \(userID)").affectedRows
+        try await client.withRetryingTransaction { connection in
+            let revoked = try await connection.query("DELETE FROM sessions WHERE user_id = \(userID)").affectedRows
+            if let key = try await connection.query("SELECT key FROM users WHERE id = \(userID)").first?.decode(Int64.self) {
+                try await LiveHint.sessionsRevoked(userKey: key).send(on: connection)
+            }
+            return revoked
+        }
+    }
+
+    /// Which of the given session-token hashes (lowercase hex) of the user are still live.
+    public func liveHashes(userID: String, among hashes: [String]) async throws -> Set<String> {
+        let rows = try await client.query(
+            """
+            SELECT encode(token_hash, 'hex') FROM sessions
+            WHERE user_id = \(userID) AND encode(token_hash, 'hex') = ANY(\(hashes)) AND expires_at > now()
+            """
+        )
+        return Set(try rows.map { try $0.decode(String.self) })
     }
 }

@@ -118,6 +118,7 @@ public final class HeraldProcess: Sendable {
 
 public struct HeraldProcessError: Error, CustomStringConvertible {
     public var message: String
+    public init(message: String) { self.message = message }
     public var description: String { message }
 }
 

@@ -1,0 +1,248 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+import Logging
+import Metrics
+import NIOWebSocket
+import Postgres
+import ServiceLifecycle
+import Synchronization
+
+/// The live streams this process holds, and what keeps them current and visible to other processes.
+///
+/// Every transaction that changes something a stream shows sends a `LiveHint` (`NOTIFY herald_live`);
+/// every Herald process's hub listens, and for the hint's users that have a stream here it reads the
+/// change from the database and queues an event on each of their streams. So an event caused on one
+/// process reaches sockets on all of them, and what a socket shows comes from Postgres, not from the
+/// hint. Presence goes the other way: each stream is recorded under this process's node, which a
+/// heartbeat keeps alive (`PresenceStore`); dispatchers everywhere read it.
+public final class LiveHub: Service, Sendable {
+    let settings: StreamSettings
+    let collections: CollectionStore
+    let presence: PresenceStore
+    let push: PushStore
+    let sessions: SessionStore
+    let executor: PostgresExecutor
+    /// `nil` in tests that deliver hints by hand (`handle(_:)`).
+    let listener: PostgresListener?
+    let logger: Logger
+    /// This process's presence node: random, so that processes never need to agree on ids.
+    let node: Int64
+
+    private let state = Mutex(State())
+    private let handled = Atomic<Int>(0)
+    private let channelURLs = Mutex<[Int64: String]>([:])
+
+    private struct State {
+        var nextID: Int64 = 1
+        var connections: [Int64: StreamConnection] = [:]
+        var byUser: [Int64: [Int64]] = [:]
+    }
+
+    public init(client: PostgresClient, settings: StreamSettings, listener: PostgresListener?, logger: Logger) {
+        self.settings = settings
+        self.collections = CollectionStore(client: client)
+        self.presence = PresenceStore(client: client)
+        self.push = PushStore(client: client)
+        self.sessions = SessionStore(client: client)
+        self.executor = client.executor
+        self.listener = listener
+        self.logger = logger
+        self.node = Int64.random(in: 1...Int64.max)
+    }
+
+    // MARK: - Connections
+
+    func makeConnectionID() -> Int64 {
+        state.withLock { state in
+            defer { state.nextID += 1 }
+            return state.nextID
+        }
+    }
+
+    /// Records the stream's presence (its device is online from now on, on every process) and starts
+    /// delivering events to it; the first one is `ready`.
+    func open(_ connection: StreamConnection) async throws {
+        state.withLock { state in
+            state.connections[connection.id] = connection
+            state.byUser[connection.user.key, default: []].append(connection.id)
+        }
+        do {
+            try await presence.record(node: node, ttl: settings.presenceTTL, streams: [connection.presence])
+        } catch {
+            forget(connection)
+            throw error
+        }
+        Gauge(label: "herald_stream_connections").record(count)
+        connection.send(LiveEvent.ready(connectionID: connection.id, deviceID: connection.deviceID))
+    }
+
+    /// The stream ended: it stops counting as online, and what it could have shown counts as seen
+    /// (see `PresenceStore.remove`).
+    func closed(_ connection: StreamConnection) async {
+        forget(connection)
+        Gauge(label: "herald_stream_connections").record(count)
+        do {
+            // In a task of its own: it must run even when the stream ended because its task was cancelled.
+            let (presence, node, policy) = (self.presence, self.node, settings.multiDevice)
+            try await Task { try await presence.remove(node: node, stream: connection.presence, policy: policy) }.value
+        } catch {
+            // The heartbeat re-records only open streams, and the row goes with the node at the latest.
+            logger.warning("could not remove a closed stream's presence", metadata: ["error": "\(String(reflecting: error))"])
+        }
+    }
+
+    private func forget(_ connection: StreamConnection) {
+        state.withLock { state in
+            state.connections[connection.id] = nil
+            state.byUser[connection.user.key]?.removeAll { $0 == connection.id }
+            if state.byUser[connection.user.key]?.isEmpty == true { state.byUser[connection.user.key] = nil }
+        }
+    }
+
+    /// Hints handled since start (tests wait on it).
+    var hintsHandled: Int {
+        handled.load(ordering: .relaxed)
+    }
+
+    /// Open streams on this process.
+    var count: Int {
+        state.withLock { $0.connections.count }
+    }
+
+    /// The streams of `userKey` on this process.
+    func connections(of userKey: Int64) -> [StreamConnection] {
+        state.withLock { state in (state.byUser[userKey] ?? []).compactMap { state.connections[$0] } }
+    }
+
+    private var allConnections: [StreamConnection] {
+        state.withLock { Array($0.connections.values) }
+    }
+
+    private var localUsers: [Int64] {
+        state.withLock { Array($0.byUser.keys) }
+    }
+
+    // MARK: - Service
+
+    public func run() async throws {
+        // Before the first stream can open: the node must exist for presence rows to refer to it.
+        try? await heartbeat()
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.listen() }
+            group.addTask { await self.beat() }
+            try? await gracefulShutdown()
+            group.cancelAll()
+        }
+        for connection in allConnections {
+            connection.close(.goingAway, reason: "server shutting down")
+        }
+        do {
+            let (presence, node) = (self.presence, self.node)
+            try await Task { try await presence.removeNode(node) }.value
+        } catch {
+            logger.warning("could not remove this process's presence node; it expires by itself", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func listen() async {
+        guard let listener else { return }
+        var listening = false
+        for await event in listener.events() {
+            switch event {
+            case .listening:
+                // After a reconnect, hints sent meanwhile are lost: streams must sync.
+                if listening { for connection in allConnections { connection.send(LiveEvent.resync) } }
+                listening = true
+            case .notification(let notification):
+                guard let hint = LiveHint(payload: notification.payload) else { continue }
+                await withTaskExecutorPreference(executor) {
+                    do {
+                        try await self.handle(hint)
+                    } catch {
+                        self.logger.error("live event failed; its streams must sync", metadata: ["error": "\(String(reflecting: error))"])
+                    }
+                }
+                handled.add(1, ordering: .relaxed)
+                Counter(label: "herald_live_hints_total").increment()
+            }
+            if Task.isCancelled { break }
+        }
+    }
+
+    private func beat() async {
+        while !Task.isCancelled {
+            do {
+                try await heartbeat()
+            } catch {
+                logger.error("presence heartbeat failed", metadata: ["error": "\(String(reflecting: error))"])
+            }
+            let now = Date()
+            for connection in allConnections where connection.sessionExpiresAt <= now {
+                connection.close(.policyViolation, reason: "session expired")
+            }
+            try? await Task.sleep(for: settings.heartbeat)
+        }
+    }
+
+    /// Renews this node; if it had been taken for dead, records its open streams again.
+    func heartbeat() async throws {
+        if try await presence.heartbeat(node: node, ttl: settings.presenceTTL) {
+            try await presence.record(node: node, ttl: settings.presenceTTL, streams: allConnections.map(\.presence))
+        }
+    }
+
+    // MARK: - Hints
+
+    /// Turns a hint into events on this process's streams.
+    func handle(_ hint: LiveHint) async throws {
+        switch hint {
+        case .notification(let change, let id, let channelKey, let after, let through):
+            var users = localUsers
+            if let after, let through { users.removeAll { $0 <= after || $0 > through } }
+            guard !users.isEmpty, let url = try await channelURL(channelKey) else { return }
+            let copies = try await collections.liveCopies(notificationID: id, channelKey: channelKey, userKeys: users)
+            guard !copies.isEmpty else { return }
+            let summaries = try await push.refreshSummaries(userKeys: copies.map(\.userKey))
+            for copy in copies {
+                let channels = summaries[copy.userKey] ?? []
+                let unread = channels.first { $0.url == url }?.unread ?? 0
+                let event = LiveEvent.notification(change, channelURL: url, copy: copy, unreadCount: unread)
+                let badge = LiveEvent.badge(channels.reduce(0) { $0 + $1.unread })
+                for connection in connections(of: copy.userKey) {
+                    connection.send(event)
+                    connection.send(badge)
+                }
+            }
+        case .channelState(let userKey, let channelKey):
+            guard !connections(of: userKey).isEmpty, let url = try await channelURL(channelKey) else { return }
+            let (state, position) = try await collections.liveState(userKey: userKey, channelKey: channelKey)
+            let badge = try await push.refreshSummaries(userKeys: [userKey])[userKey]?.reduce(0) { $0 + $1.unread } ?? 0
+            for connection in connections(of: userKey) {
+                connection.send(LiveEvent.channelRead(channelURL: url, position: position, state: state))
+                connection.send(LiveEvent.badge(badge))
+            }
+        case .delivered(let userKey, let channelKey, let ids):
+            guard !connections(of: userKey).isEmpty, let url = try await channelURL(channelKey) else { return }
+            let positions = try await collections.positions(userKey: userKey, channelKey: channelKey, ids: ids)
+            let event = LiveEvent.deliveryUpdated(channelURL: url, position: positions.values.max() ?? 0, ids: ids)
+            for connection in connections(of: userKey) { connection.send(event) }
+        case .sessionsRevoked(let userKey):
+            let streams = connections(of: userKey)
+            guard let userID = streams.first?.user.id else { return }
+            let live = try await sessions.liveHashes(userID: userID, among: streams.map(\.sessionHash))
+            for connection in streams where !live.contains(connection.sessionHash) {
+                connection.close(.policyViolation, reason: "session revoked")
+            }
+        }
+    }
+
+    /// A channel's URL by key. Cached for good: a key is never reused for another channel (a channel
+    /// deleted and created again gets a new key).
+    private func channelURL(_ key: Int64) async throws -> String? {
+        if let url = channelURLs.withLock({ $0[key] }) { return url }
+        guard let url = try await collections.channel(key: key)?.url else { return nil }
+        channelURLs.withLock { $0[key] = url }
+        return url
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+import HeraldCore
+import Postgres
+
+/// One user's copy of a changed notification, as a live event shows it.
+public struct LiveCopy: Sendable, Equatable {
+    public var userKey: Int64
+    /// The copy's position in the user's change stream (what a sync would order it by).
+    public var position: Int64
+    public var change: CollectionChange
+}
+
+extension CollectionStore {
+    /// The channel, by key.
+    public func channel(key: Int64) async throws -> CollectionChannel? {
+        try await client.query(
+            "SELECT key, kind, name, cover_url, custom_type, url FROM channels WHERE key = \(key)"
+        ).first.map(Self.decodeChannel)
+    }
+
+    /// The current copies of notification `id` for those of `userKeys` who have one. Read after the
+    /// change committed, so each shows at least that change (or a later one).
+    public func liveCopies(notificationID id: Int64, channelKey: Int64, userKeys: [Int64]) async throws -> [LiveCopy] {
+        guard !userKeys.isEmpty else { return [] }
+        return try await client.query(
+            """
+            SELECT r.user_key, r.change_xid, r.deleted, \(unescaped: Self.itemColumns)
+            FROM unnest(\(userKeys)::int8[]) AS k(user_key)
+            JOIN notification_recipients r ON r.user_key = k.user_key AND r.channel_key = \(channelKey) AND r.notification_id = \(id)
+            JOIN notifications n ON n.id = r.notification_id
+            """
+        ).map { row in
+            let (user, position, deleted) = (try row.decode(column: 0, as: Int64.self), try row.decode(column: 1, as: Int64.self), try row.decode(column: 2, as: Bool.self))
+            return LiveCopy(userKey: user, position: position, change: deleted ? .deleted(id) : .upserted(try Self.decodeItem(row, offset: 3)))
+        }
+    }
+
+    /// The user's state in the channel and the position of the newest change in it (0 when none).
+    public func liveState(userKey: Int64, channelKey: Int64) async throws -> (state: ChannelState, position: Int64) {
+        let row = try await client.query(
+            """
+            SELECT coalesce(s.unread_adjustment, 0) + herald_broadcasts_reaching(\(userKey), \(channelKey)),
+                s.last_read_at, s.last_seen_at, coalesce(s.reset_count, 0),
+                coalesce((SELECT max(change_xid) FROM notification_recipients WHERE user_key = \(userKey) AND channel_key = \(channelKey)), 0)
+            FROM (SELECT 1) AS one LEFT JOIN channel_states s ON s.user_key = \(userKey) AND s.channel_key = \(channelKey)
+            """
+        ).first!
+        let (unread, lastRead, lastSeen, resetCount, position) = try row.decode((Int64, Date?, Date?, Int32, Int64).self)
+        return (ChannelState(unreadCount: unread, lastReadAt: lastRead, lastSeenAt: lastSeen, resetCount: resetCount), position)
+    }
+
+    /// The positions of the user's copies of `ids` in the channel.
+    public func positions(userKey: Int64, channelKey: Int64, ids: [Int64]) async throws -> [Int64: Int64] {
+        var positions: [Int64: Int64] = [:]
+        for row in try await client.query(
+            """
+            SELECT notification_id, change_xid FROM notification_recipients
+            WHERE user_key = \(userKey) AND channel_key = \(channelKey) AND notification_id = ANY(\(ids))
+            """
+        ) {
+            let (id, position) = try row.decode((Int64, Int64).self)
+            positions[id] = position
+        }
+        return positions
+    }
+}

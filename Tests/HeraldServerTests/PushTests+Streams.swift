@@ -1,0 +1,261 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+import HeraldTesting
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+import Postgres
+import Prometheus
+import Testing
+
+@testable import HeraldServer
+
+/// Live streams, presence, delivery receipts and events, in process: a real server (HTTP/1 with the
+/// WebSocket upgrade) on a loopback port, its hub listening on the test database, the dispatcher's
+/// rounds driven by the test against the mock APNs. Part of the push suite: presence decides pushes,
+/// and a closed stream answers the wants below the transaction horizon, so these tests need the push
+/// cluster to themselves like the others.
+extension PushTests {
+    /// The world's server with live streams, run for the duration of `body`.
+    func withLiveServer(
+        _ world: World, configure: (inout StreamSettings) -> Void = { _ in },
+        _ body: @escaping @Sendable (_ port: Int, _ hub: LiveHub, _ client: any TestClientProtocol) async throws -> Void
+    ) async throws {
+        var settings = StreamSettings()
+        settings.multiDevice = world.settings.multiDevice
+        settings.heartbeat = .seconds(1)
+        settings.presenceTTL = .seconds(30)
+        configure(&settings)
+        let logger = Logger(label: "test.live")
+        let hub = LiveHub(
+            client: world.db.client, settings: settings,
+            listener: PostgresListener(conninfo: world.db.conninfo, channels: [LiveHint.channel], logger: logger), logger: logger
+        )
+        let dependencies = HeraldApplication.Dependencies(
+            client: world.db.client,
+            migrator: Migrator(client: world.db.client, migrations: try TestPostgres.repositoryMigrations()),
+            metricsRegistry: PrometheusCollectorRegistry(),
+            adminToken: PushTests.adminToken,
+            secrets: world.box,
+            hub: hub
+        )
+        let app = HeraldApplication.build(dependencies, host: "127.0.0.1", port: 0, logger: logger, services: [hub])
+        try await app.test(.live) { client in
+            try await body(try #require(client.port), hub, client)
+        }
+    }
+
+    /// Polls `condition` (every 5 ms, for at most 30 s): for state another task changes.
+    func eventually(_ what: String, _ condition: () async throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while try await !condition() {
+            guard ContinuousClock.now < deadline else { throw HeraldProcessError(message: "timed out waiting for \(what)") }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    func userKey(_ world: World, _ user: String) async throws -> Int64 {
+        try #require(try await CollectionStore(client: world.db.client).userKey(user))
+    }
+
+    // MARK: - Presence and policies
+
+    @Test(arguments: MultiDevicePolicy.allCases)
+    func openStreamsSuppressPushesByThePolicy(_ policy: MultiDevicePolicy) async throws {
+        try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+            let (d1, d2) = (Self.token(1), Self.token(2))
+            let world = try await world(db, users: ["u1"], devices: ["u1": [d1, d2]]) { $0.multiDevice = policy }
+            defer { Task { await world.shutdown() } }
+            try await withLiveServer(world) { port, _, client in
+                let s1 = try await TestStream.open(port: port, session: world.sessions["u1"]!, device: d1)
+                let s2 = try await TestStream.open(port: port, session: world.sessions["u1"]!, device: d2)
+
+                // Both online: the event reaches both sockets, and nobody is pushed.
+                let first = try await world.send("one", to: ["u1"])
+                for stream in [s1, s2] {
+                    let event = try await stream.next(type: "notification.created")
+                    #expect(event["channel_url"] as? String == "feed")
+                    #expect((event["position"] as? String).flatMap(Int64.init) != nil)
+                    let notification = try #require(event["notification"] as? [String: Any])
+                    #expect(notification["id"] as? String == String(first))
+                    #expect(notification["status"] as? String == "SENT")
+                    #expect(event["unread_count"] as? Int == 1)
+                    #expect(try await stream.next(type: "badge")["badge"] as? Int == 1)
+                }
+                try await world.drain()
+                #expect(world.mock.requests.isEmpty)
+
+                // d1 goes away: any_offline pushes it, all_offline does not (d2 is still online).
+                await s1.close()
+                let second = try await world.send("two", to: ["u1"])
+                #expect(try await s2.next(type: "notification.created")["notification"].flatMap { ($0 as? [String: Any])?["id"] as? String } == String(second))
+                try await world.drain()
+                switch policy {
+                case .anyOffline:
+                    #expect(world.mock.requests.map(\.deviceToken) == [d1])
+                    let herald = try #require((try JSONSerialization.jsonObject(with: Data(world.mock.requests[0].body)) as? [String: Any])?["herald"] as? [String: Any])
+                    #expect(herald["notification_id"] as? String == String(second))
+                case .allOffline:
+                    #expect(world.mock.requests.isEmpty)
+                }
+
+                // Both gone: both policies push both devices (d1 synced first, so nothing is outstanding).
+                await s2.close()
+                let sync = try await client.execute(
+                    uri: "/v1/me/channels/feed/collection", method: .get,
+                    headers: { var h = jsonHeaders(bearer: world.sessions["u1"]); h[HTTPField.Name("Herald-Device")!] = d1; return h }()
+                )
+                #expect(sync.status == .ok)
+                let before = world.mock.requests.count
+                try await world.send("three", to: ["u1"])
+                try await world.drain()
+                #expect(Set(world.mock.requests.dropFirst(before).map(\.deviceToken)) == [d1, d2])
+                #expect(world.mock.requests.count == before + 2)
+            }
+        }
+    }
+
+    // MARK: - Events
+
+    @Test func readsDeliveriesUpdatesAndDeletesReachTheUsersStreams() async throws {
+        try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+            let world = try await world(db, users: ["u1", "u2"])
+            defer { Task { await world.shutdown() } }
+            try await withLiveServer(world) { port, _, client in
+                let mine = try await TestStream.open(port: port, session: world.sessions["u1"]!)
+                let other = try await TestStream.open(port: port, session: world.sessions["u2"]!)
+                let id = try await world.send("hello", to: ["u1"])
+                let created = try await mine.next(type: "notification.created")
+                let createdAt = try #require((created["position"] as? String).flatMap(Int64.init))
+
+                // A receipt: delivery.updated with a later position.
+                let receipt = try await client.execute(
+                    uri: "/v1/me/delivered", method: .post, headers: jsonHeaders(bearer: world.sessions["u1"]),
+                    body: ByteBuffer(string: #"{"herald":{"type":"refresh","notification_id":"\#(id)"}}"#)
+                )
+                #expect(receipt.status == .ok)
+                #expect(try jsonObject(receipt)["updated"] as? [String] == [String(id)])
+                let delivered = try await mine.next(type: "delivery.updated")
+                #expect(delivered["notification_ids"] as? [String] == [String(id)])
+                #expect(delivered["status"] as? String == "DELIVERED")
+                #expect(try #require((delivered["position"] as? String).flatMap(Int64.init)) > createdAt)
+
+                // Marked read on "another device": channel.read with the new state, and the badge.
+                let read = try await client.execute(
+                    uri: "/v1/me/channels/feed/read", method: .post, headers: jsonHeaders(bearer: world.sessions["u1"]), body: ByteBuffer(string: "{}")
+                )
+                #expect(read.status == .ok)
+                let state = try await mine.next(type: "channel.read")
+                #expect(state["unread_count"] as? Int == 0)
+                #expect(state["last_read_at"] is String)
+                #expect(try await mine.next(type: "badge")["badge"] as? Int == 0)
+
+                // Admin update and delete.
+                let patch = try await client.execute(
+                    uri: "/v1/notifications/\(id)", method: .patch, headers: jsonHeaders(bearer: Self.adminToken),
+                    body: ByteBuffer(string: #"{"variables":{"title":"changed"}}"#)
+                )
+                #expect(patch.status == .ok, "\(String(buffer: patch.body))")
+                let updated = try await mine.next(type: "notification.updated")
+                #expect((updated["notification"] as? [String: Any])?["data"] as? [String: String] == ["title": "changed"])
+                #expect((updated["notification"] as? [String: Any])?["status"] as? String == "READ")
+                let delete = try await client.execute(uri: "/v1/notifications/\(id)", method: .delete, headers: jsonHeaders(bearer: Self.adminToken))
+                #expect(delete.status == .noContent)
+                #expect(try await mine.next(type: "notification.deleted")["notification_id"] as? String == String(id))
+
+                // u2 saw none of it: its next event is its own.
+                try await world.send("for u2", to: ["u2"])
+                let first = try await other.next()
+                #expect(first["type"] as? String == "notification.created")
+                #expect((first["notification"] as? [String: Any])?["data"] as? [String: String] == ["title": "for u2"])
+                await mine.close()
+                await other.close()
+            }
+        }
+    }
+
+    @Test func revokingSessionsClosesTheirStreams() async throws {
+        try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+            let world = try await world(db, users: ["u1"])
+            defer { Task { await world.shutdown() } }
+            try await withLiveServer(world) { port, hub, client in
+                let stream = try await TestStream.open(port: port, session: world.sessions["u1"]!)
+                let revoke = try await client.execute(uri: "/v1/users/u1/sessions", method: .delete, headers: jsonHeaders(bearer: Self.adminToken))
+                #expect(revoke.status == .ok || revoke.status == .noContent)
+                let (_, code, reason) = try await stream.drainUntilClosed()
+                #expect(code == 1008)
+                #expect(reason == "session revoked")
+                #expect(hub.connections(of: try await userKey(world, "u1")).isEmpty)
+            }
+        }
+    }
+
+    @Test func upgradeRequestsAreAuthenticatedAndPlainRequestsExplained() async throws {
+        try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+            let world = try await world(db, users: ["u1"], devices: ["u1": [Self.token(1)]])
+            defer { Task { await world.shutdown() } }
+            try await withLiveServer(world) { port, _, client in
+                let plain = try await client.execute(uri: "/v1/me/stream", method: .get, headers: jsonHeaders(bearer: world.sessions["u1"]))
+                #expect(plain.status == .upgradeRequired)
+                #expect(try errorCode(plain) == "upgrade_required")
+                let anonymous = try await client.execute(uri: "/v1/me/stream", method: .get, headers: [:])
+                #expect(anonymous.status == .unauthorized)
+                let unknownDevice = try await client.execute(
+                    uri: "/v1/me/stream?device=\(Self.token(9))", method: .get, headers: jsonHeaders(bearer: world.sessions["u1"])
+                )
+                #expect(unknownDevice.status == .notFound)
+                #expect(try errorCode(unknownDevice) == "device_not_found")
+                await #expect(throws: (any Error).self) {
+                    _ = try await TestStream.open(port: port, session: "not-a-session", timeout: .seconds(10))
+                }
+                // A browser authenticates with ?access_token= and may name the device by its id.
+                let devices = try await client.execute(uri: "/v1/me/devices", method: .get, headers: jsonHeaders(bearer: world.sessions["u1"]))
+                let deviceID = try #require((try jsonObject(devices)["devices"] as? [[String: Any]])?.first?["id"] as? String)
+                let byQuery = try await client.execute(
+                    uri: "/v1/me/stream?access_token=\(world.sessions["u1"]!)&device=\(deviceID)", method: .get, headers: [:]
+                )
+                #expect(byQuery.status == .upgradeRequired)
+                let stream = try await TestStream.open(port: port, session: world.sessions["u1"]!, device: deviceID)
+                #expect(try await PresenceStore(client: db.client).isOnline(userKey: try await userKey(world, "u1"), deviceID: Int64(deviceID)))
+                await stream.close()
+                let key = try await userKey(world, "u1")
+                try await eventually("the closed stream's presence to go") { !(try await PresenceStore(client: db.client).isOnline(userKey: key, deviceID: nil)) }
+            }
+        }
+    }
+
+    // MARK: - Slow consumers
+
+    @Test func aSlowReaderIsDisconnectedWithItsQueueBounded() async throws {
+        try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+            let world = try await world(db, users: ["u1"])
+            defer { Task { await world.shutdown() } }
+            let limit = 256 * 1024
+            try await withLiveServer(world, configure: { $0.queueBytes = limit; $0.closeGrace = .seconds(20) }) { port, hub, _ in
+                let reader = try SlowStreamReader(port: port, session: world.sessions["u1"]!)
+                let key = try await userKey(world, "u1")
+                try await eventually("the stream to register") { !hub.connections(of: key).isEmpty }
+                let connection = try #require(hub.connections(of: key).first)
+                // 30 KB events, each handled by the hub before the next, until it gives up on the socket.
+                let big = String(repeating: "x", count: 30 * 1024)
+                var sent = 0
+                while !connection.isClosing {
+                    try #require(sent < 1_000, "the slow reader was never disconnected")
+                    let handled = hub.hintsHandled
+                    try await world.send(big, to: ["u1"])
+                    sent += 1
+                    try await eventually("the hub to handle the send") { hub.hintsHandled > handled }
+                }
+                #expect(connection.peakQueuedBytes <= limit)
+                let frames = try await Task.detached { try reader.drain() }.value
+                let close = try #require(frames.last)
+                #expect(close.closeCode == 1013)
+                #expect(frames.filter { $0.opcode == 0x1 }.count < 2 * sent)  // not everything got through
+                try await eventually("the hub to forget the stream") { hub.connections(of: key).isEmpty }
+            }
+        }
+    }
+}
