@@ -82,7 +82,7 @@ struct NotificationBody: ResponseEncodable {
     var fanout: Fanout
     var counts: Counts?
     var members: [Member]?
-    /// With `members`: the `after` of the next page, absent on the last one.
+    /// With `members`: the `after` of the next page of members, absent on the last one.
     var nextCursor: String?
     var createdAt: String
     var updatedAt: String
@@ -123,7 +123,7 @@ struct NotificationBody: ResponseEncodable {
         case category, tags
         case eventDeadline = "event_deadline"
         case push, audience, fanout, counts, members
-        case nextCursor = "next_cursor"
+        case nextCursor = "next"
         case createdAt = "created_at"
         case updatedAt = "updated_at"
     }

@@ -40,7 +40,7 @@ struct NotificationsController: Sendable {
         }
     }
 
-    /// `?members=true` with `limit` and `after` (a cursor from `next_cursor`); `nil` without it.
+    /// `?members=true` with `limit` and `after` (a cursor from `next`); `nil` without it.
     static func membersPage(_ request: Request) throws -> (limit: Int, after: Int64?)? {
         let query = request.uri.queryParameters
         switch query["members"].map(String.init) {
@@ -52,7 +52,7 @@ struct NotificationsController: Sendable {
         var after: Int64?
         if let text = page.after {
             guard let key = Int64(text), key >= 0 else {
-                throw APIError(.badRequest, code: "invalid_after", message: "after must be a next_cursor from a previous page.")
+                throw APIError(.badRequest, code: "invalid_after", message: "after must be the next value of a previous page.")
             }
             after = key
         }

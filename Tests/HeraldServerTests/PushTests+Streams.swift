@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Foundation
 import HeraldCore
 import HeraldStore
@@ -7,6 +8,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
+import NIOHTTP1
 import Postgres
 import Prometheus
 import Testing
@@ -227,6 +229,66 @@ extension PushTests {
         }
     }
 
+    // MARK: - Two processes
+
+    /// Two `herald serve` processes on one database: an event caused on A reaches a stream on B, B's
+    /// stream keeps its device online for every dispatcher, and when B is killed the device counts as
+    /// offline once B's presence expires — and gets its refresh push.
+    @Test func twoProcessesShareEventsAndPresenceAndAKilledOnesDevicesGoOffline() async throws {
+        try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+            let device = Self.token(1)
+            let world = try await world(db, users: ["u1"], devices: ["u1": [device]])
+            defer { Task { await world.shutdown() } }
+            let ttl = 3
+            let environment = [
+                "DATABASE_URL": db.conninfo, "HERALD_SECRET_KEY": world.secretKeyHex, "HERALD_ADMIN_TOKEN": Self.adminToken,
+                "HERALD_APNS_URL": world.mock.baseURL, "HERALD_APNS_CA_FILE": world.mock.trustRootFile,
+                "HERALD_REFRESH_MIN_INTERVAL": "0s", "HERALD_PRESENCE_HEARTBEAT": "1s", "HERALD_PRESENCE_TTL": "\(ttl)s",
+            ]
+            let arguments = ["serve", "--port", "0", "--sql-dir", TestPostgres.repositoryRoot() + "/sql"]
+            func start() async throws -> (HeraldProcess, Int) {
+                let process = try HeraldProcess(arguments: arguments, environment: environment)
+                let line = try await process.waitForLine(containing: "Herald listening on")
+                return (process, try #require(line.split(separator: ":").last.flatMap { Int($0) }))
+            }
+            let (a, portA) = try await start()
+            let (b, portB) = try await start()
+            defer { a.signal(SIGKILL); b.signal(SIGKILL) }
+
+            let stream = try await TestStream.open(port: portB, session: world.sessions["u1"]!, device: device)
+            var request = HTTPClientRequest(url: "http://127.0.0.1:\(portA)/v1/notifications")
+            request.method = .POST
+            request.headers.add(name: "Authorization", value: "Bearer \(Self.adminToken)")
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(string: #"{"channel_url":"feed","template_key":"plain","variables":{"title":"from A"},"targets":["u1"]}"#))
+            let sent = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+            #expect(sent.status == .created)
+            let event = try await stream.next(type: "notification.created")
+            #expect((event["notification"] as? [String: Any])?["data"] as? [String: String] == ["title": "from A"])
+
+            // The want is recorded (by whichever dispatcher expanded the outbox), and no dispatcher
+            // may claim the device: its stream on B makes it online.
+            try await eventually("the outbox to be expanded into a want") {
+                try await world.query("SELECT 1 FROM devices WHERE refresh_wanted_xid IS NOT NULL AND (SELECT count(*) FROM push_outbox) = 0").count == 1
+            }
+            #expect(try await PushStore(client: db.client).claimDue(limit: 10, lease: .seconds(60), minimumInterval: .zero).isEmpty)
+            #expect(world.mock.requests.isEmpty)
+
+            // B dies without a word: its presence lapses within the TTL, and A pushes the device.
+            b.signal(SIGKILL)
+            _ = try await b.waitForExit()
+            let killed = ContinuousClock.now
+            let key = try await userKey(world, "u1")
+            try await eventually("B's presence to expire") { !(try await PresenceStore(client: db.client).isOnline(userKey: key, deviceID: nil)) }
+            #expect(ContinuousClock.now - killed <= .seconds(ttl) + .milliseconds(1_500))
+            try await withTimeout(.seconds(30), what: "the refresh push") { await world.mock.waitForRequests(1) }
+            #expect(world.mock.requests.map(\.deviceToken) == [device])
+            #expect(world.mock.requests.first?.status == 200)
+            a.signal(SIGTERM)
+            #expect(try await a.waitForExit() == 0)
+        }
+    }
+
     // MARK: - Slow consumers
 
     @Test func aSlowReaderIsDisconnectedWithItsQueueBounded() async throws {
@@ -234,7 +296,7 @@ extension PushTests {
             let world = try await world(db, users: ["u1"])
             defer { Task { await world.shutdown() } }
             let limit = 256 * 1024
-            try await withLiveServer(world, configure: { $0.queueBytes = limit; $0.closeGrace = .seconds(20) }) { port, hub, _ in
+            try await withLiveServer(world, configure: { $0.queueBytes = limit; $0.closeGrace = .seconds(2) }) { port, hub, _ in
                 let reader = try SlowStreamReader(port: port, session: world.sessions["u1"]!)
                 let key = try await userKey(world, "u1")
                 try await eventually("the stream to register") { !hub.connections(of: key).isEmpty }
