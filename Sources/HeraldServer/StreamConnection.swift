@@ -1,6 +1,7 @@
 import DequeModule
 import Foundation
 import HeraldStore
+import Metrics
 import NIOCore
 import NIOWebSocket
 import Synchronization
@@ -101,20 +102,22 @@ final class StreamConnection: Sendable {
     /// Drops whatever is queued and queues a close frame; the connection is cut after the grace
     /// period if the client has not completed the close handshake by then. Later calls do nothing.
     func close(_ code: WebSocketErrorCode, reason: String) {
-        let waiter: CheckedContinuation<Outgoing?, Never>? = state.withLock { state in
-            guard !state.closing else { return nil }
+        let (first, waiter): (Bool, CheckedContinuation<Outgoing?, Never>?) = state.withLock { state in
+            guard !state.closing else { return (false, nil) }
             state.closing = true
             state.queue.removeAll()
             state.bytes = 0
             if let waiter = state.waiter {
                 state.waiter = nil
                 state.finished = true
-                return waiter
+                return (true, waiter)
             }
             state.queue.append(.close(code, reason: reason))
-            return nil
+            return (true, nil)
         }
+        guard first else { return }
         waiter?.resume(returning: .close(code, reason: reason))
+        Counter(label: "herald_stream_closes_total", dimensions: [("reason", reason)]).increment()
         let channel = self.channel
         channel.eventLoop.scheduleTask(in: TimeAmount(limits.grace)) {
             channel.close(promise: nil)

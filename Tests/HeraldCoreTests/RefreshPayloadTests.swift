@@ -16,6 +16,16 @@ import Testing
         #expect(herald["truncated"] == nil)
     }
 
+    @Test func theCausingNotificationIsNamedForDeliveryReceipts() throws {
+        let payload = RefreshPayload.make(channels: [("news", 1)], badge: 1, notificationID: 42)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any])
+        let herald = try #require(object["herald"] as? [String: Any])
+        #expect(herald["notification_id"] as? String == "42")
+        #expect(herald["type"] as? String == "refresh")
+        let without = try #require(try JSONSerialization.jsonObject(with: Data(RefreshPayload.make(channels: [], badge: 0))) as? [String: Any])
+        #expect((without["herald"] as? [String: Any])?["notification_id"] == nil)
+    }
+
     @Test func tooManyChannelsAreCutToFitFourKilobytes() throws {
         let channels = (0..<500).map { (url: "channel-with-a-long-url-\($0)", unread: Int64($0)) }
         let payload = RefreshPayload.make(channels: channels, badge: 124_750)

@@ -1,3 +1,4 @@
+import HeraldCore
 import HeraldServer
 import Logging
 import Testing
@@ -45,6 +46,27 @@ struct ConfigurationTests {
             ("HERALD_CHANGE_RETENTION", "30s"), ("HERALD_FANOUT_BATCH_SIZE", "many"),
         ] {
             #expect(throws: ConfigurationError.self, "\(name)=\(value)") { try HeraldConfiguration.resolve(environment: [name: value]) }
+        }
+    }
+
+    @Test func streamAndPresenceSettings() throws {
+        let defaults = try HeraldConfiguration.resolve(environment: [:]).stream
+        #expect(defaults.multiDevice == .allOffline)
+        #expect(defaults.pingInterval == .seconds(30))
+        #expect(defaults.heartbeat == .seconds(10) && defaults.presenceTTL == .seconds(30))
+        let set = try HeraldConfiguration.resolve(environment: [
+            "HERALD_PUSH_MULTI_DEVICE": "any_offline", "HERALD_STREAM_PING_INTERVAL": "15s", "HERALD_STREAM_QUEUE_LIMIT": "65536",
+            "HERALD_PRESENCE_HEARTBEAT": "2s", "HERALD_PRESENCE_TTL": "6s",
+        ]).stream
+        #expect(set.multiDevice == .anyOffline)
+        #expect(set.pingInterval == .seconds(15))
+        #expect(set.queueBytes == 65536)
+        #expect(set.heartbeat == .seconds(2) && set.presenceTTL == .seconds(6))
+        for environment in [
+            ["HERALD_PUSH_MULTI_DEVICE": "some_offline"], ["HERALD_STREAM_PING_INTERVAL": "0s"], ["HERALD_STREAM_QUEUE_LIMIT": "100"],
+            ["HERALD_PRESENCE_HEARTBEAT": "10s", "HERALD_PRESENCE_TTL": "5s"], ["HERALD_PRESENCE_TTL": "later"],
+        ] {
+            #expect(throws: ConfigurationError.self, "\(environment)") { try HeraldConfiguration.resolve(environment: environment) }
         }
     }
 
