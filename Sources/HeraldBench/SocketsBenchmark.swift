@@ -33,6 +33,12 @@ struct SocketsBenchmark: AsyncParsableCommand {
     @Option(help: "PostgreSQL URI or conninfo; default: a private cluster in a temporary directory.")
     var databaseURL: String?
 
+    @Option(help: "A command to run herald under, e.g. 'heaptrack -o /tmp/herald' (RSS is then the launcher's tree's root).")
+    var launcher: String?
+
+    @Option(name: .customLong("server-env"), help: "NAME=VALUE for the herald process (repeatable), e.g. MALLOC_ARENA_MAX=2.")
+    var serverEnvironment: [String] = []
+
     static let adminToken = "herald-bench-admin-token"
 
     func run() async throws {
@@ -60,7 +66,11 @@ struct SocketsBenchmark: AsyncParsableCommand {
                 environment: [
                     "DATABASE_URL": conninfo, "HERALD_ADMIN_TOKEN": Self.adminToken, "HERALD_LOG_LEVEL": "warning",
                     "HERALD_SECRET_KEY": String(repeating: "0", count: 64),
-                ]
+                ].merging(serverEnvironment.map { entry -> (String, String) in
+                    let parts = entry.split(separator: "=", maxSplits: 1)
+                    return (String(parts[0]), parts.count > 1 ? String(parts[1]) : "")
+                }) { $1 },
+                launcher: launcher.map { $0.split(separator: " ").map(String.init) } ?? []
             )
             defer { server.signal(SIGKILL) }
             let line = try await server.waitForLine(containing: "Herald listening on")

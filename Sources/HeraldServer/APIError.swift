@@ -17,11 +17,16 @@ public struct APIError: Error, HTTPResponseError, Sendable, Equatable {
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        let body = Envelope(error: .init(code: code, message: message))
-        let data = (try? JSONEncoder().encode(body)) ?? Data(#"{"error":{"code":"internal_error","message":"internal error"}}"#.utf8)
         var headers = HTTPFields()
         headers[.contentType] = "application/json; charset=utf-8"
-        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: body))
+    }
+
+    /// The JSON body.
+    var body: ByteBuffer {
+        let envelope = Envelope(error: .init(code: code, message: message))
+        let data = (try? JSONEncoder().encode(envelope)) ?? Data(#"{"error":{"code":"internal_error","message":"internal error"}}"#.utf8)
+        return ByteBuffer(bytes: data)
     }
 
     struct Envelope: Codable {

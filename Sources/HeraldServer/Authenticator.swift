@@ -54,7 +54,12 @@ struct Authenticator: Sendable {
     }
 
     static func bearerToken(_ request: Request) -> String? {
-        guard let header = request.headers[.authorization] else { return nil }
+        bearerToken(request.headers[.authorization])
+    }
+
+    /// The token of an `Authorization: Bearer <token>` header value.
+    static func bearerToken(_ header: String?) -> String? {
+        guard let header else { return nil }
         let parts = header.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
         // Trimmed by hand: Foundation's trimmingCharacters bridges through NSString on every request.

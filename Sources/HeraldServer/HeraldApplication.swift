@@ -1,7 +1,7 @@
 import HeraldCore
 import HeraldStore
 import Hummingbird
-import HummingbirdWebSocket
+import HummingbirdCore
 import Logging
 import Postgres
 import Prometheus
@@ -51,9 +51,9 @@ public enum HeraldApplication {
         return (router, routes)
     }
 
-    /// The HTTP router, its routes, and the router WebSocket upgrades consult.
+    /// The router, its routes, and the stream controller the WebSocket upgrade consults.
     static func buildRouters(_ dependencies: Dependencies) -> (
-        router: Router<HeraldRequestContext>, routes: [RouteDescription], webSocketRouter: Router<StreamRequestContext>
+        router: Router<HeraldRequestContext>, routes: [RouteDescription], streams: StreamController
     ) {
         let router = Router(context: HeraldRequestContext.self)
         router.add(middleware: MetricsMiddleware())
@@ -95,7 +95,7 @@ public enum HeraldApplication {
             .register(in: registry)
         let stream = StreamController(hub: dependencies.hub, sessions: sessions, devices: DeviceStore(client: dependencies.client))
         stream.register(in: registry)
-        return (router, registry.routes, stream.webSocketRouter())
+        return (router, registry.routes, stream)
     }
 
     /// The HTTP application, ready to run in a `ServiceGroup`.
@@ -107,14 +107,10 @@ public enum HeraldApplication {
         services: [any Service] = [],
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
-        let (router, _, webSocketRouter) = buildRouters(dependencies)
-        let pingInterval = dependencies.hub?.settings.pingInterval ?? .seconds(30)
+        let (router, _, streams) = buildRouters(dependencies)
         return Application(
             router: router,
-            server: .http1WebSocketUpgrade(
-                webSocketRouter: webSocketRouter,
-                configuration: .init(ws: .init(maxFrameSize: 1 << 16, autoPing: .enabled(timePeriod: pingInterval), closeTimeout: .seconds(10)))
-            ),
+            server: HTTPServerBuilder { responder in StreamServerChannel(responder: responder, streams: streams) },
             configuration: .init(address: .hostname(host, port: port), serverName: "Herald"),
             services: services,
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },

@@ -3,6 +3,7 @@ import HeraldCore
 import HeraldStore
 import Logging
 import Metrics
+import NIOCore
 import NIOWebSocket
 import Postgres
 import ServiceLifecycle
@@ -58,6 +59,28 @@ public final class LiveHub: Service, Sendable {
             defer { state.nextID += 1 }
             return state.nextID
         }
+    }
+
+    /// Takes over an upgraded channel (on its event loop): the stream's handlers go into its pipeline,
+    /// and the stream opens (`open`) once its presence is recorded. Its end waits for the opening to
+    /// finish, so presence is never recorded after it was removed.
+    func attach(_ client: StreamClient, to channel: any NIOCore.Channel) throws {
+        let connection = StreamConnection(id: makeConnectionID(), client: client, channel: channel, settings: settings)
+        let opening = Task {
+            do {
+                try await self.open(connection)
+            } catch {
+                self.logger.error("could not record a stream's presence", metadata: ["error": "\(String(reflecting: error))"])
+                connection.close(.unexpectedServerError, reason: "presence unavailable")
+            }
+        }
+        try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: TimeAmount(settings.pingInterval)))
+        try channel.pipeline.syncOperations.addHandler(StreamChannelHandler(connection: connection) { connection in
+            Task {
+                await opening.value
+                await self.closed(connection)
+            }
+        })
     }
 
     /// Records the stream's presence (its device is online from now on, on every process) and starts

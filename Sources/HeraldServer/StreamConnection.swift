@@ -1,4 +1,3 @@
-import DequeModule
 import Foundation
 import HeraldStore
 import Metrics
@@ -6,21 +5,14 @@ import NIOCore
 import NIOWebSocket
 import Synchronization
 
-/// One open live stream: who it is for, and the events waiting to be written to it.
+/// One open live stream: who it is for, and the way events are written to its socket.
 ///
-/// The hub queues events (`send`) from whatever task handles a hint; the connection's writer task
-/// takes them (`next`) and writes them to the socket, suspending while the socket is not writable. So
-/// a client that reads slowly makes the queue grow — up to `StreamSettings.queueEvents` events or
-/// `queueBytes` bytes; past that the queue is dropped, a close frame (1013, "slow consumer") is the
-/// last thing queued, and the connection is cut after `closeGrace` if it has not closed by then. The
-/// memory one socket can hold is therefore bounded whatever its client does.
+/// Events go straight into the connection's NIO channel (no task per stream: an idle stream costs
+/// only its channel and handlers, see docs/benchmarks.md). What NIO holds for a socket that has not
+/// taken it yet is counted; a client that reads so slowly that more than `StreamSettings.queueBytes`
+/// wait is closed as a slow consumer (1013) and cut after `closeGrace` if it does not finish the close
+/// handshake — the memory one socket can hold is bounded whatever its client does.
 final class StreamConnection: Sendable {
-    /// What the writer task does next.
-    enum Outgoing: Sendable, Equatable {
-        case text(String)
-        case close(WebSocketErrorCode, reason: String)
-    }
-
     let id: Int64
     let user: AuthenticatedUser
     let deviceID: Int64?
@@ -28,125 +20,93 @@ final class StreamConnection: Sendable {
     let sessionHash: String
     let sessionExpiresAt: Date
     let channel: any NIOCore.Channel
-    private let limits: (events: Int, bytes: Int, grace: Duration)
+    private let limits: (bytes: Int, grace: Duration)
     private let state = Mutex(State())
 
     private struct State {
-        var queue: Deque<Outgoing> = []
-        var bytes = 0
+        var pendingBytes = 0
         var peakBytes = 0
-        var waiter: CheckedContinuation<Outgoing?, Never>?
-        /// Set once a close is queued: nothing more is accepted.
+        /// We sent a close frame: nothing more is written, and the peer's close ends the connection.
         var closing = false
-        var finished = false
     }
 
-    init(id: Int64, user: AuthenticatedUser, deviceID: Int64?, sessionHash: String, sessionExpiresAt: Date, channel: any NIOCore.Channel, settings: StreamSettings) {
+    init(id: Int64, client: StreamClient, channel: any NIOCore.Channel, settings: StreamSettings) {
         self.id = id
-        self.user = user
-        self.deviceID = deviceID
-        self.sessionHash = sessionHash
-        self.sessionExpiresAt = sessionExpiresAt
+        self.user = client.user
+        self.deviceID = client.deviceID
+        self.sessionHash = client.sessionHash
+        self.sessionExpiresAt = client.sessionExpiresAt
         self.channel = channel
-        self.limits = (settings.queueEvents, settings.queueBytes, settings.closeGrace)
+        self.limits = (settings.queueBytes, settings.closeGrace)
     }
 
     var presence: StreamPresence {
         StreamPresence(id: id, userKey: user.key, deviceID: deviceID)
     }
 
-    /// True once a close is queued (slow consumer, revoked or expired session, shutdown).
+    /// True once a close frame was sent (slow consumer, revoked or expired session, shutdown).
     var isClosing: Bool {
         state.withLock { $0.closing }
     }
 
-    /// The most bytes ever queued at once (tests hold it to the bound).
+    /// The most bytes ever waiting for this socket at once (tests hold it to the bound).
     var peakQueuedBytes: Int {
         state.withLock { $0.peakBytes }
     }
 
-    /// Queues an event. Returns false when the connection is closing, or when this event would have
-    /// taken the queue past its bounds — the connection then closes as a slow consumer.
+    /// Writes an event. Returns false when the stream is closing, or when this event would have taken
+    /// what waits for the socket past the bound — the stream then closes as a slow consumer.
     @discardableResult
     func send(_ text: String) -> Bool {
-        enum Action { case queued, rejected, wake(CheckedContinuation<Outgoing?, Never>), overflow }
-        let action: Action = state.withLock { state in
-            guard !state.closing else { return .rejected }
-            let size = text.utf8.count
-            if state.queue.count + 1 > limits.events || state.bytes + size > limits.bytes {
-                return .overflow
-            }
-            if let waiter = state.waiter {
-                state.waiter = nil
-                return .wake(waiter)
-            }
-            state.queue.append(.text(text))
-            state.bytes += size
-            state.peakBytes = max(state.peakBytes, state.bytes)
-            return .queued
+        let size = text.utf8.count
+        enum Verdict { case write, refuse, overflow }
+        let verdict: Verdict = state.withLock { state in
+            if state.closing { return .refuse }
+            if state.pendingBytes + size > limits.bytes { return .overflow }
+            state.pendingBytes += size
+            state.peakBytes = max(state.peakBytes, state.pendingBytes)
+            return .write
         }
-        switch action {
-        case .queued:
-            return true
-        case .rejected:
+        switch verdict {
+        case .refuse:
             return false
-        case .wake(let waiter):
-            waiter.resume(returning: .text(text))
-            return true
         case .overflow:
             close(.unknown(1013), reason: "slow consumer")
             return false
+        case .write:
+            let frame = WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(string: text))
+            channel.writeAndFlush(frame).whenComplete { _ in
+                self.state.withLock { $0.pendingBytes -= size }
+            }
+            return true
         }
     }
 
-    /// Drops whatever is queued and queues a close frame; the connection is cut after the grace
-    /// period if the client has not completed the close handshake by then. Later calls do nothing.
+    /// Sends a close frame (once) and cuts the connection after the grace period if the client has not
+    /// answered it by then.
     func close(_ code: WebSocketErrorCode, reason: String) {
-        let (first, waiter): (Bool, CheckedContinuation<Outgoing?, Never>?) = state.withLock { state in
-            guard !state.closing else { return (false, nil) }
-            state.closing = true
-            state.queue.removeAll()
-            state.bytes = 0
-            if let waiter = state.waiter {
-                state.waiter = nil
-                state.finished = true
-                return (true, waiter)
-            }
-            state.queue.append(.close(code, reason: reason))
-            return (true, nil)
+        let first = state.withLock { state in
+            defer { state.closing = true }
+            return !state.closing
         }
         guard first else { return }
-        waiter?.resume(returning: .close(code, reason: reason))
         Counter(label: "herald_stream_closes_total", dimensions: [("reason", reason)]).increment()
+        var data = ByteBuffer()
+        data.write(webSocketErrorCode: code)
+        data.writeString(reason)
         let channel = self.channel
+        channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .connectionClose, data: data), promise: nil)
         channel.eventLoop.scheduleTask(in: TimeAmount(limits.grace)) {
             channel.close(promise: nil)
         }
     }
 
-    /// The next thing to write; `nil` once a close was taken or the task is cancelled.
-    func next() async -> Outgoing? {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Outgoing?, Never>) in
-                let ready: Outgoing?? = state.withLock { state in
-                    if state.finished || Task.isCancelled { return .some(nil) }
-                    if let first = state.queue.popFirst() {
-                        if case .text(let text) = first { state.bytes -= text.utf8.count }
-                        if case .close = first { state.finished = true }
-                        return .some(first)
-                    }
-                    state.waiter = continuation
-                    return .none
-                }
-                if let ready { continuation.resume(returning: ready) }
-            }
-        } onCancel: {
-            let waiter = state.withLock { state in
-                state.finished = true
-                defer { state.waiter = nil }
-                return state.waiter
-            }
-            waiter?.resume(returning: nil)
+    /// The peer sent a close frame: returns true when it answers ours (the connection can go now);
+    /// false when it started the handshake (the caller echoes it).
+    func peerClosed() -> Bool {
+        state.withLock { state in
+            defer { state.closing = true }
+            return state.closing
         }
     }
 }

@@ -2,12 +2,9 @@ import Foundation
 import HeraldCore
 import HeraldStore
 import Hummingbird
-import HummingbirdWebSocket
-import Logging
-import NIOCore
-import NIOWebSocket
+import HummingbirdCore
 
-/// `GET /v1/me/stream`: the live WebSocket stream.
+/// `GET /v1/me/stream`: the live WebSocket stream (the upgrade itself is `StreamServerChannel`'s).
 ///
 /// The upgrade request is authenticated like any user route — `Authorization: Bearer <session>` or,
 /// for browsers that cannot set headers on a WebSocket, `?access_token=` — and may name its device
@@ -31,23 +28,20 @@ struct StreamController {
         }
     }
 
-    /// The WebSocket side: the router the HTTP/1 upgrade consults.
-    func webSocketRouter() -> Router<StreamRequestContext> {
-        let router = Router(context: StreamRequestContext.self)
-        router.add(middleware: StreamAuthenticationMiddleware(controller: self))
-        router.ws("/v1/me/stream") { _, context in
-            context.client == nil ? .dontUpgrade : .upgrade([:])
-        } onUpgrade: { inbound, outbound, context in
-            guard let client = context.requestContext.client else { return }
-            await serve(client, channel: context.requestContext.channel, inbound: inbound, outbound: outbound)
-        }
-        return router
-    }
-
     /// The client behind the request, or the 4xx that refuses it.
     func authenticate(_ request: Request) async throws -> StreamClient {
-        let query = request.uri.queryParameters
-        guard let presented = Authenticator.bearerToken(request) ?? query["access_token"].map(String.init), !presented.isEmpty else {
+        try await authenticate(authorization: request.headers[.authorization], query: request.uri.queryParameters)
+    }
+
+    /// For the upgrade: the client behind an upgrade request for this route; throws for any other path.
+    func authenticate(uri: String, authorization: String?) async throws -> StreamClient {
+        let parsed = URI(uri)
+        guard parsed.path == "/v1/me/stream" else { throw APIError(.notFound, code: "not_found", message: "Not a stream.") }
+        return try await authenticate(authorization: authorization, query: parsed.queryParameters)
+    }
+
+    private func authenticate(authorization: String?, query: Parameters) async throws -> StreamClient {
+        guard let presented = Authenticator.bearerToken(authorization) ?? query["access_token"].map(String.init), !presented.isEmpty else {
             throw APIError(.unauthorized, code: "unauthorized", message: "The stream needs 'Authorization: Bearer <session token>' or ?access_token=.")
         }
         guard let token = SessionToken(parsing: presented), let (id, key, expiresAt) = try await sessions.authenticateWithExpiry(token) else {
@@ -65,50 +59,13 @@ struct StreamController {
         }
         return StreamClient(user: AuthenticatedUser(id: id, key: key), deviceID: deviceID, sessionHash: Hex.encode(token.hash), sessionExpiresAt: expiresAt)
     }
-
-    /// Runs one stream: registers it, writes its events until it closes, reads (and drops) what the
-    /// client sends so that pings, pongs and the close handshake are answered.
-    private func serve(_ client: StreamClient, channel: any NIOCore.Channel, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async {
-        guard let hub else { return }
-        let connection = StreamConnection(
-            id: hub.makeConnectionID(), user: client.user, deviceID: client.deviceID, sessionHash: client.sessionHash,
-            sessionExpiresAt: client.sessionExpiresAt, channel: channel, settings: hub.settings
-        )
-        do {
-            try await hub.open(connection)
-        } catch {
-            hub.logger.error("could not record a stream's presence", metadata: ["error": "\(String(reflecting: error))"])
-            try? await outbound.close(.unexpectedServerError, reason: "presence unavailable")
-            return
-        }
-        await withDiscardingTaskGroup { group in
-            group.addTask {
-                while let next = await connection.next() {
-                    switch next {
-                    case .text(let text):
-                        do { try await outbound.write(.text(text)) } catch { return }
-                    case .close(let code, let reason):
-                        try? await outbound.close(code, reason: reason)
-                        return
-                    }
-                }
-            }
-            do {
-                for try await _ in inbound {}
-            } catch {}
-            group.cancelAll()
-        }
-        await hub.closed(connection)
-    }
 }
 
-/// Authenticates upgrade requests for `StreamController`; one that fails is not upgraded.
-struct StreamAuthenticationMiddleware: RouterMiddleware {
-    let controller: StreamController
-
-    func handle(_ request: Request, context: StreamRequestContext, next: (Request, StreamRequestContext) async throws -> Response) async throws -> Response {
-        var context = context
-        context.client = try? await controller.authenticate(request)
-        return try await next(request, context)
-    }
+/// Who opened a stream, as its upgrade request proved.
+struct StreamClient: Sendable {
+    var user: AuthenticatedUser
+    var deviceID: Int64?
+    /// Hex of the session token's hash, and when the session expires.
+    var sessionHash: String
+    var sessionExpiresAt: Date
 }

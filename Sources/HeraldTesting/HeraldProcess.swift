@@ -29,8 +29,9 @@ public final class HeraldProcess: Sendable {
         return directory.appendingPathComponent("herald").path
     }
 
-    /// Starts `herald` with exactly `environment` (nothing inherited but `PATH` and `HOME`).
-    public init(arguments: [String], environment: [String: String] = [:]) throws {
+    /// Starts `herald` with exactly `environment` (nothing inherited but `PATH` and `HOME`), under
+    /// `launcher` when given (a profiler such as `heaptrack -o FILE`; then `pid` is the launcher's).
+    public init(arguments: [String], environment: [String: String] = [:], launcher: [String] = []) throws {
         var env = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]
         env["HOME"] = ProcessInfo.processInfo.environment["HOME"]
         env.merge(environment) { $1 }
@@ -42,7 +43,7 @@ public final class HeraldProcess: Sendable {
         let child: ChildProcess
         do {
             child = try ChildProcess.spawn(
-                [Self.executablePath] + arguments,
+                launcher + [Self.executablePath] + arguments,
                 environment: env.map { "\($0.key)=\($0.value)" },
                 output: .descriptor(writeEnd)
             )

@@ -1,0 +1,129 @@
+import HTTPTypes
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
+import NIOWebSocket
+
+/// Herald's HTTP/1.1 connections: Hummingbird's HTTP handling, plus the WebSocket upgrade of
+/// `GET /v1/me/stream` done with NIO's typed upgrader.
+///
+/// Why not hummingbird-websocket's channel: it serves every socket from async tasks (the connection's,
+/// a ping loop, the handler's), and their stacks came to ~35 KB per idle socket — 391 MB for 10,000
+/// (docs/benchmarks.md). Here an upgraded connection is served by channel handlers alone
+/// (`StreamChannelHandler`, NIOWebSocket's codec, an `IdleStateHandler`): the connection's task ends
+/// with the upgrade, and an idle socket costs its channel and handlers.
+///
+/// An upgrade request that is refused (bad credentials, unknown device) is answered with the same JSON
+/// error the router's route of that path gives a plain request.
+struct StreamServerChannel: ServerChildChannel, HTTPChannelHandler {
+    enum Negotiated: Sendable {
+        case stream
+        case http(NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>)
+        /// An upgrade request that was refused. NIO's upgrader has consumed the request by then, so
+        /// the router never sees it: the error is answered here.
+        case refused(NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>, APIError)
+    }
+
+    struct Value: ServerChildChannelValue {
+        let negotiated: EventLoopFuture<Negotiated>
+        let channel: any Channel
+    }
+
+    let responder: Responder
+    let streams: StreamController
+    /// The largest frame a client may send (it has nothing to send but control frames).
+    static let maximumFrameSize = 1 << 14
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        channel.eventLoop.makeCompletedFuture {
+            // The authenticated client, between the upgrade decision and the pipeline change (both on
+            // this channel's event loop).
+            let accepted = NIOLoopBoundBox<StreamClient?>(nil, eventLoop: channel.eventLoop)
+            let refusal = NIOLoopBoundBox<APIError?>(nil, eventLoop: channel.eventLoop)
+            let streams = self.streams
+            let upgrader = NIOTypedWebSocketServerUpgrader<Negotiated>(
+                maxFrameSize: Self.maximumFrameSize,
+                shouldUpgrade: { channel, head in
+                    let (uri, authorization) = (head.uri, head.headers["Authorization"].first)
+                    let promise = channel.eventLoop.makePromise(of: Result<StreamClient, APIError>.self)
+                    promise.completeWithTask {
+                        do {
+                            return .success(try await streams.authenticate(uri: uri, authorization: authorization))
+                        } catch let error as APIError {
+                            return .failure(error)
+                        } catch {
+                            return .failure(.databaseUnavailable)
+                        }
+                    }
+                    // Callbacks of the promise run on the channel's event loop.
+                    return promise.futureResult.map { result in
+                        switch result {
+                        case .success(let client):
+                            accepted.value = client
+                            return HTTPHeaders()
+                        case .failure(let error):
+                            refusal.value = error
+                            return nil
+                        }
+                    }
+                },
+                upgradePipelineHandler: { channel, _ in
+                    channel.eventLoop.makeCompletedFuture {
+                        guard let client = accepted.value, let hub = streams.hub else { throw StreamUpgradeError.notAccepted }
+                        try hub.attach(client, to: channel)
+                        return Negotiated.stream
+                    }
+                }
+            )
+            let upgradeConfiguration = NIOTypedHTTPServerUpgradeConfiguration(
+                upgraders: [upgrader],
+                notUpgradingCompletionHandler: { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+                        try channel.pipeline.syncOperations.addHandler(HTTPConnectionStateHandler(idleTimeout: nil, logger: logger))
+                        let asyncChannel = try NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>(
+                            wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true)
+                        )
+                        if let error = refusal.value { return Negotiated.refused(asyncChannel, error) }
+                        return Negotiated.http(asyncChannel)
+                    }
+                }
+            )
+            var configuration = NIOUpgradableHTTPServerPipelineConfiguration<Negotiated>(upgradeConfiguration: upgradeConfiguration)
+            configuration.enablePipelining = false  // NIOAsyncChannel serves requests one at a time
+            configuration.enableErrorHandling = false  // Hummingbird answers errors
+            configuration.enableResponseHeaderValidation = false  // swift-http-types validates
+            let negotiated = try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(configuration: configuration)
+            return Value(negotiated: negotiated, channel: channel)
+        }
+    }
+
+    func handle(value: Value, logger: Logger) async {
+        do {
+            switch try await value.negotiated.get() {
+            case .stream:
+                // The channel's handlers serve the stream from here on; no task stays behind.
+                return
+            case .http(let asyncChannel):
+                await handleHTTP(asyncChannel: asyncChannel, logger: logger)
+            case .refused(let asyncChannel, let error):
+                try await asyncChannel.executeThenClose { _, outbound in
+                    let body = error.body
+                    let head = HTTPResponse(status: error.status, headerFields: [
+                        .contentType: "application/json; charset=utf-8", .contentLength: String(body.readableBytes), .connection: "close",
+                    ])
+                    try await outbound.write(contentsOf: [.head(head), .body(body), .end(nil)])
+                }
+            }
+        } catch {
+            logger.debug("connection ended before its first request was handled", metadata: ["error": "\(error)"])
+        }
+    }
+}
+
+enum StreamUpgradeError: Error {
+    case notAccepted
+}
