@@ -31,6 +31,8 @@ public final class LiveHub: Service, Sendable {
     let node: Int64
 
     private let state = Mutex(State())
+    private let openings = Mutex<[StreamConnection]>([])
+    private let openingsWake = WakeSignal()
     private let handled = Atomic<Int>(0)
     private let channelURLs = Mutex<[Int64: String]>([:])
 
@@ -62,42 +64,59 @@ public final class LiveHub: Service, Sendable {
     }
 
     /// Takes over an upgraded channel (on its event loop): the stream's handlers go into its pipeline,
-    /// and the stream opens (`open`) once its presence is recorded. Its end waits for the opening to
-    /// finish, so presence is never recorded after it was removed.
+    /// and the stream waits for its presence to be recorded. Streams are recorded in batches by one
+    /// task (`recordOpenings`): a task and a transaction per stream cost more memory and time than the
+    /// stream itself (10,000 opening at once queued as many tasks on the pool). A stream's end waits
+    /// for its recording to be over, so presence is never recorded after it was removed.
     func attach(_ client: StreamClient, to channel: any NIOCore.Channel) throws {
         let connection = StreamConnection(id: makeConnectionID(), client: client, channel: channel, settings: settings)
-        let opening = Task {
-            do {
-                try await self.open(connection)
-            } catch {
-                self.logger.error("could not record a stream's presence", metadata: ["error": "\(String(reflecting: error))"])
-                connection.close(.unexpectedServerError, reason: "presence unavailable")
-            }
-        }
         try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: TimeAmount(settings.pingInterval)))
         try channel.pipeline.syncOperations.addHandler(StreamChannelHandler(connection: connection) { connection in
             Task {
-                await opening.value
+                await connection.waitUntilPresenceSettled()
                 await self.closed(connection)
             }
         })
+        openings.withLock { $0.append(connection) }
+        openingsWake.signal()
     }
 
-    /// Records the stream's presence (its device is online from now on, on every process) and starts
-    /// delivering events to it; the first one is `ready`.
-    func open(_ connection: StreamConnection) async throws {
+    /// Records the presence of the streams opened since the last round in one statement (their
+    /// devices are online from then on, on every process), then starts delivering events to them; the
+    /// first event each gets is `ready`.
+    private func recordOpenings() async {
+        while !Task.isCancelled {
+            let batch = openings.withLock { openings in
+                defer { openings = [] }
+                return openings
+            }
+            guard !batch.isEmpty else {
+                await openingsWake.wait(timeout: .seconds(1))
+                continue
+            }
+            do {
+                try await presence.record(node: node, ttl: settings.presenceTTL, streams: batch.map(\.presence))
+                for connection in batch { register(connection) }
+                Gauge(label: "herald_stream_connections").record(count)
+                for connection in batch { connection.send(LiveEvent.ready(connectionID: connection.id, deviceID: connection.deviceID)) }
+            } catch {
+                logger.error("could not record streams' presence", metadata: ["error": "\(String(reflecting: error))", "streams": "\(batch.count)"])
+                for connection in batch { connection.close(.unexpectedServerError, reason: "presence unavailable") }
+            }
+            for connection in batch { connection.settlePresence() }
+        }
+        // Shutting down: whatever still waits never opened.
+        for connection in openings.withLock({ $0 }) {
+            connection.close(.goingAway, reason: "server shutting down")
+            connection.settlePresence()
+        }
+    }
+
+    private func register(_ connection: StreamConnection) {
         state.withLock { state in
             state.connections[connection.id] = connection
             state.byUser[connection.user.key, default: []].append(connection.id)
         }
-        do {
-            try await presence.record(node: node, ttl: settings.presenceTTL, streams: [connection.presence])
-        } catch {
-            forget(connection)
-            throw error
-        }
-        Gauge(label: "herald_stream_connections").record(count)
-        connection.send(LiveEvent.ready(connectionID: connection.id, deviceID: connection.deviceID))
     }
 
     /// The stream ended: it stops counting as online, and what it could have shown counts as seen
@@ -154,6 +173,7 @@ public final class LiveHub: Service, Sendable {
         await withDiscardingTaskGroup { group in
             group.addTask { await self.listen() }
             group.addTask { await self.beat() }
+            group.addTask { await self.recordOpenings() }
             try? await gracefulShutdown()
             group.cancelAll()
         }

@@ -28,6 +28,10 @@ final class StreamConnection: Sendable {
         var peakBytes = 0
         /// We sent a close frame: nothing more is written, and the peer's close ends the connection.
         var closing = false
+        /// The attempt to record the stream's presence is over (it succeeded or failed); its end
+        /// waits for this, so presence is never recorded after it was removed.
+        var presenceSettled = false
+        var settleWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
     init(id: Int64, client: StreamClient, channel: any NIOCore.Channel, settings: StreamSettings) {
@@ -98,6 +102,26 @@ final class StreamConnection: Sendable {
         channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .connectionClose, data: data), promise: nil)
         channel.eventLoop.scheduleTask(in: TimeAmount(limits.grace)) {
             channel.close(promise: nil)
+        }
+    }
+
+    /// Marks the presence attempt over and releases whoever waits for it.
+    func settlePresence() {
+        let waiters = state.withLock { state in
+            state.presenceSettled = true
+            defer { state.settleWaiters = [] }
+            return state.settleWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    func waitUntilPresenceSettled() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let settled = state.withLock { state in
+                if !state.presenceSettled { state.settleWaiters.append(continuation) }
+                return state.presenceSettled
+            }
+            if settled { continuation.resume() }
         }
     }
 

@@ -2,12 +2,11 @@ import HeraldCore
 
 /// How live streams and presence behave; the defaults are production's, tests shorten the waits.
 public struct StreamSettings: Sendable {
-    /// A ping goes out this often; a client that has not answered the previous one by then is closed
-    /// (the idle timeout of a dead peer) (`HERALD_STREAM_PING_INTERVAL`).
+    /// A stream from which nothing has arrived for this long is pinged; one quiet for twice as long
+    /// (no pong) is dropped — the idle timeout of a dead peer (`HERALD_STREAM_PING_INTERVAL`).
     public var pingInterval: Duration = .seconds(30)
-    /// Events waiting for one slow socket, at most: past either bound the socket is closed (1013)
-    /// instead of the queue growing (`HERALD_STREAM_QUEUE_LIMIT`, bytes).
-    public var queueEvents = 1_000
+    /// Bytes of events that may wait for one slow socket: past it the socket is closed (1013) instead
+    /// of the wait growing (`HERALD_STREAM_QUEUE_LIMIT`).
     public var queueBytes = 1 << 20
     /// After closing a slow socket, its connection is cut if the close handshake has not finished by
     /// then (a reader that never reads would otherwise hold it forever).

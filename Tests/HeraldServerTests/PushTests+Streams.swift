@@ -289,6 +289,27 @@ extension PushTests {
         }
     }
 
+    // MARK: - Keep-alive
+
+    /// A peer that answers nothing is pinged after one quiet interval and dropped after the second.
+    @Test func aPeerThatNeverAnswersPingsIsDropped() async throws {
+        try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+            let world = try await world(db, users: ["u1"])
+            defer { Task { await world.shutdown() } }
+            try await withLiveServer(world, configure: { $0.pingInterval = .seconds(1) }) { port, hub, _ in
+                let reader = try SlowStreamReader(port: port, session: world.sessions["u1"]!)
+                let key = try await userKey(world, "u1")
+                try await eventually("the stream to register") { !hub.connections(of: key).isEmpty }
+                let opened = ContinuousClock.now
+                try await eventually("the silent peer to be dropped") { hub.connections(of: key).isEmpty }
+                #expect(ContinuousClock.now - opened >= .milliseconds(1_500))
+                let frames = try await Task.detached { try reader.drain() }.value
+                #expect(frames.contains { $0.opcode == 0x9 })  // it was pinged first
+                #expect(frames.first.map { String(decoding: $0.payload, as: UTF8.self).contains(#""type":"ready""#) } == true)
+            }
+        }
+    }
+
     // MARK: - Slow consumers
 
     @Test func aSlowReaderIsDisconnectedWithItsQueueBounded() async throws {
