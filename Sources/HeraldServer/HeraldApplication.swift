@@ -93,6 +93,9 @@ public enum HeraldApplication {
         ).register(in: registry)
         ReceiptsController(collections: CollectionStore(client: dependencies.client))
             .register(in: registry)
+        PushPreferencesController(
+            preferences: PushPreferenceStore(client: dependencies.client), collections: CollectionStore(client: dependencies.client)
+        ).register(in: registry)
         let stream = StreamController(hub: dependencies.hub, sessions: sessions, devices: DeviceStore(client: dependencies.client))
         stream.register(in: registry)
         return (router, registry.routes, stream)

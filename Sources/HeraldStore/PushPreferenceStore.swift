@@ -1,0 +1,120 @@
+import Foundation
+import HeraldCore
+import Postgres
+
+/// Users' push preferences and their channels' trigger options.
+public struct PushPreferenceStore: Sendable {
+    public let client: PostgresClient
+
+    public init(client: PostgresClient) {
+        self.client = client
+    }
+
+    /// The user's preferences (the defaults when never set).
+    public func get(userKey: Int64) async throws -> PushPreferences {
+        try await preferences(userKeys: [userKey])[userKey] ?? PushPreferences()
+    }
+
+    /// Preferences of several users; users without a row are left out (they have the defaults).
+    public func preferences(userKeys: [Int64]) async throws -> [Int64: PushPreferences] {
+        var result: [Int64: PushPreferences] = [:]
+        for row in try await client.query(
+            """
+            SELECT user_key, trigger_option, dnd_start, dnd_end, dnd_schedules, snooze_start, snooze_end, time_zone, sound
+            FROM push_preferences WHERE user_key = ANY(\(userKeys))
+            """
+        ) {
+            let (key, trigger, dndStart, dndEnd, schedules, snoozeStart, snoozeEnd, zone, sound) = try row.decode(
+                (Int64, String, Int16?, Int16?, PostgresJSONB, Int64?, Int64?, String, String?).self
+            )
+            var preferences = PushPreferences()
+            preferences.triggerOption = PushPreferences.TriggerOption(rawValue: trigger) ?? .all
+            if let dndStart, let dndEnd {
+                preferences.doNotDisturb = .init(start: Self.time(Int(dndStart)), end: Self.time(Int(dndEnd)))
+            }
+            preferences.schedules = try Self.decodeSchedules(schedules)
+            if let snoozeStart, let snoozeEnd { preferences.snooze = .init(start: snoozeStart, end: snoozeEnd) }
+            preferences.timeZone = zone
+            preferences.sound = sound
+            result[key] = preferences
+        }
+        return result
+    }
+
+    /// Stores the user's preferences (validated by the caller).
+    public func put(userKey: Int64, _ preferences: PushPreferences) async throws {
+        try await client.query(
+            """
+            INSERT INTO push_preferences AS p (user_key, trigger_option, dnd_start, dnd_end, dnd_schedules, snooze_start, snooze_end, time_zone, sound)
+            VALUES (\(userKey), \(preferences.triggerOption.rawValue), \(preferences.doNotDisturb.map { Int16($0.start.minuteOfDay) }),
+                \(preferences.doNotDisturb.map { Int16($0.end.minuteOfDay) }), \(try Self.encodeSchedules(preferences.schedules)),
+                \(preferences.snooze?.start), \(preferences.snooze?.end), \(preferences.timeZone), \(preferences.sound))
+            ON CONFLICT (user_key) DO UPDATE SET trigger_option = EXCLUDED.trigger_option, dnd_start = EXCLUDED.dnd_start,
+                dnd_end = EXCLUDED.dnd_end, dnd_schedules = EXCLUDED.dnd_schedules, snooze_start = EXCLUDED.snooze_start,
+                snooze_end = EXCLUDED.snooze_end, time_zone = EXCLUDED.time_zone, sound = EXCLUDED.sound, updated_at = now()
+            """
+        )
+    }
+
+    /// Back to the defaults: the user's preferences and every channel option.
+    public func reset(userKey: Int64) async throws {
+        try await client.withRetryingTransaction { connection in
+            try await connection.query("DELETE FROM push_preferences WHERE user_key = \(userKey)")
+            try await connection.query("DELETE FROM channel_push_preferences WHERE user_key = \(userKey)")
+        }
+    }
+
+    /// The channel's trigger option for the user (`default` when not set).
+    public func channelOption(userKey: Int64, channelKey: Int64) async throws -> PushPreferences.ChannelTriggerOption {
+        try await channelOptions(userKeys: [userKey], channelKey: channelKey)[userKey] ?? .default
+    }
+
+    /// The channel's trigger options of several users; `default` ones are left out.
+    public func channelOptions(userKeys: [Int64], channelKey: Int64) async throws -> [Int64: PushPreferences.ChannelTriggerOption] {
+        var result: [Int64: PushPreferences.ChannelTriggerOption] = [:]
+        for row in try await client.query(
+            "SELECT user_key, trigger_option FROM channel_push_preferences WHERE user_key = ANY(\(userKeys)) AND channel_key = \(channelKey)"
+        ) {
+            let (key, option) = try row.decode((Int64, String).self)
+            result[key] = PushPreferences.ChannelTriggerOption(rawValue: option) ?? .default
+        }
+        return result
+    }
+
+    /// Sets the channel's option; `default` removes it.
+    public func setChannelOption(userKey: Int64, channelKey: Int64, _ option: PushPreferences.ChannelTriggerOption) async throws {
+        if option == .default {
+            try await client.query("DELETE FROM channel_push_preferences WHERE user_key = \(userKey) AND channel_key = \(channelKey)")
+        } else {
+            try await client.query(
+                """
+                INSERT INTO channel_push_preferences (user_key, channel_key, trigger_option) VALUES (\(userKey), \(channelKey), \(option.rawValue))
+                ON CONFLICT (user_key, channel_key) DO UPDATE SET trigger_option = EXCLUDED.trigger_option
+                """
+            )
+        }
+    }
+
+    static func time(_ minuteOfDay: Int) -> PushPreferences.TimeOfDay {
+        .init(hour: minuteOfDay / 60, minute: minuteOfDay % 60)
+    }
+
+    private struct StoredDay: Codable {
+        var day: String
+        var windows: [[Int]]
+    }
+
+    static func encodeSchedules(_ schedules: [PushPreferences.DaySchedule]) throws -> PostgresJSONB {
+        let stored = schedules.map { StoredDay(day: $0.day.rawValue, windows: $0.windows.map { [$0.start.minuteOfDay, $0.end.minuteOfDay] }) }
+        return try PostgresJSONB(utf8: Array(JSONEncoder().encode(stored)))
+    }
+
+    static func decodeSchedules(_ json: PostgresJSONB) throws -> [PushPreferences.DaySchedule] {
+        try JSONDecoder().decode([StoredDay].self, from: Data(json.utf8)).compactMap { day in
+            guard let weekday = PushPreferences.Weekday(rawValue: day.day) else { return nil }
+            return .init(day: weekday, windows: day.windows.compactMap { pair in
+                pair.count == 2 ? .init(start: time(pair[0]), end: time(pair[1])) : nil
+            })
+        }
+    }
+}
