@@ -74,7 +74,7 @@ public struct PushOptions: Sendable, Equatable, Codable {
     public static let maximumUserIDs = 10_000
     public static let maximumDepth = 8
     /// `aps` keys Herald sets itself.
-    public static let reservedAPSKeys: Set<String> = ["alert", "badge", "sound", "content-available"]
+    public static let reservedAPSKeys: Set<String> = ["alert", "badge", "sound", "content-available", "mutable-content"]
     /// Top-level payload keys Herald sets itself.
     public static let reservedPayloadKeys: Set<String> = ["aps", "herald"]
 

@@ -1,0 +1,162 @@
+import Foundation
+
+/// The body of a visible alert push: `aps` (alert, sound, badge, `mutable-content` so a Notification
+/// Service Extension can report delivery, and the notification's extra `aps` fields), the `herald`
+/// object in the seed's format (`../shared/seeds/000_…`, Sendbird's `sendbird` object), and the
+/// notification's custom keys.
+public enum AlertPayload {
+    /// Everything the payload says, resolved by the dispatcher for one recipient.
+    public struct Content: Sendable, Equatable {
+        public struct Person: Sendable, Equatable {
+            public var id: String
+            public var name: String
+            public var profileURL: String
+
+            public init(id: String, name: String, profileURL: String = "") {
+                self.id = id
+                self.name = name
+                self.profileURL = profileURL
+            }
+        }
+
+        public var notificationID: Int64
+        public var createdAtMilliseconds: Int64
+        public var appID: String
+        /// The alert title (the template's push title); `nil` for none.
+        public var title: String?
+        /// The alert text before the nickname prefix (custom text, the template's push body, or the
+        /// generic no-detail text).
+        public var text: String
+        /// Prefix the text with the sender's nickname (`{nickname}: {text}`).
+        public var includeNickname: Bool
+        /// The `herald.type`: `MESG` from a user, `ADMM` from the service.
+        public var type: String
+        public var customType: String
+        public var channelURL: String
+        public var channelName: String
+        public var channelCustomType: String
+        public var channelType: String
+        public var channelUnreadCount: Int64
+        public var unreadMessageCount: Int64
+        /// `aps.badge`; `nil` leaves the badge alone.
+        public var badge: Int64?
+        public var sound: String
+        public var sender: Person?
+        public var recipient: Person
+        public var mentionedUsers: [Person]
+        public var audienceType: String
+        public var extraAPS: [String: JSONValue]
+        public var custom: [String: JSONValue]
+
+        public init(
+            notificationID: Int64, createdAtMilliseconds: Int64, appID: String, title: String?, text: String, includeNickname: Bool,
+            type: String, customType: String, channelURL: String, channelName: String, channelCustomType: String, channelType: String,
+            channelUnreadCount: Int64, unreadMessageCount: Int64, badge: Int64?, sound: String, sender: Person?, recipient: Person,
+            mentionedUsers: [Person], audienceType: String, extraAPS: [String: JSONValue], custom: [String: JSONValue]
+        ) {
+            self.notificationID = notificationID
+            self.createdAtMilliseconds = createdAtMilliseconds
+            self.appID = appID
+            self.title = title
+            self.text = text
+            self.includeNickname = includeNickname
+            self.type = type
+            self.customType = customType
+            self.channelURL = channelURL
+            self.channelName = channelName
+            self.channelCustomType = channelCustomType
+            self.channelType = channelType
+            self.channelUnreadCount = channelUnreadCount
+            self.unreadMessageCount = unreadMessageCount
+            self.badge = badge
+            self.sound = sound
+            self.sender = sender
+            self.recipient = recipient
+            self.mentionedUsers = mentionedUsers
+            self.audienceType = audienceType
+            self.extraAPS = extraAPS
+            self.custom = custom
+        }
+    }
+
+    /// The payload, at most `maximumBytes`: when it would be larger, the message text is cut (at a
+    /// character boundary, so neither UTF-8 nor the JSON breaks) and ends with "…".
+    public static func make(_ content: Content) -> [UInt8] {
+        let full = encode(content, text: content.text)
+        if full.count <= RefreshPayload.maximumBytes { return full }
+        // The longest prefix of the text that fits; each try encodes the whole payload, so escaping
+        // and the text's three appearances are accounted for exactly.
+        let characters = Array(content.text)
+        var (low, high) = (0, characters.count)
+        var best = encode(content, text: "…")
+        while low < high {
+            let middle = (low + high + 1) / 2
+            let attempt = encode(content, text: String(characters[..<middle]) + "…")
+            if attempt.count <= RefreshPayload.maximumBytes {
+                best = attempt
+                low = middle
+            } else {
+                high = middle - 1
+            }
+        }
+        return best
+    }
+
+    private static func encode(_ content: Content, text: String) -> [UInt8] {
+        let body = content.includeNickname && !(content.sender?.name ?? "").isEmpty ? "\(content.sender!.name): \(text)" : text
+        var alert: [String: JSONValue] = ["body": .string(body)]
+        if let title = content.title { alert["title"] = .string(title) }
+        var aps = content.extraAPS
+        aps["alert"] = .object(alert)
+        aps["sound"] = .string(content.sound)
+        aps["mutable-content"] = .number(1)
+        if let badge = content.badge { aps["badge"] = .number(Double(badge)) }
+
+        func person(_ person: Content.Person?, extended: Bool) -> JSONValue {
+            var object: [String: JSONValue] = ["id": .string(person?.id ?? ""), "name": .string(person?.name ?? "")]
+            if extended {
+                object["profile_url"] = .string(person?.profileURL ?? "")
+                object["require_auth_for_profile_image"] = .bool(false)
+                object["metadata"] = .object([:])
+            }
+            return .object(object)
+        }
+        let herald: [String: JSONValue] = [
+            "category": .string("messaging:offline_notification"),
+            "type": .string(content.type),
+            "message": .string(text),
+            "custom_type": .string(content.customType),
+            "message_id": .number(Double(content.notificationID)),
+            "created_at": .number(Double(content.createdAtMilliseconds)),
+            "app_id": .string(content.appID),
+            "unread_message_count": .number(Double(content.unreadMessageCount)),
+            "channel": .object([
+                "channel_url": .string(content.channelURL),
+                "name": .string(content.channelName),
+                "custom_type": .string(content.channelCustomType),
+                "channel_unread_count": .number(Double(content.channelUnreadCount)),
+            ]),
+            "channel_type": .string(content.channelType),
+            "sender": person(content.sender, extended: true),
+            "recipient": person(content.recipient, extended: false),
+            "files": .array([]),
+            "translations": .object([:]),
+            "push_title": .string(content.title ?? ""),
+            "push_alert": .string(body),
+            "push_sound": .string(content.sound),
+            "audience_type": .string(content.audienceType),
+            "mentioned_users": .array(content.mentionedUsers.map { user in
+                .object([
+                    "user_id": .string(user.id), "nickname": .string(user.name), "profile_url": .string(user.profileURL),
+                    "require_auth_for_profile_image": .bool(false),
+                ])
+            }),
+        ]
+        var payload = content.custom
+        payload["aps"] = .object(aps)
+        payload["herald"] = .object(herald)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return Array((try? encoder.encode(JSONValue.object(payload))) ?? Data("{}".utf8))
+    }
+}
