@@ -26,6 +26,9 @@ public struct PushOptions: Sendable, Equatable, Codable {
     /// Show the configured generic text instead of the content.
     public var noDetail: Bool
     public var mentionedUserIDs: [String]
+    /// The user the notification comes from: their nickname prefixes the alert text, and the payload
+    /// names them as `sender`. Without one the notification comes from the service.
+    public var senderID: String?
 
     public init() {
         alert = false
@@ -47,6 +50,7 @@ public struct PushOptions: Sendable, Equatable, Codable {
         case forcePush = "force_push"
         case noDetail = "no_detail"
         case mentionedUserIDs = "mentioned_user_ids"
+        case senderID = "sender_id"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -64,6 +68,7 @@ public struct PushOptions: Sendable, Equatable, Codable {
         forcePush = try container.decodeIfPresent([String].self, forKey: .forcePush) ?? []
         noDetail = try container.decodeIfPresent(Bool.self, forKey: .noDetail) ?? noDetail
         mentionedUserIDs = try container.decodeIfPresent([String].self, forKey: .mentionedUserIDs) ?? []
+        senderID = try container.decodeIfPresent(String.self, forKey: .senderID)
     }
 
     public static let maximumTextLength = 500
@@ -101,6 +106,9 @@ public struct PushOptions: Sendable, Equatable, Codable {
         }
         if JSONValue.object(custom).encodedSize + JSONValue.object(aps).encodedSize > Self.maximumExtraBytes {
             return ("custom", "custom and aps together must encode to at most \(Self.maximumExtraBytes) bytes")
+        }
+        if let senderID, let problem = UserID.problem(with: senderID) {
+            return ("sender_id", problem)
         }
         for (field, ids) in [("force_push", forcePush), ("mentioned_user_ids", mentionedUserIDs)] {
             if ids.count > Self.maximumUserIDs { return (field, "at most \(Self.maximumUserIDs) user ids") }

@@ -48,6 +48,12 @@ public struct HeraldConfiguration: Sendable {
     /// Live streams and presence: `HERALD_PUSH_MULTI_DEVICE`, `HERALD_STREAM_PING_INTERVAL`,
     /// `HERALD_STREAM_QUEUE_LIMIT`, `HERALD_PRESENCE_HEARTBEAT`, `HERALD_PRESENCE_TTL`.
     public var stream = StreamSettings()
+    /// Alert pushes: `HERALD_APP_ID` (the payload's `app_id`), `HERALD_PUSH_BADGE` (`on`/`off`),
+    /// `HERALD_PUSH_BADGE_CAP`, `HERALD_PUSH_NO_DETAIL_TEXT`.
+    public var appID = "herald"
+    public var pushBadge = true
+    public var pushBadgeCap: Int?
+    public var noDetailText = "You have a new notification"
     /// `--sql-dir` / `HERALD_SQL_DIR`: where the migration files are.
     public var migrationsDirectory: String?
     /// `HERALD_FIXTURES_DIR`: the fixtures the embedded default loads on first start (default `fixtures/`).
@@ -141,6 +147,22 @@ public struct HeraldConfiguration: Sendable {
             configuration.pushLease = lease
         }
         try resolveStream(&configuration.stream, environment: environment)
+        if let appID = value(nil, "HERALD_APP_ID") {
+            guard appID.count <= 128 else { throw ConfigurationError("HERALD_APP_ID must be at most 128 characters") }
+            configuration.appID = appID
+        }
+        if let badge = value(nil, "HERALD_PUSH_BADGE") {
+            guard ["on", "off"].contains(badge) else { throw ConfigurationError("HERALD_PUSH_BADGE must be on or off, got '\(badge)'") }
+            configuration.pushBadge = badge == "on"
+        }
+        if let cap = try integer(nil, "HERALD_PUSH_BADGE_CAP") {
+            guard cap >= 1 else { throw ConfigurationError("HERALD_PUSH_BADGE_CAP must be at least 1") }
+            configuration.pushBadgeCap = cap
+        }
+        if let text = value(nil, "HERALD_PUSH_NO_DETAIL_TEXT") {
+            guard text.count <= 200 else { throw ConfigurationError("HERALD_PUSH_NO_DETAIL_TEXT must be at most 200 characters") }
+            configuration.noDetailText = text
+        }
         configuration.migrationsDirectory = value(migrationsDirectory, "HERALD_SQL_DIR")
         configuration.fixturesDirectory = value(nil, "HERALD_FIXTURES_DIR")
         return configuration

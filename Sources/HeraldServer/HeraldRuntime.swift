@@ -163,6 +163,10 @@ public enum HeraldRuntime {
         pushSettings.apnsURL = configuration.apnsURL
         pushSettings.apnsCAFile = configuration.apnsCAFile
         pushSettings.multiDevice = configuration.stream.multiDevice
+        pushSettings.appID = configuration.appID
+        pushSettings.badge = configuration.pushBadge
+        pushSettings.badgeCap = configuration.pushBadgeCap
+        pushSettings.noDetailText = configuration.noDetailText
         let transport = PushTransport(store: APNsCredentialStore(client: client, box: secrets), settings: pushSettings, logger: logger)
         // Says at startup whether pushes go to APNs or to the log.
         try? await transport.refresh()

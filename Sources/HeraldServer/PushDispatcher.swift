@@ -101,6 +101,12 @@ public struct PushDispatcher: Service {
     /// One round; true when it found work (so the next round starts at once).
     func runRound() async throws -> Bool {
         try await transport.refresh()
+        let refreshes = try await runRefreshRound()
+        let alerts = try await runAlertRound()
+        return refreshes || alerts
+    }
+
+    private func runRefreshRound() async throws -> Bool {
         var expanded = 0
         while case let count = try await store.expandOutbox(limit: 100), count > 0 { expanded += count }
         let claims = try await store.claimDue(
@@ -111,21 +117,17 @@ public struct PushDispatcher: Service {
         return true
     }
 
-    private func send(_ claims: [DeviceClaim]) async throws {
-        let summaries = try await store.refreshSummaries(userKeys: Array(Set(claims.map(\.userKey))))
-        let expiration = Int64(Date().timeIntervalSince1970) + settings.expiration.components.seconds
-        let results = await withTaskGroup(of: (DeviceClaim, APNsResult, Duration).self) { group in
-            var results: [(DeviceClaim, APNsResult, Duration)] = []
-            for (index, claim) in claims.enumerated() {
+    /// Sends the pushes, at most `settings.concurrency` in flight, and counts their outcomes and
+    /// durations in the metrics (`kind`: refresh or alert).
+    func sendAll<Claim: Sendable>(_ pushes: [(Claim, APNsPush, environment: String)], kind: String) async -> [(Claim, APNsResult)] {
+        let results = await withTaskGroup(of: (Claim, APNsResult, Duration).self) { group in
+            var results: [(Claim, APNsResult, Duration)] = []
+            for (index, (claim, push, environment)) in pushes.enumerated() {
                 if index >= settings.concurrency, let result = await group.next() { results.append(result) }
-                let push = Self.refreshPush(
-                    token: claim.token, topic: claim.topic, userKey: claim.userKey, channels: summaries[claim.userKey] ?? [],
-                    notificationID: claim.notificationID, expiration: expiration
-                )
                 group.addTask {
                     let clock = ContinuousClock()
                     let start = clock.now
-                    let result = await transport.send(push, environment: claim.environment)
+                    let result = await transport.send(push, environment: environment)
                     return (claim, result, clock.now - start)
                 }
             }
@@ -133,32 +135,68 @@ public struct PushDispatcher: Service {
             return results
         }
         for (_, result, elapsed) in results {
-            Timer(label: "herald_push_duration_seconds").record(duration: elapsed)
-            Counter(label: "herald_push_results_total", dimensions: [("outcome", "\(result.outcome)")]).increment()
+            Timer(label: "herald_push_duration_seconds", dimensions: [("kind", kind)]).record(duration: elapsed)
+            Counter(label: "herald_push_results_total", dimensions: [("kind", kind), ("outcome", "\(result.outcome)")]).increment()
         }
+        return results.map { ($0.0, $0.1) }
+    }
+
+    private func send(_ claims: [DeviceClaim]) async throws {
+        let summaries = try await store.refreshSummaries(userKeys: Array(Set(claims.map(\.userKey))))
+        let expiration = Int64(Date().timeIntervalSince1970) + settings.expiration.components.seconds
+        let results = await sendAll(claims.map { claim in
+            let push = Self.refreshPush(
+                token: claim.token, topic: claim.topic, userKey: claim.userKey, channels: summaries[claim.userKey] ?? [],
+                notificationID: claim.notificationID, expiration: expiration
+            )
+            return (claim, push, claim.environment)
+        }, kind: "refresh")
         // Deliveries first, in one statement: if recording a failure below fails, the delivered
         // devices are not pushed again when their claims lapse.
         try await store.recordDelivered(results.filter { $0.1.outcome == .delivered }.map(\.0))
-        for (claim, result, _) in results where result.outcome != .delivered {
+        try await recordUndelivered(
+            results, kind: "refresh", attempts: \.attempts,
+            retry: { try await store.recordRetry($0, after: $1) },
+            fail: { try await store.recordFailure($0, status: $1, reason: $2, removeToken: $3, invalidSince: $4) }
+        )
+    }
+
+    /// Handles every answer but a delivery as `apns.md` §2.3 says: a dead token is a failure that
+    /// removes it; a refused provider token is retried at once (the client already dropped it); 429
+    /// backs off from `throttleDelay`, 5xx and connection trouble from `retryDelay`, doubling with
+    /// jitter, until `maximumAttempts`; anything else is a failure never retried.
+    func recordUndelivered<Claim: Sendable>(
+        _ results: [(Claim, APNsResult)], kind: String, attempts: KeyPath<Claim, Int>,
+        retry: (Claim, Duration) async throws -> Void,
+        fail: (Claim, _ status: Int?, _ reason: String, _ removeToken: Bool, _ invalidSince: Date?) async throws -> Void
+    ) async throws {
+        for (claim, result) in results where result.outcome != .delivered {
+            let attempt = claim[keyPath: attempts]
+            func retryOrGiveUp(_ delay: Duration) async throws {
+                if attempt >= settings.maximumAttempts {
+                    try await fail(claim, result.status, "\(result.reason ?? "failed") (gave up after \(attempt) attempts)", false, nil)
+                } else {
+                    try await retry(claim, delay)
+                }
+            }
             switch result.outcome {
             case .delivered:
                 break
             case .invalidToken:
                 let since = result.timestamp.map { Date(timeIntervalSince1970: Double($0) / 1000) }
-                try await store.recordFailure(claim, status: result.status, reason: result.reason ?? "invalid token", removeToken: true, invalidSince: since)
+                try await fail(claim, result.status, result.reason ?? "invalid token", true, since)
             case .providerTokenRejected:
-                // The client already dropped the refused token; the next attempt carries a new one.
-                try await retryOrGiveUp(claim, result, delay: .zero)
+                try await retryOrGiveUp(.zero)
             case .throttled:
-                try await retryOrGiveUp(claim, result, delay: Self.backoff(settings.throttleDelay, attempt: claim.attempts, cap: settings.maximumRetryDelay))
+                try await retryOrGiveUp(Self.backoff(settings.throttleDelay, attempt: attempt, cap: settings.maximumRetryDelay))
             case .transient:
-                try await retryOrGiveUp(claim, result, delay: Self.backoff(settings.retryDelay, attempt: claim.attempts, cap: settings.maximumRetryDelay))
+                try await retryOrGiveUp(Self.backoff(settings.retryDelay, attempt: attempt, cap: settings.maximumRetryDelay))
             case .permanent:
-                try await store.recordFailure(claim, status: result.status, reason: result.reason ?? "refused", removeToken: false, invalidSince: nil)
+                try await fail(claim, result.status, result.reason ?? "refused", false, nil)
             }
-            logger.notice("refresh push not delivered", metadata: [
+            logger.notice("\(kind) push not delivered", metadata: [
                 "outcome": "\(result.outcome)", "status": "\(result.status.map(String.init) ?? "-")", "reason": "\(result.reason ?? "")",
-                "attempt": "\(claim.attempts)",
+                "attempt": "\(attempt)",
             ])
         }
     }
@@ -173,17 +211,6 @@ public struct PushDispatcher: Service {
             collapseID: "herald-refresh-\(userKey)",
             payload: RefreshPayload.make(channels: channels, badge: channels.reduce(0) { $0 + $1.unread }, notificationID: notificationID)
         )
-    }
-
-    private func retryOrGiveUp(_ claim: DeviceClaim, _ result: APNsResult, delay: Duration) async throws {
-        if claim.attempts >= settings.maximumAttempts {
-            try await store.recordFailure(
-                claim, status: result.status, reason: "\(result.reason ?? "failed") (gave up after \(claim.attempts) attempts)",
-                removeToken: false, invalidSince: nil
-            )
-        } else {
-            try await store.recordRetry(claim, after: delay)
-        }
     }
 
     /// `base × 2^(attempt−1)`, capped, with ±20 % jitter so devices that failed together do not retry together.

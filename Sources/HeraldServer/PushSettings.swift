@@ -27,6 +27,13 @@ public struct PushSettings: Sendable {
     public var throttleDelay: Duration = .seconds(60)
     /// How often to look for work when no wake-up arrives (other replicas, lapsed claims, retries).
     public var pollInterval: Duration = .seconds(1)
+    /// Alert pushes: `herald.app_id` (`HERALD_APP_ID`), whether `aps.badge` is set
+    /// (`HERALD_PUSH_BADGE`) and its cap (`HERALD_PUSH_BADGE_CAP`), and the text shown for
+    /// notifications sent with `no_detail` (`HERALD_PUSH_NO_DETAIL_TEXT`).
+    public var appID = "herald"
+    public var badge = true
+    public var badgeCap: Int?
+    public var noDetailText = "You have a new notification"
     /// Every APNs request's deadline.
     public var requestTimeout: Duration = .seconds(10)
 

@@ -60,7 +60,13 @@ public struct PushStore: Sendable {
             """
             WITH queued AS (
                 INSERT INTO push_outbox (notification_id, user_after, user_through) VALUES (\(notification), \(after), \(through))
-                RETURNING 1)
+                RETURNING 1
+            ), alerts AS (
+                -- A new notification that asked for an alert: its recipients' devices get one too.
+                INSERT INTO alert_outbox (notification_id, user_after, user_through)
+                SELECT id, \(after), \(through) FROM notifications
+                WHERE id = \(notification) AND \(change == .created) AND (push->>'alert')::boolean IS TRUE
+            )
             SELECT pg_notify(\(Self.wakeChannel), ''), pg_notify(\(LiveHint.channel), \(hint.payload)) FROM queued
             """
         )
@@ -202,15 +208,10 @@ public struct PushStore: Sendable {
     /// registered again after it.
     public func recordFailure(_ claim: DeviceClaim, status: Int?, reason: String, removeToken: Bool, invalidSince: Date?) async throws {
         try await client.withRetryingTransaction { connection in
-            var removed = false
-            if removeToken {
-                removed = try await connection.query(
-                    """
-                    DELETE FROM devices WHERE id = \(claim.deviceID)
-                        AND (\(invalidSince)::timestamptz IS NULL OR registered_at <= \(invalidSince))
-                    """
-                ).affectedRows > 0
-            }
+            let removed = try await Self.recordFailure(
+                userKey: claim.userKey, deviceID: claim.deviceID, token: claim.token, environment: claim.environment, topic: claim.topic,
+                status: status, reason: reason, attempts: claim.attempts, removeToken: removeToken, invalidSince: invalidSince, on: connection
+            )
             if !removed {
                 try await connection.query(
                     """
@@ -220,14 +221,32 @@ public struct PushStore: Sendable {
                     """
                 )
             }
-            try await connection.query(
-                """
-                INSERT INTO push_failures (user_key, device_token, environment, topic, status, reason, attempts, token_removed)
-                VALUES (\(claim.userKey), \(claim.token), \(claim.environment), \(claim.topic), \(status.map(Int32.init)),
-                    \(reason), \(Int32(claim.attempts)), \(removed))
-                """
-            )
         }
+    }
+
+    /// Lists a failed push for admins, removing the device's token first when APNs says it is dead
+    /// (unless, for a 410 with a timestamp, it was registered again after it). Returns whether the
+    /// token went. Shared by refresh and alert pushes.
+    static func recordFailure(
+        userKey: Int64, deviceID: Int64, token: String, environment: String, topic: String, status: Int?, reason: String, attempts: Int,
+        removeToken: Bool, invalidSince: Date?, on connection: PostgresConnection
+    ) async throws -> Bool {
+        var removed = false
+        if removeToken {
+            removed = try await connection.query(
+                """
+                DELETE FROM devices WHERE id = \(deviceID)
+                    AND (\(invalidSince)::timestamptz IS NULL OR registered_at <= \(invalidSince))
+                """
+            ).affectedRows > 0
+        }
+        try await connection.query(
+            """
+            INSERT INTO push_failures (user_key, device_token, environment, topic, status, reason, attempts, token_removed)
+            VALUES (\(userKey), \(token), \(environment), \(topic), \(status.map(Int32.init)), \(reason), \(Int32(attempts)), \(removed))
+            """
+        )
+        return removed
     }
 
     /// The device synced: its outstanding push is answered, and so is every want whose transaction

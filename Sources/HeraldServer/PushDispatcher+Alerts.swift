@@ -1,0 +1,86 @@
+import APNs
+import Foundation
+import HeraldCore
+import HeraldStore
+
+extension PushDispatcher {
+    /// The alert half of a round: decide who gets each new alert (`AlertDecision`, at this moment, in
+    /// each user's preferences), claim due alerts, send, record. True when it found work.
+    func runAlertRound() async throws -> Bool {
+        let alerts = AlertStore(client: store.client)
+        let preferences = PushPreferenceStore(client: store.client)
+        var expanded = 0
+        while case let count = try await alerts.expand(limit: 20, decide: { _, candidates in
+            try await Self.decide(candidates, preferences: preferences, at: Date())
+        }), count > 0 {
+            expanded += count
+        }
+        let claims = try await alerts.claimDue(limit: settings.batchSize, lease: settings.lease, policy: settings.multiDevice)
+        guard !claims.isEmpty else { return expanded > 0 }
+        let pushes = try await alertPushes(for: claims, alerts: alerts, preferences: preferences)
+        let results = await sendAll(pushes.map { ($0.0, $0.1, environment: $0.0.environment) }, kind: "alert")
+        try await alerts.recordDelivered(results.filter { $0.1.outcome == .delivered }.map(\.0))
+        try await recordUndelivered(
+            results, kind: "alert", attempts: \.attempts,
+            retry: { try await alerts.recordRetry($0, after: $1) },
+            fail: { try await alerts.recordFailure($0, status: $1, reason: $2, removeToken: $3, invalidSince: $4) }
+        )
+        return true
+    }
+
+    /// The candidates whose preferences let the alert through now, and whether forced.
+    static func decide(_ candidates: [AlertCandidate], preferences: PushPreferenceStore, at now: Date) async throws -> [(userKey: Int64, forced: Bool)] {
+        guard let channelKey = candidates.first?.channelKey else { return [] }
+        let users = candidates.map(\.userKey)
+        let stored = try await preferences.preferences(userKeys: users)
+        let channelOptions = try await preferences.channelOptions(userKeys: users, channelKey: channelKey)
+        return candidates.compactMap { candidate in
+            let decision = AlertDecision.decide(
+                preferences: stored[candidate.userKey] ?? PushPreferences(), channelOption: channelOptions[candidate.userKey] ?? .default,
+                mentioned: candidate.mentioned, forced: candidate.forced, at: now
+            )
+            guard case .send(let forced) = decision else { return nil }
+            return (candidate.userKey, forced)
+        }
+    }
+
+    /// Each claim's alert push: text and title, sound, badge, the seed-format `herald` object.
+    private func alertPushes(for claims: [AlertClaim], alerts: AlertStore, preferences: PushPreferenceStore) async throws -> [(AlertClaim, APNsPush)] {
+        let users = Array(Set(claims.map(\.userKey)))
+        let summaries = try await store.refreshSummaries(userKeys: users)
+        let uncounted = try await alerts.uncountedUnread(userKeys: users)
+        let sounds = try await preferences.preferences(userKeys: users).mapValues(\.sound)
+        let people = try await alerts.people(ids: Array(Set(claims.flatMap { [$0.push.senderID].compactMap { $0 } + $0.push.mentionedUserIDs })))
+        let expiration = Int64(Date().timeIntervalSince1970) + settings.expiration.components.seconds
+        return claims.map { claim in
+            let channels = summaries[claim.userKey] ?? []
+            let unread = max(0, channels.reduce(0) { $0 + $1.unread } - (uncounted[claim.userKey] ?? 0))
+            let sender = claim.push.senderID.flatMap { id in people[id].map { AlertPayload.Content.Person(id: id, name: $0.nickname, profileURL: $0.profileURL) } }
+            let text: String
+            let title: String?
+            if claim.push.noDetail {
+                (text, title) = (settings.noDetailText, nil)
+            } else {
+                text = claim.push.text ?? claim.pushBody ?? claim.dataTitle ?? settings.noDetailText
+                title = claim.pushTitle
+            }
+            let content = AlertPayload.Content(
+                notificationID: claim.notificationID, createdAtMilliseconds: RFC3339.milliseconds(from: claim.createdAt), appID: settings.appID,
+                title: title, text: text, includeNickname: claim.push.includeNickname && !claim.push.noDetail,
+                type: sender == nil ? "ADMM" : "MESG", customType: claim.category, channelURL: claim.channel.url, channelName: claim.channel.name,
+                channelCustomType: claim.channel.customType, channelType: claim.channel.kind.rawValue,
+                channelUnreadCount: channels.first { $0.url == claim.channel.url }?.unread ?? 0, unreadMessageCount: unread,
+                badge: settings.badge ? min(unread, Int64(settings.badgeCap ?? Int.max)) : nil,
+                sound: claim.push.sound ?? (sounds[claim.userKey] ?? nil) ?? "default",
+                sender: sender, recipient: .init(id: claim.recipientID, name: claim.recipientNickname),
+                mentionedUsers: claim.push.mentionedUserIDs.compactMap { id in people[id].map { .init(id: id, name: $0.nickname, profileURL: $0.profileURL) } },
+                audienceType: claim.audience, extraAPS: claim.push.aps, custom: claim.push.custom
+            )
+            let push = APNsPush(
+                deviceToken: claim.token, topic: claim.topic, pushType: "alert", priority: claim.push.priority == .low ? 5 : 10,
+                expiration: expiration, collapseID: claim.push.collapseID, payload: AlertPayload.make(content)
+            )
+            return (claim, push)
+        }
+    }
+}

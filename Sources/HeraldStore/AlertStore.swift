@@ -1,0 +1,227 @@
+import Foundation
+import HeraldCore
+import Postgres
+
+/// A recipient an alert may go to, with what the decision needs.
+public struct AlertCandidate: Sendable, Equatable {
+    public var userKey: Int64
+    public var channelKey: Int64
+    public var mentioned: Bool
+    public var forced: Bool
+}
+
+/// An alert push claimed for sending, with everything its payload needs from the database.
+public struct AlertClaim: Sendable {
+    public var id: Int64
+    public var userKey: Int64
+    public var deviceID: Int64
+    public var token: String
+    public var environment: String
+    public var topic: String
+    /// Attempts so far, this one included.
+    public var attempts: Int
+    public var forced: Bool
+    public var notificationID: Int64
+    public var channel: CollectionChannel
+    public var category: String
+    public var createdAt: Date
+    /// The template's push title and body as rendered for this recipient, and the data's `title`.
+    public var pushTitle: String?
+    public var pushBody: String?
+    public var dataTitle: String?
+    public var push: PushOptions
+    public var audience: String
+    public var recipientID: String
+    public var recipientNickname: String
+}
+
+/// The durable queue of alert pushes (`sql/0010_alert_pushes.sql`).
+public struct AlertStore: Sendable {
+    public let client: PostgresClient
+
+    public init(client: PostgresClient) {
+        self.client = client
+    }
+
+    /// Turns up to `limit` alert outbox rows into alert pushes: `decide` picks, among each row's
+    /// recipients who have devices, those who get the alert (and whether forced); each of their
+    /// devices gets a row. One transaction: a crash either leaves the outbox row or has written all.
+    /// Returns how many outbox rows it took.
+    public func expand(
+        limit: Int,
+        decide: @escaping @Sendable (_ notificationID: Int64, _ candidates: [AlertCandidate]) async throws -> [(userKey: Int64, forced: Bool)]
+    ) async throws -> Int {
+        try await client.withRetryingTransaction { connection in
+            let rows = try await connection.query(
+                "SELECT id, notification_id, user_after, user_through FROM alert_outbox ORDER BY id LIMIT \(limit) FOR UPDATE SKIP LOCKED"
+            )
+            for row in rows {
+                let (_, notification, after, through) = try row.decode((Int64, Int64, Int64?, Int64?).self)
+                let candidates = try await connection.query(
+                    """
+                    SELECT r.user_key, r.channel_key,
+                        u.id IN (SELECT jsonb_array_elements_text(coalesce(n.push->'mentioned_user_ids', '[]'))),
+                        u.id IN (SELECT jsonb_array_elements_text(coalesce(n.push->'force_push', '[]')))
+                    FROM notifications n
+                    JOIN notification_recipients r ON r.notification_id = n.id
+                    JOIN users u ON u.key = r.user_key
+                    WHERE n.id = \(notification) AND n.deleted_at IS NULL AND NOT r.deleted
+                        AND (\(after)::int8 IS NULL OR (r.user_key > \(after) AND r.user_key <= \(through)))
+                        AND EXISTS (SELECT 1 FROM devices d WHERE d.user_key = r.user_key)
+                    """
+                ).map { row in
+                    let (user, channel, mentioned, forced) = try row.decode((Int64, Int64, Bool, Bool).self)
+                    return AlertCandidate(userKey: user, channelKey: channel, mentioned: mentioned, forced: forced)
+                }
+                guard !candidates.isEmpty else { continue }
+                let chosen = try await decide(notification, candidates)
+                guard !chosen.isEmpty else { continue }
+                try await connection.query(
+                    """
+                    INSERT INTO alert_pushes (user_key, device_id, notification_id, forced)
+                    SELECT d.user_key, d.id, \(notification), c.forced
+                    FROM unnest(\(chosen.map(\.userKey))::int8[], \(chosen.map(\.forced))::bool[]) AS c(user_key, forced)
+                    JOIN devices d ON d.user_key = c.user_key
+                    """
+                )
+            }
+            let ids = try rows.map { try $0.decode(column: 0, as: Int64.self) }
+            try await connection.query("DELETE FROM alert_outbox WHERE id = ANY(\(ids))")
+            return rows.count
+        }
+    }
+
+    /// Claims up to `limit` due alert pushes. Alerts to recipients who are online by `policy` are
+    /// dropped (they see the notification live), as are alerts whose notification was deleted.
+    public func claimDue(limit: Int, lease: Duration, policy: MultiDevicePolicy) async throws -> [AlertClaim] {
+        let perDevice = policy == .anyOffline
+        let claimed = try await client.query(
+            """
+            WITH due AS (
+                SELECT id FROM alert_pushes
+                WHERE next_attempt_at <= now() AND (claimed_until IS NULL OR claimed_until < now())
+                ORDER BY next_attempt_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED
+            ), online AS (
+                DELETE FROM alert_pushes a USING due WHERE a.id = due.id AND (
+                    (\(perDevice) AND EXISTS (
+                        SELECT 1 FROM stream_connections c JOIN herald_nodes n ON n.id = c.node_id
+                        WHERE c.device_id = a.device_id AND n.expires_at > now()))
+                    OR (NOT \(perDevice) AND EXISTS (
+                        SELECT 1 FROM stream_connections c JOIN herald_nodes n ON n.id = c.node_id
+                        WHERE c.user_key = a.user_key AND n.expires_at > now())))
+                RETURNING a.id
+            )
+            UPDATE alert_pushes a SET claimed_until = now() + \(PushStore.interval(lease))::interval, attempts = a.attempts + 1
+            FROM due WHERE a.id = due.id AND a.id NOT IN (SELECT id FROM online)
+            RETURNING a.id
+            """
+        ).map { try $0.decode(Int64.self) }
+        guard !claimed.isEmpty else { return [] }
+        let rows = try await client.query(
+            """
+            SELECT a.id, a.user_key, a.device_id, d.token, d.environment, d.topic, a.attempts, a.forced,
+                n.id, c.key, c.kind, c.name, c.cover_url, c.custom_type, c.url, n.category, n.created_at,
+                coalesce(r.push_title, n.push_title), coalesce(r.push_body, n.push_body), coalesce(r.data, n.data)->>'title',
+                n.push, n.audience, u.id, u.nickname
+            FROM alert_pushes a
+            JOIN devices d ON d.id = a.device_id
+            JOIN notifications n ON n.id = a.notification_id AND n.deleted_at IS NULL
+            JOIN channels c ON c.key = n.channel_key
+            JOIN users u ON u.key = a.user_key
+            LEFT JOIN notification_recipients r ON r.user_key = a.user_key AND r.channel_key = n.channel_key AND r.notification_id = n.id
+            WHERE a.id = ANY(\(claimed)) AND (r.deleted IS NULL OR NOT r.deleted)
+            ORDER BY a.id
+            """
+        )
+        let decoder = JSONDecoder()
+        let claims = try rows.map { row in
+            let (id, user, device, token, environment, topic, attempts, forced) = try row.decode(
+                (Int64, Int64, Int64, String, String, String, Int32, Bool).self
+            )
+            let (kind, name, cover, customType, url) = (
+                try row.decode(column: 10, as: String.self), try row.decode(column: 11, as: String.self),
+                try row.decode(column: 12, as: String.self), try row.decode(column: 13, as: String.self), try row.decode(column: 14, as: String.self)
+            )
+            return AlertClaim(
+                id: id, userKey: user, deviceID: device, token: token, environment: environment, topic: topic, attempts: Int(attempts),
+                forced: forced, notificationID: try row.decode(column: 8, as: Int64.self),
+                channel: CollectionChannel(
+                    key: try row.decode(column: 9, as: Int64.self), url: url, kind: Channel.Kind(rawValue: kind) ?? .feed, name: name,
+                    coverURL: cover, customType: customType
+                ),
+                category: try row.decode(column: 15, as: String.self), createdAt: try row.decode(column: 16, as: Date.self),
+                pushTitle: try row.decode(column: 17, as: String?.self), pushBody: try row.decode(column: 18, as: String?.self),
+                dataTitle: try row.decode(column: 19, as: String?.self),
+                push: try decoder.decode(PushOptions.self, from: Data(try row.decode(column: 20, as: PostgresJSONB.self).utf8)),
+                audience: try row.decode(column: 21, as: String.self), recipientID: try row.decode(column: 22, as: String.self),
+                recipientNickname: try row.decode(column: 23, as: String.self)
+            )
+        }
+        // Claimed but gone (the notification or the copy was deleted meanwhile): nothing to send.
+        let gone = Set(claimed).subtracting(claims.map(\.id))
+        if !gone.isEmpty { try await client.query("DELETE FROM alert_pushes WHERE id = ANY(\(Array(gone)))") }
+        return claims
+    }
+
+    /// Users by id: nickname and profile URL (senders and mentioned users of alert payloads).
+    public func people(ids: [String]) async throws -> [String: (nickname: String, profileURL: String)] {
+        guard !ids.isEmpty else { return [:] }
+        var result: [String: (nickname: String, profileURL: String)] = [:]
+        for row in try await client.query("SELECT id, nickname, profile_url FROM users WHERE id = ANY(\(ids))") {
+            let (id, nickname, profile) = try row.decode((String, String, String).self)
+            result[id] = (nickname, profile)
+        }
+        return result
+    }
+
+    /// Each user's unread copies of notifications that ask not to count in the badge.
+    public func uncountedUnread(userKeys: [Int64]) async throws -> [Int64: Int64] {
+        var result: [Int64: Int64] = [:]
+        for row in try await client.query(
+            """
+            SELECT r.user_key, count(*) FROM notification_recipients r JOIN notifications n ON n.id = r.notification_id
+            WHERE r.user_key = ANY(\(userKeys)) AND r.status < 2 AND NOT r.deleted AND n.deleted_at IS NULL
+                AND n.push->>'counted_in_badge' = 'false'
+            GROUP BY r.user_key
+            """
+        ) {
+            let (user, count) = try row.decode((Int64, Int64).self)
+            result[user] = count
+        }
+        return result
+    }
+
+    /// Delivered: the rows go, and their notifications count the pushes.
+    public func recordDelivered(_ claims: [AlertClaim]) async throws {
+        guard !claims.isEmpty else { return }
+        try await client.withRetryingTransaction { connection in
+            try await connection.query("DELETE FROM alert_pushes WHERE id = ANY(\(claims.map(\.id)))")
+            try await connection.query(
+                """
+                UPDATE notifications n SET pushes_sent = n.pushes_sent + p.count
+                FROM (SELECT id, count(*) AS count FROM unnest(\(claims.map(\.notificationID))::int8[]) AS t(id) GROUP BY id) AS p
+                WHERE n.id = p.id
+                """
+            )
+        }
+    }
+
+    /// Try again no earlier than `after` from now.
+    public func recordRetry(_ claim: AlertClaim, after delay: Duration) async throws {
+        try await client.query(
+            "UPDATE alert_pushes SET next_attempt_at = now() + \(PushStore.interval(delay))::interval, claimed_until = NULL WHERE id = \(claim.id)"
+        )
+    }
+
+    /// Refused for good or out of retries: listed for admins (the token removed when dead), the row gone.
+    public func recordFailure(_ claim: AlertClaim, status: Int?, reason: String, removeToken: Bool, invalidSince: Date?) async throws {
+        try await client.withRetryingTransaction { connection in
+            _ = try await PushStore.recordFailure(
+                userKey: claim.userKey, deviceID: claim.deviceID, token: claim.token, environment: claim.environment, topic: claim.topic,
+                status: status, reason: "alert: \(reason)", attempts: claim.attempts, removeToken: removeToken, invalidSince: invalidSince,
+                on: connection
+            )
+            try await connection.query("DELETE FROM alert_pushes WHERE id = \(claim.id)")
+        }
+    }
+}
