@@ -70,6 +70,18 @@ struct ConfigurationTests {
         }
     }
 
+    @Test func alertPushSettings() throws {
+        let defaults = try HeraldConfiguration.resolve(environment: [:])
+        #expect(defaults.appID == "herald" && defaults.pushBadge && defaults.pushBadgeCap == nil)
+        let set = try HeraldConfiguration.resolve(environment: [
+            "HERALD_APP_ID": "acme", "HERALD_PUSH_BADGE": "off", "HERALD_PUSH_BADGE_CAP": "99", "HERALD_PUSH_NO_DETAIL_TEXT": "New message",
+        ])
+        #expect(set.appID == "acme" && !set.pushBadge && set.pushBadgeCap == 99 && set.noDetailText == "New message")
+        for environment in [["HERALD_PUSH_BADGE": "maybe"], ["HERALD_PUSH_BADGE_CAP": "0"], ["HERALD_PUSH_BADGE_CAP": "lots"]] {
+            #expect(throws: ConfigurationError.self, "\(environment)") { try HeraldConfiguration.resolve(environment: environment) }
+        }
+    }
+
     @Test func databaseSelection() throws {
         let url = try HeraldConfiguration.resolve(environment: ["DATABASE_URL": "postgres://db/herald"])
         #expect(url.databaseURL == "postgres://db/herald")

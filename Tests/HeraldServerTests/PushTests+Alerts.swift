@@ -132,6 +132,26 @@ extension PushTests {
         }
     }
 
+    @Test func aDeadTokenOnAnAlertIsRemovedAndListed() async throws {
+        try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+            let device = Self.token(1)
+            let world = try await world(db, users: ["u1"], devices: ["u1": [device]])
+            defer { Task { await world.shutdown() } }
+            // The refresh goes through; the alert finds the token dead.
+            world.mock.script(device, [.status(200, reason: nil), .status(400, reason: "BadDeviceToken")])
+            var options = PushOptions()
+            options.alert = true
+            try await world.send("hello", to: ["u1"], push: options)
+            try await world.drain()
+            #expect(alerts(world).map(\.status) == [400])
+            #expect(try await world.query("SELECT count(*) FROM devices")[0].decode(Int64.self) == 0)
+            let failures = try await PushStore(client: db.client).failures(limit: 10, before: nil)
+            #expect(failures.map(\.reason) == ["alert: BadDeviceToken"])
+            #expect(failures.first?.tokenRemoved == true)
+            #expect(try await world.query("SELECT count(*) FROM alert_pushes")[0].decode(Int64.self) == 0)
+        }
+    }
+
     @Test func anOnlineUserGetsNoAlert() async throws {
         try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
             let device = Self.token(1)
