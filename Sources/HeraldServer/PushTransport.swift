@@ -57,7 +57,7 @@ final class PushTransport: Sendable {
         }
         for entry in old { await entry.client.shutdown() }
         if entries.isEmpty {
-            logger.notice("no APNs credentials stored: refresh pushes are written to the log, not sent (PUT /v1/apns/credentials/{name})")
+            logger.notice("no APNs credentials stored: pushes are written to the log, not sent (PUT /v1/apns/credentials/{name})")
         } else {
             logger.info("APNs credentials loaded", metadata: ["credentials": "\(entries.map(\.info.name).joined(separator: ", "))"])
         }
@@ -67,8 +67,8 @@ final class PushTransport: Sendable {
     func send(_ push: APNsPush, environment: String) async -> APNsResult {
         let entries = state.withLockedValue { $0.entries }
         guard !entries.isEmpty else {
-            logger.info("refresh push (logging transport)", metadata: [
-                "topic": "\(push.topic)", "environment": "\(environment)", "payload": "\(String(decoding: push.payload, as: UTF8.self))",
+            logger.info("push (logging transport)", metadata: [
+                "type": "\(push.pushType)", "topic": "\(push.topic)", "environment": "\(environment)", "payload": "\(String(decoding: push.payload, as: UTF8.self))",
             ])
             return APNsResult(outcome: .delivered, status: nil, reason: "logged: no APNs credentials")
         }
