@@ -37,6 +37,9 @@ struct StreamController {
     func authenticate(uri: String, authorization: String?) async throws -> StreamClient {
         let parsed = URI(uri)
         guard parsed.path == "/v1/me/stream" else { throw APIError(.notFound, code: "not_found", message: "Not a stream.") }
+        guard hub != nil else {
+            throw APIError(.serviceUnavailable, code: "streams_unavailable", message: "This server does not serve live streams.")
+        }
         return try await authenticate(authorization: authorization, query: parsed.queryParameters)
     }
 
