@@ -75,7 +75,7 @@ import Testing
         #expect(((payload["aps"] as? [String: Any])?["alert"] as? [String: String])?["body"] == "Shop: " + message)
     }
 
-    @Test func extraAPSFieldsCannotOverrideHeraldsOwn() {
+    @Test func extraAPSFieldsCannotOverrideHeraldsOwn() throws {
         var options = PushOptions()
         for key in ["alert", "badge", "sound", "content-available", "mutable-content"] {
             options.aps = [key: .string("x")]
@@ -84,5 +84,15 @@ import Testing
         options.aps = [:]
         options.custom = ["herald": .string("x")]
         #expect(options.problem()?.field == "custom.herald")
+
+        // And should such keys reach the payload anyway (stored before a rule existed), Herald's win.
+        var content = Self.content()
+        content.extraAPS = ["sound": .string("evil.caf"), "badge": .number(99), "category": .string("ORDER")]
+        content.custom = ["aps": .string("evil"), "herald": .string("evil"), "extra": .bool(true)]
+        let payload = try Self.object(AlertPayload.make(content))
+        let aps = try #require(payload["aps"] as? [String: Any])
+        #expect(aps["sound"] as? String == "chime.caf" && aps["badge"] as? Int == 3 && aps["category"] as? String == "ORDER")
+        #expect((payload["herald"] as? [String: Any])?["message_id"] as? Int == 42)
+        #expect(payload["extra"] as? Bool == true)
     }
 }
