@@ -59,6 +59,15 @@ extension PushTests {
         }
     }
 
+    /// Waits until the server has taken the device's closed stream out of presence (the close
+    /// reaches the client before the server has recorded it).
+    func offline(_ world: World, device token: String) async throws {
+        let (user, id) = try #require(try await world.query("SELECT user_key, id FROM devices WHERE token = '\(token)'").first?.decode((Int64, Int64).self))
+        try await eventually("the device to count as offline") {
+            !(try await PresenceStore(client: world.db.client).isOnline(userKey: user, deviceID: id))
+        }
+    }
+
     func userKey(_ world: World, _ user: String) async throws -> Int64 {
         try #require(try await CollectionStore(client: world.db.client).userKey(user))
     }
@@ -92,6 +101,7 @@ extension PushTests {
 
                 // d1 goes away: any_offline pushes it, all_offline does not (d2 is still online).
                 await s1.close()
+                try await offline(world, device: d1)
                 let second = try await world.send("two", to: ["u1"])
                 #expect(try await s2.next(type: "notification.created")["notification"].flatMap { ($0 as? [String: Any])?["id"] as? String } == String(second))
                 try await world.drain()
@@ -106,6 +116,7 @@ extension PushTests {
 
                 // Both gone: both policies push both devices (d1 synced first, so nothing is outstanding).
                 await s2.close()
+                try await offline(world, device: d2)
                 let sync = try await client.execute(
                     uri: "/v1/me/channels/feed/collection", method: .get,
                     headers: { var h = jsonHeaders(bearer: world.sessions["u1"]); h[HTTPField.Name("Herald-Device")!] = d1; return h }()
