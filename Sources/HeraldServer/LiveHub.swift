@@ -24,7 +24,8 @@ public final class LiveHub: Service, Sendable {
     let push: PushStore
     let sessions: SessionStore
     let executor: PostgresExecutor
-    /// `nil` in tests that deliver hints by hand (`handle(_:)`).
+    /// The `herald_live` listener; `nil` hears nothing from the database (hints can still be
+    /// handed to `handle(_:)`).
     let listener: PostgresListener?
     let logger: Logger
     /// This process's presence node: random, so that processes never need to agree on ids.
@@ -33,6 +34,9 @@ public final class LiveHub: Service, Sendable {
     private let state = Mutex(State())
     private let openings = Mutex<[StreamConnection]>([])
     private let openingsWake = WakeSignal()
+    /// Set once `LISTEN herald_live` is in effect: no stream is ready before, or it could miss events
+    /// committed between its `ready` and the listener's start.
+    private let listening = Mutex(false)
     private let handled = Atomic<Int>(0)
     private let channelURLs = Mutex<[Int64: String]>([:])
 
@@ -83,14 +87,16 @@ public final class LiveHub: Service, Sendable {
 
     /// Records the presence of the streams opened since the last round in one statement (their
     /// devices are online from then on, on every process), then starts delivering events to them; the
-    /// first event each gets is `ready`.
+    /// first event each gets is `ready`, and from it on every change reaches them (streams wait until
+    /// the listener is in effect).
     private func recordOpenings() async {
         while !Task.isCancelled {
             let batch = openings.withLock { openings in
                 defer { openings = [] }
                 return openings
             }
-            guard !batch.isEmpty else {
+            guard !batch.isEmpty, listener == nil || listening.withLock({ $0 }) else {
+                if !batch.isEmpty { openings.withLock { $0.insert(contentsOf: batch, at: 0) } }
                 await openingsWake.wait(timeout: .seconds(1))
                 continue
             }
@@ -125,9 +131,7 @@ public final class LiveHub: Service, Sendable {
         forget(connection)
         Gauge(label: "herald_stream_connections").record(count)
         do {
-            // In a task of its own: it must run even when the stream ended because its task was cancelled.
-            let (presence, node, policy) = (self.presence, self.node, settings.multiDevice)
-            try await Task { try await presence.remove(node: node, stream: connection.presence, policy: policy) }.value
+            try await presence.remove(node: node, stream: connection.presence, policy: settings.multiDevice)
         } catch {
             // The heartbeat re-records only open streams, and the row goes with the node at the latest.
             logger.warning("could not remove a closed stream's presence", metadata: ["error": "\(String(reflecting: error))"])
@@ -181,6 +185,7 @@ public final class LiveHub: Service, Sendable {
             connection.close(.goingAway, reason: "server shutting down")
         }
         do {
+            // In a task of its own: an application stopped by cancellation (tests) still removes it.
             let (presence, node) = (self.presence, self.node)
             try await Task { try await presence.removeNode(node) }.value
         } catch {
@@ -190,13 +195,15 @@ public final class LiveHub: Service, Sendable {
 
     private func listen() async {
         guard let listener else { return }
-        var listening = false
+        var listening = false  // this loop's: a second `.listening` is a reconnect
         for await event in listener.events() {
             switch event {
             case .listening:
                 // After a reconnect, hints sent meanwhile are lost: streams must sync.
                 if listening { for connection in allConnections { connection.send(LiveEvent.resync) } }
                 listening = true
+                self.listening.withLock { $0 = true }
+                openingsWake.signal()
             case .notification(let notification):
                 guard let hint = LiveHint(payload: notification.payload) else { continue }
                 await withTaskExecutorPreference(executor) {

@@ -46,9 +46,9 @@ public final class TestStream: Sendable {
     }
 
     /// The next event, as a JSON object; fails after `timeout` or when the stream ends first.
-    public func next(timeout: Duration = .seconds(30)) async throws -> [String: any Sendable] {
+    public func next(timeout: Duration = .seconds(30), what: String = "a stream event") async throws -> [String: any Sendable] {
         let messages = self.messages
-        let text = try await withTimeout(timeout, what: "a stream event") {
+        let text = try await withTimeout(timeout, what: what) {
             for await message in messages { return message }
             throw HeraldProcessError(message: "the stream ended")
         }
@@ -62,7 +62,7 @@ public final class TestStream: Sendable {
     public func next(type: String, timeout: Duration = .seconds(30)) async throws -> [String: any Sendable] {
         let deadline = ContinuousClock.now + timeout
         while true {
-            let event = try await next(timeout: deadline - ContinuousClock.now)
+            let event = try await next(timeout: deadline - ContinuousClock.now, what: "a '\(type)' event")
             if event["type"] as? String == type { return event }
         }
     }
