@@ -137,9 +137,12 @@ struct APNsClientTests {
         var retried = await client.send(Self.push())
         for _ in 0..<5 where retried.outcome != .delivered { retried = await client.send(Self.push()) }
         #expect(retried.outcome == .delivered, "\(retried)")
-        server.script(Self.token, [.hang])
-        let hung = await client.send(Self.push())
-        #expect(hung.outcome == .transient)
+        // A token of its own for the hang: a failed attempt above may still reach the server late
+        // (its connection was closing) and would take a script meant for this one.
+        let hangs = String(repeating: "cd", count: 32)
+        server.script(hangs, [.hang])
+        let hung = await client.send(Self.push(hangs))
+        #expect(hung.outcome == .transient, "\(hung)")
         #expect(hung.reason?.contains("timeout") == true)
         var after = await client.send(Self.push())
         for _ in 0..<5 where after.outcome != .delivered { after = await client.send(Self.push()) }
