@@ -10,9 +10,7 @@ extension PushDispatcher {
         let alerts = AlertStore(client: store.client)
         let preferences = PushPreferenceStore(client: store.client)
         var expanded = 0
-        while case let count = try await alerts.expand(limit: 20, decide: { _, candidates in
-            try await Self.decide(candidates, preferences: preferences, at: Date())
-        }), count > 0 {
+        while case let count = try await alerts.expand(limit: 20, decide: { Self.decide($0, at: Date()) }), count > 0 {
             expanded += count
         }
         let claims = try await alerts.claimDue(limit: settings.batchSize, lease: settings.lease, policy: settings.multiDevice)
@@ -29,15 +27,11 @@ extension PushDispatcher {
     }
 
     /// The candidates whose preferences let the alert through now, and whether forced.
-    static func decide(_ candidates: [AlertCandidate], preferences: PushPreferenceStore, at now: Date) async throws -> [(userKey: Int64, forced: Bool)] {
-        guard let channelKey = candidates.first?.channelKey else { return [] }
-        let users = candidates.map(\.userKey)
-        let stored = try await preferences.preferences(userKeys: users)
-        let channelOptions = try await preferences.channelOptions(userKeys: users, channelKey: channelKey)
-        return candidates.compactMap { candidate in
+    static func decide(_ candidates: [AlertCandidate], at now: Date) -> [(userKey: Int64, forced: Bool)] {
+        candidates.compactMap { candidate in
             let decision = AlertDecision.decide(
-                preferences: stored[candidate.userKey] ?? PushPreferences(), channelOption: channelOptions[candidate.userKey] ?? .default,
-                mentioned: candidate.mentioned, forced: candidate.forced, at: now
+                preferences: candidate.preferences, channelOption: candidate.channelOption, mentioned: candidate.mentioned,
+                forced: candidate.forced, at: now
             )
             guard case .send(let forced) = decision else { return nil }
             return (candidate.userKey, forced)

@@ -8,6 +8,8 @@ public struct AlertCandidate: Sendable, Equatable {
     public var channelKey: Int64
     public var mentioned: Bool
     public var forced: Bool
+    public var preferences: PushPreferences
+    public var channelOption: PushPreferences.ChannelTriggerOption
 }
 
 /// An alert push claimed for sending, with everything its payload needs from the database.
@@ -44,12 +46,13 @@ public struct AlertStore: Sendable {
     }
 
     /// Turns up to `limit` alert outbox rows into alert pushes: `decide` picks, among each row's
-    /// recipients who have devices, those who get the alert (and whether forced); each of their
-    /// devices gets a row. One transaction: a crash either leaves the outbox row or has written all.
-    /// Returns how many outbox rows it took.
+    /// recipients who have devices (read with their preferences), those who get the alert (and whether
+    /// forced); each of their devices gets a row. One transaction, on one connection (so a pool of one
+    /// cannot deadlock): a crash either leaves the outbox row or has written all. Returns how many
+    /// outbox rows it took.
     public func expand(
         limit: Int,
-        decide: @escaping @Sendable (_ notificationID: Int64, _ candidates: [AlertCandidate]) async throws -> [(userKey: Int64, forced: Bool)]
+        decide: @escaping @Sendable (_ candidates: [AlertCandidate]) -> [(userKey: Int64, forced: Bool)]
     ) async throws -> Int {
         try await client.withRetryingTransaction { connection in
             let rows = try await connection.query(
@@ -61,20 +64,27 @@ public struct AlertStore: Sendable {
                     """
                     SELECT r.user_key, r.channel_key,
                         u.id IN (SELECT jsonb_array_elements_text(coalesce(n.push->'mentioned_user_ids', '[]'))),
-                        u.id IN (SELECT jsonb_array_elements_text(coalesce(n.push->'force_push', '[]')))
+                        u.id IN (SELECT jsonb_array_elements_text(coalesce(n.push->'force_push', '[]'))),
+                        coalesce(cp.trigger_option, 'default'), \(unescaped: PushPreferenceStore.columns)
                     FROM notifications n
                     JOIN notification_recipients r ON r.notification_id = n.id
                     JOIN users u ON u.key = r.user_key
+                    LEFT JOIN push_preferences p ON p.user_key = r.user_key
+                    LEFT JOIN channel_push_preferences cp ON cp.user_key = r.user_key AND cp.channel_key = r.channel_key
                     WHERE n.id = \(notification) AND n.deleted_at IS NULL AND NOT r.deleted
                         AND (\(after)::int8 IS NULL OR (r.user_key > \(after) AND r.user_key <= \(through)))
                         AND EXISTS (SELECT 1 FROM devices d WHERE d.user_key = r.user_key)
                     """
                 ).map { row in
-                    let (user, channel, mentioned, forced) = try row.decode((Int64, Int64, Bool, Bool).self)
-                    return AlertCandidate(userKey: user, channelKey: channel, mentioned: mentioned, forced: forced)
+                    AlertCandidate(
+                        userKey: try row.decode(column: 0, as: Int64.self), channelKey: try row.decode(column: 1, as: Int64.self),
+                        mentioned: try row.decode(column: 2, as: Bool.self), forced: try row.decode(column: 3, as: Bool.self),
+                        preferences: try PushPreferenceStore.decode(row, offset: 5),
+                        channelOption: PushPreferences.ChannelTriggerOption(rawValue: try row.decode(column: 4, as: String.self)) ?? .default
+                    )
                 }
                 guard !candidates.isEmpty else { continue }
-                let chosen = try await decide(notification, candidates)
+                let chosen = decide(candidates)
                 guard !chosen.isEmpty else { continue }
                 try await connection.query(
                     """

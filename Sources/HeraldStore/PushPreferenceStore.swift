@@ -19,26 +19,31 @@ public struct PushPreferenceStore: Sendable {
     public func preferences(userKeys: [Int64]) async throws -> [Int64: PushPreferences] {
         var result: [Int64: PushPreferences] = [:]
         for row in try await client.query(
-            """
-            SELECT user_key, trigger_option, dnd_start, dnd_end, dnd_schedules, snooze_start, snooze_end, time_zone, sound
-            FROM push_preferences WHERE user_key = ANY(\(userKeys))
-            """
+            "SELECT p.user_key, \(unescaped: Self.columns) FROM push_preferences p WHERE p.user_key = ANY(\(userKeys))"
         ) {
-            let (key, trigger, dndStart, dndEnd, schedules, snoozeStart, snoozeEnd, zone, sound) = try row.decode(
-                (Int64, String, Int16?, Int16?, PostgresJSONB, Int64?, Int64?, String, String?).self
-            )
-            var preferences = PushPreferences()
-            preferences.triggerOption = PushPreferences.TriggerOption(rawValue: trigger) ?? .all
-            if let dndStart, let dndEnd {
-                preferences.doNotDisturb = .init(start: Self.time(Int(dndStart)), end: Self.time(Int(dndEnd)))
-            }
-            preferences.schedules = try Self.decodeSchedules(schedules)
-            if let snoozeStart, let snoozeEnd { preferences.snooze = .init(start: snoozeStart, end: snoozeEnd) }
-            preferences.timeZone = zone
-            preferences.sound = sound
-            result[key] = preferences
+            result[try row.decode(column: 0, as: Int64.self)] = try Self.decode(row, offset: 1)
         }
         return result
+    }
+
+    /// The columns `decode` reads, of `push_preferences p` (all NULL for a user without a row).
+    static let columns = "p.trigger_option, p.dnd_start, p.dnd_end, p.dnd_schedules, p.snooze_start, p.snooze_end, p.time_zone, p.sound"
+
+    /// Preferences from `columns` starting at `offset`; the defaults when the row was missing.
+    static func decode(_ row: PostgresRow, offset: Int) throws -> PushPreferences {
+        var preferences = PushPreferences()
+        guard let trigger = try row.decode(column: offset, as: String?.self) else { return preferences }
+        preferences.triggerOption = PushPreferences.TriggerOption(rawValue: trigger) ?? .all
+        if let start = try row.decode(column: offset + 1, as: Int16?.self), let end = try row.decode(column: offset + 2, as: Int16?.self) {
+            preferences.doNotDisturb = .init(start: time(Int(start)), end: time(Int(end)))
+        }
+        preferences.schedules = try decodeSchedules(try row.decode(column: offset + 3, as: PostgresJSONB.self))
+        if let start = try row.decode(column: offset + 4, as: Int64?.self), let end = try row.decode(column: offset + 5, as: Int64?.self) {
+            preferences.snooze = .init(start: start, end: end)
+        }
+        preferences.timeZone = try row.decode(column: offset + 6, as: String.self)
+        preferences.sound = try row.decode(column: offset + 7, as: String?.self)
+        return preferences
     }
 
     /// Stores the user's preferences (validated by the caller).

@@ -132,6 +132,30 @@ extension PushTests {
         }
     }
 
+    @Test func channelOptionsAndMentionOnlyDecideWhoIsAlerted() async throws {
+        try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+            let (muted, mentions) = (Self.token(1), Self.token(2))
+            let world = try await world(db, devices: ["u1": [muted], "u2": [mentions]])
+            defer { Task { await world.shutdown() } }
+            let preferences = PushPreferenceStore(client: db.client)
+            let channel = try #require(try await CollectionStore(client: db.client).channel("feed"))
+            try await preferences.setChannelOption(userKey: try await key(world, "u1"), channelKey: channel.key, .off)
+            var mentionOnly = PushPreferences()
+            mentionOnly.triggerOption = .mentionOnly
+            try await preferences.put(userKey: try await key(world, "u2"), mentionOnly)
+
+            var options = PushOptions()
+            options.alert = true
+            try await world.send("no mention", to: ["u1", "u2"], push: options)
+            try await world.drain()
+            #expect(alerts(world).isEmpty)
+            options.mentionedUserIDs = ["u1", "u2"]
+            try await world.send("mentions both", to: ["u1", "u2"], push: options)
+            try await world.drain()
+            #expect(alerts(world).map(\.deviceToken) == [mentions])  // u1's channel is off, mention or not
+        }
+    }
+
     @Test func aDeadTokenOnAnAlertIsRemovedAndListed() async throws {
         try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
             let device = Self.token(1)
