@@ -39,8 +39,9 @@ public struct PushPreferences: Sendable, Equatable {
         public static func < (lhs: TimeOfDay, rhs: TimeOfDay) -> Bool { lhs.minuteOfDay < rhs.minuteOfDay }
     }
 
-    /// The legacy daily window; it may wrap midnight (22:00–07:00).
-    public struct DailyWindow: Sendable, Equatable {
+    /// A window of the day: the legacy daily window (which may wrap midnight, 22:00–07:00) or a
+    /// weekly one (validated to lie within one day, start strictly before end).
+    public struct TimeWindow: Sendable, Equatable {
         public var start: TimeOfDay
         public var end: TimeOfDay
 
@@ -62,19 +63,6 @@ public struct PushPreferences: Sendable, Equatable {
             guard (1...7).contains(number) else { return nil }
             self = Self.allCases[number - 1]
         }
-    }
-
-    /// A weekly window: within one day, start strictly before end.
-    public struct TimeWindow: Sendable, Equatable {
-        public var start: TimeOfDay
-        public var end: TimeOfDay
-
-        public init(start: TimeOfDay, end: TimeOfDay) {
-            self.start = start
-            self.end = end
-        }
-
-        public func covers(_ time: TimeOfDay) -> Bool { start <= time && time <= end }
     }
 
     public struct DaySchedule: Sendable, Equatable {
@@ -101,7 +89,7 @@ public struct PushPreferences: Sendable, Equatable {
     public var triggerOption: TriggerOption = .all
     /// The legacy daily Do Not Disturb window; `nil` when off. Weekly schedules, when there are any,
     /// take its place.
-    public var doNotDisturb: DailyWindow?
+    public var doNotDisturb: TimeWindow?
     public var schedules: [DaySchedule] = []
     public var snooze: Snooze?
     /// An IANA time zone name; DND windows are read in it.

@@ -52,6 +52,12 @@ struct StateBody: JSONWritable {
 
     func write(to writer: inout JSONWriter) {
         writer.beginObject()
+        writeFields(to: &writer)
+        writer.endObject()
+    }
+
+    /// The state's fields, for objects that carry them beside others (the `channel.read` event).
+    func writeFields(to writer: inout JSONWriter) {
         writer.key("unread_count")
         writer.integer(state.unreadCount)
         // Present as null, not absent: clients read "never" explicitly.
@@ -59,7 +65,6 @@ struct StateBody: JSONWritable {
         writer.string(state.lastReadAt.map(RFC3339.string))
         writer.key("last_seen_at")
         writer.string(state.lastSeenAt.map(RFC3339.string))
-        writer.endObject()
     }
 }
 

@@ -50,12 +50,7 @@ enum LiveEvent {
             writer.key("type")
             writer.string("channel.read")
             channel(&writer, url: channelURL, position: position)
-            writer.key("unread_count")
-            writer.integer(state.unreadCount)
-            writer.key("last_read_at")
-            writer.string(state.lastReadAt.map(RFC3339.string))
-            writer.key("last_seen_at")
-            writer.string(state.lastSeenAt.map(RFC3339.string))
+            StateBody(state).writeFields(to: &writer)
         }
     }
 

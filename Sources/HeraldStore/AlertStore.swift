@@ -206,13 +206,7 @@ public struct AlertStore: Sendable {
         guard !claims.isEmpty else { return }
         try await client.withRetryingTransaction { connection in
             try await connection.query("DELETE FROM alert_pushes WHERE id = ANY(\(claims.map(\.id)))")
-            try await connection.query(
-                """
-                UPDATE notifications n SET pushes_sent = n.pushes_sent + p.count
-                FROM (SELECT id, count(*) AS count FROM unnest(\(claims.map(\.notificationID))::int8[]) AS t(id) GROUP BY id) AS p
-                WHERE n.id = p.id
-                """
-            )
+            try await PushStore.countPushes(notificationIDs: claims.map(\.notificationID), on: connection)
         }
     }
 

@@ -184,14 +184,19 @@ public struct PushStore: Sendable {
                 WHERE d.id = c.id
                 """
             )
-            try await connection.query(
-                """
-                UPDATE notifications n SET pushes_sent = n.pushes_sent + p.count
-                FROM (SELECT id, count(*) AS count FROM unnest(\(claims.compactMap(\.notificationID))::int8[]) AS t(id) GROUP BY id) AS p
-                WHERE n.id = p.id
-                """
-            )
+            try await Self.countPushes(notificationIDs: claims.compactMap(\.notificationID), on: connection)
         }
+    }
+
+    /// Adds one to each notification's `pushes_sent` per time it is named (refresh and alert pushes).
+    static func countPushes(notificationIDs ids: [Int64], on connection: PostgresConnection) async throws {
+        try await connection.query(
+            """
+            UPDATE notifications n SET pushes_sent = n.pushes_sent + p.count
+            FROM (SELECT id, count(*) AS count FROM unnest(\(ids)::int8[]) AS t(id) GROUP BY id) AS p
+            WHERE n.id = p.id
+            """
+        )
     }
 
     /// Try again no earlier than `after` from now (the claim is released).

@@ -21,7 +21,7 @@ import Testing
     ) -> P {
         var preferences = P()
         preferences.triggerOption = trigger
-        preferences.doNotDisturb = daily.map { P.DailyWindow(start: $0.0, end: $0.1) }
+        preferences.doNotDisturb = daily.map { P.TimeWindow(start: $0.0, end: $0.1) }
         preferences.schedules = weekly
         preferences.snooze = snooze.map {
             P.Snooze(start: Int64(instant($0.0).timeIntervalSince1970 * 1000), end: Int64(instant($0.1).timeIntervalSince1970 * 1000))
