@@ -3,7 +3,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOConcurrencyHelpers
-import NIOHTTP1
+import NIOHPACK
 import NIOSSL
 
 /// How a client proves it may push: a provider token signed with a `.p8` key, or a TLS client
@@ -19,11 +19,13 @@ public enum APNsAuthentication: Sendable {
 /// (`Configuration.connections`, used in turn), replaces one that went away (GOAWAY, a drop) on the next
 /// push, and after a failed connect waits with exponential backoff before trying again. Each push is
 /// one stream bounded by the configured deadline; streams beyond the server's
-/// `SETTINGS_MAX_CONCURRENT_STREAMS` wait in NIOHTTP2 for others to finish. What is APNs's own: the
-/// headers, the provider token, the payload limit and the reading of answers.
+/// `SETTINGS_MAX_CONCURRENT_STREAMS` (or `Configuration.maximumInFlight`) wait in the client for
+/// others to finish. What is APNs's own: the headers, the provider token, the payload limit and the
+/// reading of answers. A batch (`send(_:)` with many pushes) costs one hop to each connection's event
+/// loop, not a task per push.
 ///
 /// (The first version used AsyncHTTPClient, which flushed each request's head, body and end apart —
-/// three TLS writes per push; see docs/benchmarks.md.)
+/// three TLS writes per push; the second a stream channel per push; see docs/benchmarks.md.)
 ///
 /// One client serves one credential: APNs binds a connection to the team of the first token it sees,
 /// so credentials never share connections.
@@ -38,9 +40,17 @@ public final class APNsClient: Sendable {
         /// HTTP/2 connections, used in turn. A connection's streams are handled on one event loop
         /// thread; Apple allows several connections per provider for throughput.
         public var connections: Int
+        /// Streams open at once per connection, at most; fewer when the server's
+        /// `SETTINGS_MAX_CONCURRENT_STREAMS` says so. Pushes beyond it wait in the client, and their
+        /// deadline starts when they are sent.
+        public var maximumInFlight: Int
 
-        public init(baseURL: String, additionalTrustRootFiles: [String] = [], timeout: Duration = .seconds(10), connections: Int = 2) {
-            precondition(connections > 0)
+        public init(
+            baseURL: String, additionalTrustRootFiles: [String] = [], timeout: Duration = .seconds(10), connections: Int = 2,
+            maximumInFlight: Int = 1_000
+        ) {
+            precondition(connections > 0 && maximumInFlight > 0)
+            self.maximumInFlight = maximumInFlight
             self.baseURL = baseURL
             self.additionalTrustRootFiles = additionalTrustRootFiles
             self.timeout = timeout
@@ -56,6 +66,8 @@ public final class APNsClient: Sendable {
     private let tls: NIOSSLContext
     private let host: String
     private let port: Int
+    /// `:authority`: the host, with the port unless it is 443.
+    private let authority: String
     private let slots: [ConnectionSlot]
     private let next = ManagedAtomic<Int>(0)
     private let logger: Logger
@@ -68,7 +80,9 @@ public final class APNsClient: Sendable {
             throw APNsCredentialError.invalidKey("the APNs URL must be https://host[:port], got '\(configuration.baseURL)'")
         }
         self.host = host
-        self.port = url.port ?? 443
+        let port = url.port ?? 443
+        self.port = port
+        self.authority = port == 443 ? host : "\(host):\(port)"
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.applicationProtocols = ["h2"]
         tls.additionalTrustRoots = configuration.additionalTrustRootFiles.map { .file($0) }
@@ -82,16 +96,84 @@ public final class APNsClient: Sendable {
 
     /// Sends one push and reads the answer; never throws — failures are results to act on.
     public func send(_ push: APNsPush) async -> APNsResult {
-        guard push.payload.count <= APNsPush.maximumPayloadBytes else {
-            return APNsResult(outcome: .permanent, status: nil, reason: "PayloadTooLarge (\(push.payload.count) bytes, checked before sending)")
-        }
-        var headers = HTTPHeaders()
+        await send([push])[0].result
+    }
+
+    /// Sends the pushes — spread over the connections, each share handed to its connection at once —
+    /// and returns each one's result and how long its stream was open (zero when it never started), in
+    /// order. Never throws: failures are results to act on.
+    public func send(_ pushes: [APNsPush]) async -> [(result: APNsResult, elapsed: Duration)] {
+        var outcomes = [(result: APNsResult, elapsed: Duration)?](repeating: nil, count: pushes.count)
         var generation: Int?
+        var authorization: String?
         if case .token(let cache) = authentication {
             let token = cache.current()
             generation = token.generation
-            headers.add(name: "authorization", value: "bearer " + token.value)
+            authorization = "bearer " + token.value
         }
+        var sendable: [(index: Int, request: APNsRequest)] = []
+        sendable.reserveCapacity(pushes.count)
+        for (index, push) in pushes.enumerated() {
+            guard push.payload.count <= APNsPush.maximumPayloadBytes else {
+                let reason = "PayloadTooLarge (\(push.payload.count) bytes, checked before sending)"
+                outcomes[index] = (APNsResult(outcome: .permanent, status: nil, reason: reason), .zero)
+                continue
+            }
+            sendable.append((index, request(for: push, authorization: authorization)))
+        }
+        // Contiguous shares, one per connection; a lone push goes to the connections in turn.
+        let first = next.loadThenWrappingIncrement(ordering: .relaxed)
+        let shares = min(slots.count, sendable.count)
+        let answered = await withTaskGroup(of: [(Int, Result<APNsAnswer, APNsConnectionError>)].self) { group in
+            for share in 0..<shares {
+                let part = Array(sendable[(sendable.count * share / shares)..<(sendable.count * (share + 1) / shares)])
+                let slot = slots[(first + share) % slots.count]
+                group.addTask { [host, port, tls, configuration] in
+                    do {
+                        let connection = try await slot.connection {
+                            try await APNsConnection.connect(
+                                host: host, port: port, tls: tls, timeout: configuration.timeout, maximumInFlight: configuration.maximumInFlight
+                            )
+                        }
+                        return Array(zip(part.map(\.index), await connection.send(part.map(\.request))))
+                    } catch {
+                        return part.map { ($0.index, .failure(.failed("connection: \(error)"))) }
+                    }
+                }
+            }
+            var all: [(Int, Result<APNsAnswer, APNsConnectionError>)] = []
+            for await part in group { all += part }
+            return all
+        }
+        var tokenRejected = false
+        for (index, outcome) in answered {
+            switch outcome {
+            case .success(let answer):
+                let result = Self.classify(answer)
+                tokenRejected = tokenRejected || result.outcome == .providerTokenRejected
+                outcomes[index] = (result, answer.elapsed)
+            case .failure(.timeout):
+                outcomes[index] = (APNsResult(outcome: .transient, status: nil, reason: "\(APNsConnectionError.timeout)"), .zero)
+            case .failure(let error):
+                // No answer: the connection failed, or went away (GOAWAY) before this stream was
+                // processed. Worth retrying — on a new connection, which the slot makes.
+                outcomes[index] = (APNsResult(outcome: .transient, status: nil, reason: "connection: \(error)"), .zero)
+            }
+        }
+        if tokenRejected, case .token(let cache) = authentication, let generation {
+            cache.invalidate(generation: generation)
+        }
+        return outcomes.map { $0! }
+    }
+
+    private func request(for push: APNsPush, authorization: String?) -> APNsRequest {
+        var headers = HPACKHeaders()
+        headers.reserveCapacity(12)
+        headers.add(name: ":method", value: "POST")
+        headers.add(name: ":scheme", value: "https")
+        headers.add(name: ":path", value: "/3/device/" + push.deviceToken)
+        headers.add(name: ":authority", value: authority)
+        if let authorization { headers.add(name: "authorization", value: authorization) }
         headers.add(name: "apns-push-type", value: push.pushType)
         headers.add(name: "apns-priority", value: String(push.priority))
         headers.add(name: "apns-topic", value: push.topic)
@@ -99,38 +181,19 @@ public final class APNsClient: Sendable {
         if let collapseID = push.collapseID { headers.add(name: "apns-collapse-id", value: collapseID) }
         headers.add(name: "content-type", value: "application/json")
         headers.add(name: "content-length", value: String(push.payload.count))
-        let slot = slots[next.loadThenWrappingIncrement(ordering: .relaxed) % slots.count]
-        var used: APNsConnection?
-        do {
-            let connection = try await slot.connection { [host, port, tls, configuration] in
-                try await APNsConnection.connect(host: host, port: port, tls: tls, timeout: configuration.timeout)
-            }
-            used = connection
-            let answer = try await connection.send(
-                path: "/3/device/" + push.deviceToken, headers: headers, body: push.payload, timeout: configuration.timeout
-            )
-            var reason: String?
-            var timestamp: Int64?
-            if answer.body.readableBytes > 0,
-                let object = try? JSONSerialization.jsonObject(with: Data(answer.body.readableBytesView)) as? [String: Any]
-            {
-                reason = object["reason"] as? String
-                timestamp = (object["timestamp"] as? NSNumber)?.int64Value
-            }
-            let result = APNsResult.classify(status: answer.status, reason: reason, timestamp: timestamp)
-            if result.outcome == .providerTokenRejected, case .token(let cache) = authentication, let generation {
-                cache.invalidate(generation: generation)
-            }
-            return result
-        } catch APNsConnectionError.timeout {
-            return APNsResult(outcome: .transient, status: nil, reason: "\(APNsConnectionError.timeout)")
-        } catch {
-            // No answer: the connection failed, or went away (GOAWAY) before this stream was processed.
-            // Worth retrying — on a new connection: a server that sent GOAWAY may keep the old one open
-            // a while but takes no new streams on it.
-            await used?.close()
-            return APNsResult(outcome: .transient, status: nil, reason: "connection: \(error)")
+        return APNsRequest(headers: headers, body: ByteBuffer(bytes: push.payload))
+    }
+
+    private static func classify(_ answer: APNsAnswer) -> APNsResult {
+        var reason: String?
+        var timestamp: Int64?
+        if answer.body.readableBytes > 0,
+            let object = try? JSONSerialization.jsonObject(with: Data(answer.body.readableBytesView)) as? [String: Any]
+        {
+            reason = object["reason"] as? String
+            timestamp = (object["timestamp"] as? NSNumber)?.int64Value
         }
+        return APNsResult.classify(status: answer.status, reason: reason, timestamp: timestamp)
     }
 
     /// Closes the connections.
@@ -149,20 +212,28 @@ private final class ConnectionSlot: Sendable {
         var retryAfter: ContinuousClock.Instant?
     }
 
+    private enum Lease {
+        case ready(APNsConnection)
+        case connecting(Task<APNsConnection, any Error>)
+    }
+
     private let state = NIOLockedValueBox(State())
 
     func connection(_ connect: @escaping @Sendable () async throws -> APNsConnection) async throws -> APNsConnection {
-        let task = try state.withLockedValue { state -> Task<APNsConnection, any Error> in
-            if let connection = state.connection, connection.isActive {
-                return Task { connection }
-            }
-            if let connecting = state.connecting { return connecting }
+        let lease = try state.withLockedValue { state -> Lease in
+            if let connection = state.connection, connection.isUsable { return .ready(connection) }
+            if let connecting = state.connecting { return .connecting(connecting) }
             if let retryAfter = state.retryAfter, ContinuousClock.now < retryAfter {
                 throw ReconnectBackoff()
             }
             let task = Task { try await connect() }
             state.connecting = task
-            return task
+            return .connecting(task)
+        }
+        let task: Task<APNsConnection, any Error>
+        switch lease {
+        case .ready(let connection): return connection
+        case .connecting(let connecting): task = connecting
         }
         do {
             let connection = try await task.value

@@ -49,7 +49,7 @@ public final class ES256Key: @unchecked Sendable {
         var name = [CChar](repeating: 0, count: 64)
         var length = 0
         guard EVP_PKEY_get_utf8_string_param(key, "group", &name, name.count, &length) == 1 else { return false }
-        return String(cString: name) == "prime256v1"
+        return String(decoding: name.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self) == "prime256v1"
     }
 }
 

@@ -34,7 +34,7 @@ struct BenchDatabase {
         await admin.shutdown()
         let fresh = try PostgresConninfo.settingDatabase(name, in: conninfo)
         var logger = Logger(label: "herald-bench")
-        logger.logLevel = .warning
+        logger.logLevel = ProcessInfo.processInfo.environment["BENCH_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
         let client = PostgresClient(configuration: .init(conninfo: fresh, maximumConnections: connections, applicationName: "herald-bench"), logger: logger)
         let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         do {

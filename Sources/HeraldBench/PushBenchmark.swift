@@ -62,21 +62,22 @@ struct PushBenchmark: AsyncParsableCommand {
 
         let key = try ES256Key(pem: credentials.signingKeyPEM)
         let client = try APNsClient(
-            configuration: .init(baseURL: url, additionalTrustRootFiles: [credentials.serverCertificateFile]),
+            configuration: .init(
+                baseURL: url, additionalTrustRootFiles: [credentials.serverCertificateFile], connections: 1, maximumInFlight: concurrency
+            ),
             authentication: .token(ProviderTokenCache(key: key, keyID: credentials.keyID, teamID: credentials.teamID))
         )
         let push = APNsPush(deviceToken: Self.token, topic: "com.example.herald", pushType: "background", priority: 5, expiration: 0, collapseID: nil, payload: Self.payload)
         _ = await client.send(push)  // connect and negotiate before the clock starts
         let clock = ContinuousClock()
         let start = clock.now
-        let delivered = await withTaskGroup(of: Bool.self) { group in
-            var delivered = 0
-            for index in 0..<pushes {
-                if index >= concurrency, let ok = await group.next(), ok { delivered += 1 }
-                group.addTask { await client.send(push).outcome == .delivered }
-            }
-            for await ok in group where ok { delivered += 1 }
-            return delivered
+        // As the dispatcher sends: batches of 5,000, the client keeping `concurrency` streams open.
+        var delivered = 0
+        var remaining = pushes
+        while remaining > 0 {
+            let batch = min(remaining, 5_000)
+            delivered += await client.send(Array(repeating: push, count: batch)).filter { $0.result.outcome == .delivered }.count
+            remaining -= batch
         }
         let seconds = elapsedSeconds(clock.now - start)
         await client.shutdown()

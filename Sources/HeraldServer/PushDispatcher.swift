@@ -117,28 +117,16 @@ public struct PushDispatcher: Service {
         return true
     }
 
-    /// Sends the pushes, at most `settings.concurrency` in flight, and counts their outcomes and
+    /// Sends the pushes (the APNs client bounds how many are in flight) and counts their outcomes and
     /// durations in the metrics (`kind`: refresh or alert).
     func sendAll<Claim: Sendable>(_ pushes: [(Claim, APNsPush, environment: String)], kind: String) async -> [(Claim, APNsResult)] {
-        let results = await withTaskGroup(of: (Claim, APNsResult, Duration).self) { group in
-            var results: [(Claim, APNsResult, Duration)] = []
-            for (index, (claim, push, environment)) in pushes.enumerated() {
-                if index >= settings.concurrency, let result = await group.next() { results.append(result) }
-                group.addTask {
-                    let clock = ContinuousClock()
-                    let start = clock.now
-                    let result = await transport.send(push, environment: environment)
-                    return (claim, result, clock.now - start)
-                }
-            }
-            for await result in group { results.append(result) }
-            return results
-        }
-        for (_, result, elapsed) in results {
-            Timer(label: "herald_push_duration_seconds", dimensions: [("kind", kind)]).record(duration: elapsed)
+        let results = await transport.send(pushes.map { ($0.1, $0.environment) })
+        let timer = Timer(label: "herald_push_duration_seconds", dimensions: [("kind", kind)])
+        for (result, elapsed) in results {
+            timer.record(duration: elapsed)
             Counter(label: "herald_push_results_total", dimensions: [("kind", kind), ("outcome", "\(result.outcome)")]).increment()
         }
-        return results.map { ($0.0, $0.1) }
+        return zip(pushes, results).map { ($0.0, $1.result) }
     }
 
     private func send(_ claims: [DeviceClaim]) async throws {

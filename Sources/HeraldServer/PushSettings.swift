@@ -14,7 +14,8 @@ public struct PushSettings: Sendable {
     public var apnsCAFile: String?
     /// Devices claimed per round.
     public var batchSize = 500
-    /// Pushes in flight at once.
+    /// Pushes in flight at once on one APNs connection (fewer if the server's
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` says so).
     public var concurrency = 100
     /// A claim lapses after this long; another dispatcher then takes the device over.
     public var lease: Duration = .seconds(60)

@@ -65,17 +65,43 @@ final class PushTransport: Sendable {
 
     /// Sends `push` with the credential for its environment and topic.
     func send(_ push: APNsPush, environment: String) async -> APNsResult {
+        await send([(push, environment)])[0].result
+    }
+
+    /// Sends each push with the credential for its environment and topic — each credential's share as
+    /// one batch — and returns every result and its stream's duration, in order.
+    func send(_ pushes: [(push: APNsPush, environment: String)]) async -> [(result: APNsResult, elapsed: Duration)] {
         let entries = state.withLockedValue { $0.entries }
         guard !entries.isEmpty else {
-            logger.info("push (logging transport)", metadata: [
-                "type": "\(push.pushType)", "topic": "\(push.topic)", "environment": "\(environment)", "payload": "\(String(decoding: push.payload, as: UTF8.self))",
-            ])
-            return APNsResult(outcome: .delivered, status: nil, reason: "logged: no APNs credentials")
+            return pushes.map { push, environment in
+                logger.info("push (logging transport)", metadata: [
+                    "type": "\(push.pushType)", "topic": "\(push.topic)", "environment": "\(environment)",
+                    "payload": "\(String(decoding: push.payload, as: UTF8.self))",
+                ])
+                return (APNsResult(outcome: .delivered, status: nil, reason: "logged: no APNs credentials"), .zero)
+            }
         }
-        guard let entry = entries.first(where: { $0.info.environment == environment && $0.info.topic == push.topic }) else {
-            return APNsResult(outcome: .permanent, status: nil, reason: "no APNs credential for topic '\(push.topic)' in \(environment)")
+        var results = [(result: APNsResult, elapsed: Duration)?](repeating: nil, count: pushes.count)
+        var shares: [Int: [Int]] = [:]  // entry → indices of its pushes
+        for (index, (push, environment)) in pushes.enumerated() {
+            if let entry = entries.firstIndex(where: { $0.info.environment == environment && $0.info.topic == push.topic }) {
+                shares[entry, default: []].append(index)
+            } else {
+                let reason = "no APNs credential for topic '\(push.topic)' in \(environment)"
+                results[index] = (APNsResult(outcome: .permanent, status: nil, reason: reason), .zero)
+            }
         }
-        return await entry.client.send(push)
+        await withTaskGroup(of: [(Int, (result: APNsResult, elapsed: Duration))].self) { group in
+            for (entry, indices) in shares {
+                let client = entries[entry].client
+                let batch = indices.map { pushes[$0].push }
+                group.addTask { Array(zip(indices, await client.send(batch))) }
+            }
+            for await share in group {
+                for (index, result) in share { results[index] = result }
+            }
+        }
+        return results.map { $0! }
     }
 
     func shutdown() async {
@@ -90,7 +116,8 @@ final class PushTransport: Sendable {
         let info = credential.info
         let url = settings.apnsURL ?? (info.environment == "production" ? APNsClient.productionURL : APNsClient.sandboxURL)
         let configuration = APNsClient.Configuration(
-            baseURL: url, additionalTrustRootFiles: settings.apnsCAFile.map { [$0] } ?? [], timeout: settings.requestTimeout
+            baseURL: url, additionalTrustRootFiles: settings.apnsCAFile.map { [$0] } ?? [], timeout: settings.requestTimeout,
+            maximumInFlight: settings.concurrency
         )
         let authentication: APNsAuthentication
         switch info.kind {

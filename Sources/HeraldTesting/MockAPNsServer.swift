@@ -2,7 +2,7 @@ import APNs
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
-import NIOHTTP1
+import NIOHPACK
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
@@ -99,18 +99,10 @@ public final class MockAPNsServer: Sendable {
                     }
                     let binding = ConnectionBinding()
                     try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
-                    var configuration = NIOHTTP2Handler.ConnectionConfiguration()
-                    configuration.initialSettings = settings
-                    _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
-                        mode: .server, connectionConfiguration: configuration, streamConfiguration: .init()
-                    ) { stream in
-                        stream.eventLoop.makeCompletedFuture {
-                            try stream.pipeline.syncOperations.addHandlers([
-                                HTTP2FramePayloadToHTTP1ServerCodec(),
-                                StreamHandler(server: { box.withLockedValue { $0 } }, connection: connection, binding: binding),
-                            ])
-                        }
-                    }
+                    try channel.pipeline.syncOperations.addHandlers([
+                        NIOHTTP2Handler(mode: .server, initialSettings: settings),
+                        StreamsHandler(server: { box.withLockedValue { $0 } }, connection: connection, binding: binding),
+                    ])
                 }
             }
             .bind(host: "127.0.0.1", port: 0)
@@ -263,16 +255,23 @@ private final class ConnectionBinding: Sendable {
     }
 }
 
-/// One HTTP/2 stream, seen through the HTTP/1 codec.
-private final class StreamHandler: ChannelInboundHandler {
-    typealias InboundIn = HTTPServerRequestPart
-    typealias OutboundOut = HTTPServerResponsePart
+/// The streams of one connection, at the frame level (no stream channel per request: the mock must
+/// keep up with the client in the push benchmark). Answers are flushed once per read burst.
+private final class StreamsHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame
+    typealias OutboundOut = HTTP2Frame
+
+    private struct Partial {
+        var headers: HPACKHeaders
+        var body: [UInt8] = []
+    }
 
     private let server: () -> MockAPNsServer?
     private let connection: Int
     private let binding: ConnectionBinding
-    private var head: HTTPRequestHead?
-    private var body: [UInt8] = []
+    private var partial: [HTTP2StreamID: Partial] = [:]
+    private var needsFlush = false
+    private var window = HTTP2ConnectionWindow()
 
     init(server: @escaping () -> MockAPNsServer?, connection: Int, binding: ConnectionBinding) {
         self.server = server
@@ -281,42 +280,69 @@ private final class StreamHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .head(let head): self.head = head
-        case .body(let buffer): body += buffer.readableBytesView
-        case .end: respond(context: context)
+        let frame = unwrapInboundIn(data)
+        switch frame.payload {
+        case .headers(let headers):
+            partial[frame.streamID] = Partial(headers: headers.headers)
+            if headers.endStream { respond(frame.streamID, context: context) }
+        case .data(let data):
+            window.received(data)
+            if case .byteBuffer(let buffer) = data.data { partial[frame.streamID]?.body += buffer.readableBytesView }
+            if data.endStream { respond(frame.streamID, context: context) }
+        case .rstStream:
+            partial[frame.streamID] = nil
+        default:
+            break
         }
     }
 
-    private func respond(context: ChannelHandlerContext) {
-        guard let head, let server = server() else { return }
-        let path = head.uri
-        let streamID = (try? context.channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID)).map { Int($0) } ?? 0
-        var request = MockAPNsServer.Request(
-            connection: connection, streamID: streamID, method: head.method.rawValue, path: path,
-            headers: Dictionary(head.headers.map { ($0.name.lowercased(), $0.value) }, uniquingKeysWith: { first, _ in first }),
-            body: body, deviceToken: path.hasPrefix("/3/device/") ? String(path.dropFirst("/3/device/".count)) : "",
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if let update = window.update() {
+            context.write(wrapOutboundOut(update), promise: nil)
+            needsFlush = true
+        }
+        if needsFlush {
+            needsFlush = false
+            context.flush()
+        }
+        context.fireChannelReadComplete()
+    }
+
+    private func respond(_ streamID: HTTP2StreamID, context: ChannelHandlerContext) {
+        guard let request = partial.removeValue(forKey: streamID), let server = server() else { return }
+        let path = request.headers.first(name: ":path") ?? ""
+        var headers: [String: String] = [:]
+        for (name, value, _) in request.headers where !name.hasPrefix(":") {
+            if headers[name.lowercased()] == nil { headers[name.lowercased()] = value }
+        }
+        var recorded = MockAPNsServer.Request(
+            connection: connection, streamID: Int(streamID), method: request.headers.first(name: ":method") ?? "", path: path,
+            headers: headers, body: request.body,
+            deviceToken: path.hasPrefix("/3/device/") ? String(path.dropFirst("/3/device/".count)) : "",
             status: nil, reason: nil
         )
-        switch server.handle(&request, binding: binding) {
+        switch server.handle(&recorded, binding: binding) {
         case .status(let status, let reason, let timestamp):
-            var headers = HTTPHeaders()
-            headers.add(name: "apns-id", value: UUID().uuidString)
+            var response = HPACKHeaders()
+            response.add(name: ":status", value: String(status))
+            response.add(name: "apns-id", value: UUID().uuidString)
             var payload = ByteBuffer()
             if status != 200 {
                 var object: [String: Any] = ["reason": reason ?? ""]
                 if let timestamp { object["timestamp"] = timestamp }
                 payload.writeBytes((try? JSONSerialization.data(withJSONObject: object)) ?? Data())
-                headers.add(name: "content-type", value: "application/json")
+                response.add(name: "content-type", value: "application/json")
             }
-            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http2, status: .init(statusCode: status), headers: headers))), promise: nil)
-            if payload.readableBytes > 0 { context.write(wrapOutboundOut(.body(.byteBuffer(payload))), promise: nil) }
-            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            let hasBody = payload.readableBytes > 0
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: response, endStream: !hasBody)))), promise: nil)
+            if hasBody {
+                context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(payload), endStream: true)))), promise: nil)
+            }
+            needsFlush = true
         case .goAway:
-            guard let parent = context.channel.parent else { return }
-            let last = HTTP2StreamID(max(0, streamID - 2))
+            let last = HTTP2StreamID(max(0, Int(streamID) - 2))
             let frame = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: last, errorCode: .noError, opaqueData: nil))
-            parent.writeAndFlush(frame).whenComplete { _ in parent.close(promise: nil) }
+            context.writeAndFlush(wrapOutboundOut(frame)).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
         case .hang:
             break
         }

@@ -51,23 +51,18 @@ struct APNsClientTests {
     @Test func oneProviderTokenServesAThousandPushesAndANewOneComesAfterTheRefreshInterval() async throws {
         let clock = NIOLockedValueBox(Date())
         let now: @Sendable () -> Date = { clock.withLockedValue { $0 } }
-        let server = try await Self.tokenServer(now: now)
+        // The mock allows 10 streams at once; the client would open 1,000: it must keep to the
+        // server's SETTINGS (NIOHTTP2 on the mock refuses streams beyond them).
+        let server = try await Self.tokenServer(maxConcurrentStreams: 10, now: now)
         let cache = try ProviderTokenCache(
             key: ES256Key(pem: Self.credentials.signingKeyPEM), keyID: Self.credentials.keyID, teamID: Self.credentials.teamID,
             refreshAfter: .seconds(40 * 60), now: now
         )
         // Debug builds of the HTTP/2 stack answer a few hundred requests a second: the deadline allows for it.
         let client = try Self.client(server, cache: cache, timeout: .seconds(60))
-        // 1,000 pushes, 100 in flight at a time (the mock's stream limit), as the dispatcher sends them.
-        let results = await withTaskGroup(of: APNsResult.self) { group in
-            var results: [APNsResult] = []
-            for index in 0..<1000 {
-                if index >= 100, let result = await group.next() { results.append(result) }
-                group.addTask { await client.send(Self.push(String(format: "%064x", index))) }
-            }
-            for await result in group { results.append(result) }
-            return results
-        }
+        // 1,000 pushes in one batch, as the dispatcher sends them.
+        let results = await client.send((0..<1000).map { Self.push(String(format: "%064x", $0)) }).map(\.result)
+        #expect(server.requests.count == 1000)
         #expect(results.allSatisfy { $0.outcome == .delivered }, "\(Dictionary(grouping: results, by: { $0.reason ?? "ok" }).mapValues(\.count))")
         #expect(Set(server.requests.map { $0.headers["authorization"] }).count == 1)
         clock.withLockedValue { $0 += 39 * 60 }
@@ -112,6 +107,29 @@ struct APNsClientTests {
         #expect(server.requests.count == cases.count)  // the oversized one never left
         await client.shutdown()
         await server.shutdown()
+    }
+
+    @Test func bodiesBeyondTheConnectionWindowFlowBothWays() async throws {
+        // One connection; ~120 KB of request bodies up and ~90 KB of error bodies down: both ends read
+        // frames directly and must give the connection's 64 KiB flow-control window back, or the
+        // pushes past it would stall until their deadline.
+        let server = try await Self.tokenServer()
+        let client = try APNsClient(
+            configuration: .init(baseURL: server.baseURL, additionalTrustRootFiles: [server.trustRootFile], timeout: .seconds(60), connections: 1),
+            authentication: .token(ProviderTokenCache(key: ES256Key(pem: Self.credentials.signingKeyPEM), keyID: Self.credentials.keyID, teamID: Self.credentials.teamID))
+        )
+        let tokens = (0..<400).map { String(format: "%064x", $0 + 1) }
+        let reason = "Refused" + String(repeating: "-", count: 200)
+        for token in tokens { server.script(token, [.status(400, reason: reason)]) }
+        let payload = #"{"aps":{"content-available":1},"pad":""# + String(repeating: "x", count: 250) + #""}"#
+        let results = await client.send(tokens.map { Self.push($0, payload: payload) }).map(\.result)
+        await client.shutdown()
+        await server.shutdown()
+        #expect(
+            results.allSatisfy { $0.outcome == .permanent && $0.reason == reason },
+            "\(Dictionary(grouping: results, by: { $0.reason?.prefix(20) ?? "ok" }).mapValues(\.count))"
+        )
+        #expect(Set(server.requests.map(\.connection)).count == 1)
     }
 
     @Test func aRefusedProviderTokenIsReplacedOnce() async throws {

@@ -1,0 +1,289 @@
+import Atomics
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+
+/// One request as a connection sends it: the whole header block (pseudo-headers included) and the body.
+struct APNsRequest: Sendable {
+    var headers: HPACKHeaders
+    var body: ByteBuffer
+}
+
+/// What came back for one request: the status and body, and how long the stream was open.
+struct APNsAnswer: Sendable {
+    var status: Int
+    var body: ByteBuffer
+    var elapsed: Duration
+}
+
+enum APNsConnectionError: Error, Sendable, CustomStringConvertible {
+    case timeout
+    case closed
+    case failed(String)
+
+    var description: String {
+        switch self {
+        case .timeout: return "timeout: no answer before the deadline"
+        case .closed: return "the stream closed before an answer (GOAWAY or a dropped connection)"
+        case .failed(let reason): return reason
+        }
+    }
+}
+
+/// The outcomes of one batch of requests on one connection, completed once every request has one.
+/// Confined to the connection's event loop.
+final class APNsBatch {
+    private var outcomes: [Result<APNsAnswer, APNsConnectionError>]
+    private var remaining: Int
+    private let promise: EventLoopPromise<[Result<APNsAnswer, APNsConnectionError>]>
+    /// Fails what is left of the batch when it is due.
+    var deadline: Scheduled<Void>?
+
+    init(count: Int, promise: EventLoopPromise<[Result<APNsAnswer, APNsConnectionError>]>) {
+        outcomes = Array(repeating: .failure(.closed), count: count)
+        remaining = count
+        self.promise = promise
+        if count == 0 { promise.succeed([]) }
+    }
+
+    func complete(_ index: Int, _ outcome: Result<APNsAnswer, APNsConnectionError>) {
+        outcomes[index] = outcome
+        remaining -= 1
+        if remaining == 0 {
+            deadline?.cancel()
+            promise.succeed(outcomes)
+        }
+    }
+}
+
+/// Runs the streams of one APNs connection at the frame level, below which sits `NIOHTTP2Handler`.
+///
+/// Why not a stream channel per push (NIOHTTP2's multiplexer, and the HTTP/1 codec on each): that
+/// costs a channel, a pipeline and several handlers per request, and was most of the client's CPU.
+/// Here a push is two frames written straight to the connection — HEADERS and DATA — and its answer
+/// is matched by stream id. Streams beyond the server's `SETTINGS_MAX_CONCURRENT_STREAMS` (or the
+/// client's own bound, whichever is lower) wait here; none is sent before the server's first SETTINGS
+/// frame. A batch has one deadline, from when it is handed over: what is unanswered then fails as
+/// `timeout` (and its open streams are reset).
+/// On GOAWAY, streams the server did not process fail as `closed` (the caller retries them on a new
+/// connection) and the connection takes no new ones.
+final class APNsStreamsHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame
+    typealias OutboundOut = HTTP2Frame
+
+    private struct Stream {
+        var batch: APNsBatch
+        var index: Int
+        var started: NIODeadline
+        var status: Int?
+        var body: ByteBuffer?
+    }
+
+    private struct Waiting {
+        var batch: APNsBatch
+        var index: Int
+        var request: APNsRequest
+    }
+
+    private let timeout: TimeAmount
+    private let clientLimit: Int
+    /// Set once no new stream may start here (GOAWAY, stream ids used up, closed); read by the client
+    /// from other threads to replace the connection.
+    let retiring: ManagedAtomic<Bool>
+    /// Streams open at once, at most: none until the server's first SETTINGS, then the lower of its
+    /// limit and the client's.
+    private var limit = 0
+    private var settingsReceived = false
+    private var context: ChannelHandlerContext?
+    private var streams: [Int32: Stream] = [:]
+    private var waiting = CircularBuffer<Waiting>()
+    private var nextStreamID: Int32 = 1
+    private var needsFlush = false
+    private var window = HTTP2ConnectionWindow()
+
+    init(timeout: Duration, maximumInFlight: Int, retiring: ManagedAtomic<Bool>) {
+        self.timeout = TimeAmount(timeout)
+        self.clientLimit = maximumInFlight
+        self.retiring = retiring
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        failEverything(.closed)
+        self.context = nil
+    }
+
+    /// Queues the batch's requests and starts as many streams as the limits allow.
+    func submit(_ requests: [APNsRequest], to batch: APNsBatch) {
+        guard let context, !retiring.load(ordering: .relaxed) else {
+            for index in requests.indices { batch.complete(index, .failure(.closed)) }
+            return
+        }
+        if !requests.isEmpty {
+            batch.deadline = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) { [self] in expire(batch) }
+        }
+        for (index, request) in requests.enumerated() {
+            waiting.append(Waiting(batch: batch, index: index, request: request))
+        }
+        startWaiting()
+        flushIfNeeded()
+    }
+
+    private func startWaiting() {
+        guard let context else { return }
+        while streams.count < limit, let next = waiting.popFirst() {
+            guard nextStreamID < Int32.max - 1 else {
+                // Stream ids are spent: this connection retires and the rest go to a new one.
+                waiting.prepend(next)
+                retire(context: context)
+                return
+            }
+            let id = nextStreamID
+            nextStreamID += 2
+            streams[id] = Stream(batch: next.batch, index: next.index, started: .now())
+            let streamID = HTTP2StreamID(id)
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: next.request.headers)))), promise: nil)
+            // A write refused by NIOHTTP2 (a header it rejects, a stream it closed) fails this promise:
+            // the push fails at once instead of waiting for its deadline.
+            let written = context.eventLoop.makePromise(of: Void.self)
+            context.write(
+                wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(next.request.body), endStream: true)))),
+                promise: written
+            )
+            written.futureResult.assumeIsolated().whenFailure { [self] error in
+                finish(id, .failure(.failed("\(error)")))
+            }
+            needsFlush = true
+        }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        let id = Int32(frame.streamID)
+        switch frame.payload {
+        case .headers(let headers):
+            if streams[id] != nil {
+                if let status = headers.headers.first(name: ":status").flatMap({ Int($0) }) { streams[id]?.status = status }
+                if headers.endStream { answer(id) }
+            }
+        case .data(let data):
+            window.received(data)
+            if streams[id] != nil {
+                if case .byteBuffer(var buffer) = data.data, buffer.readableBytes > 0 {
+                    if streams[id]?.body == nil { streams[id]?.body = ByteBuffer() }
+                    streams[id]?.body?.writeBuffer(&buffer)
+                }
+                if data.endStream { answer(id) }
+            }
+        case .rstStream:
+            finish(id, .failure(.closed))
+        case .goAway(let lastStreamID, _, _):
+            let last = Int32(lastStreamID)
+            for (streamID, _) in streams where streamID > last { finish(streamID, .failure(.closed)) }
+            retire(context: context)
+        case .settings(.settings(let settings)):
+            // No stream starts before the server's first SETTINGS: APNs announces a small limit on a
+            // new connection and raises it once a provider token has been accepted. Without the
+            // setting, the server sets no limit of its own.
+            if let announced = settings.last(where: { $0.parameter == .maxConcurrentStreams }) {
+                limit = max(1, min(clientLimit, announced.value))
+            } else if !settingsReceived {
+                limit = clientLimit
+            }
+            settingsReceived = true
+            startWaiting()
+        default:
+            break
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if let update = window.update() {
+            context.write(wrapOutboundOut(update), promise: nil)
+            needsFlush = true
+        }
+        flushIfNeeded()
+        context.fireChannelReadComplete()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // A stream NIOHTTP2 closed without an answer (reset, or dropped by GOAWAY).
+        if let closed = event as? StreamClosedEvent { finish(Int32(closed.streamID), .failure(.closed)) }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        retiring.store(true, ordering: .relaxed)
+        failEverything(.closed)
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if let streamError = error as? NIOHTTP2Errors.StreamError {
+            // One stream broke (NIOHTTP2 reset it); the connection goes on.
+            finish(Int32(streamError.streamID), .failure(.failed("stream: \(streamError.baseError)")))
+            return
+        }
+        retiring.store(true, ordering: .relaxed)
+        failEverything(.failed("connection: \(error)"))
+        context.close(promise: nil)
+    }
+
+    private func answer(_ id: Int32) {
+        guard let stream = streams[id] else { return }
+        guard let status = stream.status else {
+            finish(id, .failure(.failed("an answer without a :status")))
+            return
+        }
+        let elapsed = NIODeadline.now() - stream.started
+        finish(id, .success(APNsAnswer(status: status, body: stream.body ?? ByteBuffer(), elapsed: .nanoseconds(elapsed.nanoseconds))))
+    }
+
+    private func finish(_ id: Int32, _ outcome: Result<APNsAnswer, APNsConnectionError>) {
+        guard let stream = streams.removeValue(forKey: id) else { return }
+        stream.batch.complete(stream.index, outcome)
+        if let context, retiring.load(ordering: .relaxed) {
+            if streams.isEmpty { context.close(promise: nil) }
+        } else {
+            startWaiting()
+        }
+    }
+
+    private func expire(_ batch: APNsBatch) {
+        // The waiting ones first: finishing a stream below starts waiting ones.
+        let late = waiting.filter { $0.batch === batch }
+        waiting.removeAll { $0.batch === batch }
+        for next in late { batch.complete(next.index, .failure(.timeout)) }
+        for (id, stream) in streams where stream.batch === batch {
+            finish(id, .failure(.timeout))
+            // Frees the server's stream slot; the stream id is never reused.
+            context?.write(wrapOutboundOut(HTTP2Frame(streamID: HTTP2StreamID(id), payload: .rstStream(.cancel))), promise: nil)
+            needsFlush = true
+        }
+        flushIfNeeded()
+    }
+
+    /// No new streams here: the waiting ones fail as `closed` (to be retried elsewhere); the
+    /// connection closes once its open streams are answered.
+    private func retire(context: ChannelHandlerContext) {
+        retiring.store(true, ordering: .relaxed)
+        while let next = waiting.popFirst() { next.batch.complete(next.index, .failure(.closed)) }
+        if streams.isEmpty { context.close(promise: nil) }
+    }
+
+    private func failEverything(_ error: APNsConnectionError) {
+        while let next = waiting.popFirst() { next.batch.complete(next.index, .failure(error)) }
+        let open = streams
+        streams.removeAll()
+        for (_, stream) in open { stream.batch.complete(stream.index, .failure(error)) }
+    }
+
+    private func flushIfNeeded() {
+        guard needsFlush, let context else { return }
+        needsFlush = false
+        context.flush()
+    }
+}
