@@ -175,7 +175,7 @@ struct PushBenchmark: AsyncParsableCommand {
             settings.apnsCAFile = mock.trustRootFile
             settings.minimumInterval = .zero
             settings.batchSize = 5_000
-            settings.concurrency = 1_000
+            settings.concurrency = concurrency
             let dispatcher = PushDispatcher(client: client, box: box, settings: settings, listener: nil, logger: logger)
             let clock = ContinuousClock()
             let start = clock.now

@@ -9,8 +9,9 @@ import ServiceLifecycle
 
 /// Sends the silent refresh pushes recorded in the outbox, one claimed batch of devices at a time.
 ///
-/// Each round: expand new outbox rows into per-device wants, claim due devices (with a lease), send
-/// to them concurrently, record every outcome (`apns.md` §2.3): delivered → outstanding until the
+/// Each round: expand new outbox rows into per-device wants, claim due devices (with a lease) in
+/// batches, send to them (the next batch is claimed and the previous one recorded while a batch is in
+/// flight), record every outcome (`apns.md` §2.3): delivered → outstanding until the
 /// device syncs; dead token → removed (unless re-registered after a 410's timestamp) and listed as a
 /// failure; refused provider token → retried at once with a new one; 429 → per-token backoff; 5xx,
 /// timeouts and connection failures → exponential backoff with jitter, up to `maximumAttempts`, then
@@ -106,15 +107,38 @@ public struct PushDispatcher: Service {
         return refreshes || alerts
     }
 
+    /// Claimed batches of refreshes one round sends at most, so alerts are not held back behind a long
+    /// refresh backlog.
+    static let refreshBatchesPerRound = 8
+
     private func runRefreshRound() async throws -> Bool {
-        var expanded = 0
-        while case let count = try await store.expandOutbox(limit: 100), count > 0 { expanded += count }
-        let claims = try await store.claimDue(
-            limit: settings.batchSize, lease: settings.lease, minimumInterval: settings.minimumInterval, policy: settings.multiDevice
-        )
-        guard !claims.isEmpty else { return expanded > 0 }
-        try await send(claims)
+        let expanded = try await store.expandOutbox(atLeast: settings.batchSize)
+        var claims = try await claimRefreshes()
+        guard !claims.isEmpty else { return expanded.foundWork }
+        // Pipelined: while one batch is in flight, the previous one's outcomes are recorded, the
+        // outbox expanded further and the next batch claimed, so the database and APNs are busy at
+        // the same time.
+        var sent: [(DeviceClaim, APNsResult)] = []
+        for batch in 1...Self.refreshBatchesPerRound {
+            let previous = sent
+            async let next = prepareNext(recording: previous, claim: batch < Self.refreshBatchesPerRound)
+            sent = try await deliver(claims)
+            claims = try await next
+            if claims.isEmpty { break }
+        }
+        try await record(sent)
         return true
+    }
+
+    private func prepareNext(recording previous: [(DeviceClaim, APNsResult)], claim: Bool) async throws -> [DeviceClaim] {
+        try await record(previous)
+        guard claim else { return [] }
+        _ = try await store.expandOutbox(atLeast: settings.batchSize)
+        return try await claimRefreshes()
+    }
+
+    private func claimRefreshes() async throws -> [DeviceClaim] {
+        try await store.claimDue(limit: settings.batchSize, lease: settings.lease, minimumInterval: settings.minimumInterval, policy: settings.multiDevice)
     }
 
     /// Sends the pushes (the APNs client bounds how many are in flight) and counts their outcomes and
@@ -129,16 +153,22 @@ public struct PushDispatcher: Service {
         return zip(pushes, results).map { ($0.0, $1.result) }
     }
 
-    private func send(_ claims: [DeviceClaim]) async throws {
+    /// Sends refreshes to the claimed devices; returns each one's outcome.
+    private func deliver(_ claims: [DeviceClaim]) async throws -> [(DeviceClaim, APNsResult)] {
         let summaries = try await store.refreshSummaries(userKeys: Array(Set(claims.map(\.userKey))))
         let expiration = Int64(Date().timeIntervalSince1970) + settings.expiration.components.seconds
-        let results = await sendAll(claims.map { claim in
+        return await sendAll(claims.map { claim in
             let push = Self.refreshPush(
                 token: claim.token, topic: claim.topic, userKey: claim.userKey, channels: summaries[claim.userKey] ?? [],
                 notificationID: claim.notificationID, expiration: expiration
             )
             return (claim, push, claim.environment)
         }, kind: "refresh")
+    }
+
+    /// Records the outcomes of one sent batch.
+    private func record(_ results: [(DeviceClaim, APNsResult)]) async throws {
+        guard !results.isEmpty else { return }
         // Deliveries first, in one statement: if recording a failure below fails, the delivered
         // devices are not pushed again when their claims lapse.
         try await store.recordDelivered(results.filter { $0.1.outcome == .delivered }.map(\.0))

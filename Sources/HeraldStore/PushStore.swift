@@ -33,7 +33,8 @@ public struct PushFailure: Sendable, Equatable {
 /// The durable outbox of silent refresh pushes and the per-device state that coalesces them.
 ///
 /// The flow: a change's transaction writes a `push_outbox` row (`enqueue`); a dispatcher turns rows
-/// into per-device wants (`expandOutbox`) and deletes them in the same transaction; it then claims
+/// into per-device wants (`expandOutbox`, a slice of recipients at a time) and deletes them in the
+/// transaction that takes their last recipients; it then claims
 /// due devices with a lease (`claimDue`), sends, and records each outcome. A device with a delivered
 /// push outstanding gets no other until it syncs (`markSynced`), and none more often than the minimum
 /// interval. Everything is in the database, so a crash loses nothing: an outbox row stays until its
@@ -72,31 +73,63 @@ public struct PushStore: Sendable {
         )
     }
 
-    /// Turns up to `limit` outbox rows into device wants; returns how many rows it took.
-    public func expandOutbox(limit: Int) async throws -> Int {
+    /// Turns the recipients of the oldest free outbox row into device wants, at most `users` of them
+    /// in user-key order; the row goes once its last recipient is done, else it moves past the slice.
+    /// Returns the recipients taken, or nil when no row was free.
+    ///
+    /// Why slices and not whole rows: a row can name 100,000 recipients (a send to that many listed
+    /// users); taking it whole would be one long transaction the dispatcher waits for before the
+    /// first push, where a slice at a time lets the pushes of one slice go out while the next is
+    /// expanded.
+    public func expandOutbox(users: Int) async throws -> Int? {
         try await client.withRetryingTransaction { connection in
             let rows = try await connection.query(
                 """
-                WITH claimed AS (
-                    DELETE FROM push_outbox WHERE id IN (
-                        SELECT id FROM push_outbox ORDER BY id LIMIT \(limit) FOR UPDATE SKIP LOCKED)
-                    RETURNING notification_id, user_after, user_through
-                ), reached AS (
-                    SELECT r.user_key, min(c.notification_id) AS notification_id
-                    FROM claimed c JOIN notification_recipients r ON r.notification_id = c.notification_id
-                        AND (c.user_after IS NULL OR (r.user_key > c.user_after AND r.user_key <= c.user_through))
-                    GROUP BY r.user_key
+                WITH next AS (
+                    SELECT id, notification_id, user_after, user_through FROM push_outbox ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
+                ), candidates AS (
+                    SELECT next.notification_id, r.user_key
+                    FROM next CROSS JOIN LATERAL (
+                        SELECT r.user_key FROM notification_recipients r
+                        WHERE r.notification_id = next.notification_id
+                            AND (next.user_after IS NULL OR r.user_key > next.user_after)
+                            AND (next.user_through IS NULL OR r.user_key <= next.user_through)
+                        ORDER BY r.user_key LIMIT \(users + 1)
+                    ) r
+                ), slice AS (
+                    SELECT notification_id, user_key FROM candidates ORDER BY user_key LIMIT \(users)
+                ), finished AS (
+                    DELETE FROM push_outbox o USING next
+                    WHERE o.id = next.id AND (SELECT count(*) FROM candidates) <= \(users)
+                    RETURNING 1
+                ), advanced AS (
+                    UPDATE push_outbox o SET user_after = (SELECT max(user_key) FROM slice) FROM next
+                    WHERE o.id = next.id AND (SELECT count(*) FROM candidates) > \(users)
+                    RETURNING 1
                 ), wanted AS (
                     UPDATE devices d SET refresh_wanted_xid = pg_current_xact_id()::text::bigint,
-                        refresh_notification_id = coalesce(d.refresh_notification_id, reached.notification_id)
-                    FROM reached WHERE d.user_key = reached.user_key
+                        refresh_notification_id = coalesce(d.refresh_notification_id, slice.notification_id)
+                    FROM slice WHERE d.user_key = slice.user_key
                     RETURNING 1
                 )
-                SELECT (SELECT count(*) FROM claimed), (SELECT count(*) FROM wanted)
+                SELECT (SELECT count(*) FROM next), (SELECT count(*) FROM slice), (SELECT count(*) FROM wanted)
                 """
             )
-            return Int(try rows[0].decode((Int64, Int64).self).0)
+            let (taken, recipients, _) = try rows[0].decode((Int64, Int64, Int64).self)
+            return taken == 0 ? nil : Int(recipients)
         }
+    }
+
+    /// Expands outbox rows (`expandOutbox(users:)`) until `users` recipients are done or no row is
+    /// free; returns how many recipients that was and whether any row was found.
+    public func expandOutbox(atLeast users: Int) async throws -> (recipients: Int, foundWork: Bool) {
+        var recipients = 0
+        var foundWork = false
+        while recipients < users, let taken = try await expandOutbox(users: users - recipients) {
+            recipients += taken
+            foundWork = true
+        }
+        return (recipients, foundWork)
     }
 
     /// Claims up to `limit` devices that want a refresh, have none outstanding, are past their retry

@@ -412,7 +412,7 @@ struct PushTests {
             try await world.send("hello", to: ["u1", "u2"])
             // Dispatcher A expands the outbox and claims part of the work, then dies before sending.
             let store = PushStore(client: db.client)
-            #expect(try await store.expandOutbox(limit: 100) == 1)
+            #expect(try await store.expandOutbox(atLeast: 100) == (2, true))
             let claimedByA = try await store.claimDue(limit: 4, lease: .seconds(3600), minimumInterval: .zero)
             #expect(claimedByA.count == 4)
             // Dispatcher B sends what is free, but not what A holds.
@@ -496,6 +496,52 @@ struct PushTests {
             #expect(printed.contains { $0.hasPrefix(Self.token(2)) && $0.contains("invalidToken status=400 reason=BadDeviceToken") })
             #expect(world.mock.requests.count == 2)
             #expect(world.mock.requests.allSatisfy { $0.headers["apns-push-type"] == "background" })
+        }
+    }
+
+    /// A row naming more recipients than a slice is expanded a slice at a time, in user order, and
+    /// goes with its last slice — both a row for all of a notification's recipients and the
+    /// per-batch rows of a broadcast fan-out.
+    @Test func outboxRowsAreExpandedASliceAtATime() async throws {
+        try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+            let users = (1...7).map { "u\($0)" }
+            let world = try await world(db, users: users, devices: Dictionary(uniqueKeysWithValues: users.enumerated().map { ($1, [Self.token($0)]) }))
+            defer { Task { await world.shutdown() } }
+            let store = PushStore(client: db.client)
+            func wanted() async throws -> Int64 {
+                try await db.client.query("SELECT count(*) FROM devices WHERE refresh_wanted_xid IS NOT NULL")[0].decode(Int64.self)
+            }
+            func outbox() async throws -> Int64 { try await db.client.query("SELECT count(*) FROM push_outbox")[0].decode(Int64.self) }
+
+            _ = try await world.send("hello", to: users)
+            var slices: [Int] = []
+            while let taken = try await store.expandOutbox(users: 3) {
+                slices.append(taken)
+                if slices.count == 1 {
+                    #expect(try await wanted() == 3)
+                    #expect(try await outbox() == 1)
+                }
+            }
+            #expect(slices == [3, 3, 1])
+            #expect(try await wanted() == 7)
+            #expect(try await outbox() == 0)
+
+            _ = try await db.client.query("UPDATE devices SET refresh_wanted_xid = NULL, refresh_notification_id = NULL")
+            let template = try #require(try await TemplateStore(client: db.client).get("plain"))
+            let notifications = NotificationStore(client: db.client)
+            let broadcast = NotificationDraft(
+                channelURL: "feed", templateKey: "plain", templateVersion: template.version, variables: ["title": .string("all")],
+                content: try template.template.renderNotification(variables: ["title": .string("all")], userVariables: [:]),
+                category: "news", tags: [], eventDeadline: nil, push: PushOptions(), audience: .all
+            )
+            _ = try await notifications.send(broadcast, idempotency: nil, respond: { _ in StoredResponse(status: 202, body: []) })
+            while try await notifications.fanOutNextBatch(size: 3) != nil {}
+            #expect(try await outbox() == 3)  // users (…, 3], (3, 6], (6, 7]
+            slices = []
+            while let taken = try await store.expandOutbox(users: 2) { slices.append(taken) }
+            #expect(slices == [2, 1, 2, 1, 1])
+            #expect(try await wanted() == 7)
+            #expect(try await outbox() == 0)
         }
     }
 
