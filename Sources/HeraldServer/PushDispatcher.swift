@@ -147,7 +147,8 @@ public struct PushDispatcher: Service {
         let results = await transport.send(pushes.map { ($0.1, $0.environment) })
         let timer = Timer(label: "herald_push_duration_seconds", dimensions: [("kind", kind)])
         for (result, elapsed) in results {
-            timer.record(duration: elapsed)
+            // Latency of answered requests only: a push that never reached APNs has none.
+            if result.status != nil { timer.record(duration: elapsed) }
             Counter(label: "herald_push_results_total", dimensions: [("kind", kind), ("outcome", "\(result.outcome)")]).increment()
         }
         return zip(pushes, results).map { ($0.0, $1.result) }
