@@ -167,20 +167,23 @@ public final class APNsClient: Sendable {
     }
 
     private func request(for push: APNsPush, authorization: String?) -> APNsRequest {
+        // Values that differ from push to push (the device's path, the user's collapse id, the
+        // length) stay out of HPACK's dynamic table: indexed, each would evict entries every push
+        // repeats — the ~250-byte provider token above all — which would then go out in full again.
         var headers = HPACKHeaders()
         headers.reserveCapacity(12)
         headers.add(name: ":method", value: "POST")
         headers.add(name: ":scheme", value: "https")
-        headers.add(name: ":path", value: "/3/device/" + push.deviceToken)
+        headers.add(name: ":path", value: "/3/device/" + push.deviceToken, indexing: .nonIndexable)
         headers.add(name: ":authority", value: authority)
         if let authorization { headers.add(name: "authorization", value: authorization) }
         headers.add(name: "apns-push-type", value: push.pushType)
         headers.add(name: "apns-priority", value: String(push.priority))
         headers.add(name: "apns-topic", value: push.topic)
         headers.add(name: "apns-expiration", value: String(push.expiration))
-        if let collapseID = push.collapseID { headers.add(name: "apns-collapse-id", value: collapseID) }
+        if let collapseID = push.collapseID { headers.add(name: "apns-collapse-id", value: collapseID, indexing: .nonIndexable) }
         headers.add(name: "content-type", value: "application/json")
-        headers.add(name: "content-length", value: String(push.payload.count))
+        headers.add(name: "content-length", value: String(push.payload.count), indexing: .nonIndexable)
         return APNsRequest(headers: headers, body: ByteBuffer(bytes: push.payload))
     }
 

@@ -145,17 +145,21 @@ struct SyncBenchmark: AsyncParsableCommand {
             try await check(http: http, port: port, request: quiet[0], expected: 0)
             try await check(http: http, port: port, request: ten[0], expected: 10)
             print("")
-            print("| poll | clients | Herald (req/s) | p50 / p99 ms | pgbench (tx/s) | pgbench avg ms | Herald ÷ pgbench |")
-            print("|---|---:|---:|---:|---:|---:|---:|")
+            // pgbench in its default protocol (`-M simple`, what `pgbench -f` does) and with prepared
+            // statements (`-M prepared`, as Herald's pool runs them).
+            print("| poll | clients | Herald (req/s) | p50 / p99 ms | pgbench prepared (tx/s) | avg ms | pgbench simple (tx/s) | Herald ÷ prepared | Herald ÷ simple |")
+            print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
             var peaks: [String: Double] = [:]
             for (name, list, path) in [("quiet", quiet, quietScript), ("10 changes", ten, tenScript)] {
                 for count in counts {
                     let herald = try await peak(http: http, port: port, requests: list, clients: count)
                     let pgbench = try PGBench.run(conninfo: conninfo, script: path, clients: count, seconds: seconds)
+                    let simple = try PGBench.run(conninfo: conninfo, script: path, clients: count, seconds: seconds, mode: "simple")
                     peaks[name] = max(peaks[name] ?? 0, herald.rate)
                     print(
                         "| \(name) | \(count) | \(format(herald.rate)) | \(format(herald.p50, digits: 2)) / \(format(herald.p99, digits: 2)) "
-                            + "| \(format(pgbench.tps)) | \(format(pgbench.latencyAverage ?? 0, digits: 2)) | \(format(herald.rate / pgbench.tps * 100)) % |"
+                            + "| \(format(pgbench.tps)) | \(format(pgbench.latencyAverage ?? 0, digits: 2)) | \(format(simple.tps)) "
+                            + "| \(format(herald.rate / pgbench.tps * 100)) % | \(format(herald.rate / simple.tps * 100)) % |"
                     )
                 }
             }

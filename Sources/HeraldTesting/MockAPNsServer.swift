@@ -325,7 +325,7 @@ private final class StreamsHandler: ChannelInboundHandler {
         case .status(let status, let reason, let timestamp):
             var response = HPACKHeaders()
             response.add(name: ":status", value: String(status))
-            response.add(name: "apns-id", value: UUID().uuidString)
+            response.add(name: "apns-id", value: UUID().uuidString, indexing: .nonIndexable)
             var payload = ByteBuffer()
             if status != 200 {
                 var object: [String: Any] = ["reason": reason ?? ""]
