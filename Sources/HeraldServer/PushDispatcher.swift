@@ -112,33 +112,44 @@ public struct PushDispatcher: Service {
     static let refreshBatchesPerRound = 8
 
     private func runRefreshRound() async throws -> Bool {
-        let expanded = try await store.expandOutbox(atLeast: settings.batchSize)
-        var claims = try await claimRefreshes()
-        guard !claims.isEmpty else { return expanded.foundWork }
+        let (claims, foundWork) = try await expandAndClaim()
+        guard !claims.isEmpty else { return foundWork }
         // Pipelined: while one batch is in flight, the previous one's outcomes are recorded, the
         // outbox expanded further and the next batch claimed, so the database and APNs are busy at
         // the same time.
+        var batch = claims
         var sent: [(DeviceClaim, APNsResult)] = []
-        for batch in 1...Self.refreshBatchesPerRound {
+        for round in 1...Self.refreshBatchesPerRound {
             let previous = sent
-            async let next = prepareNext(recording: previous, claim: batch < Self.refreshBatchesPerRound)
-            sent = try await deliver(claims)
-            claims = try await next
-            if claims.isEmpty { break }
+            async let next = prepareNext(recording: previous, claim: round < Self.refreshBatchesPerRound)
+            sent = try await deliver(batch)
+            batch = try await next
+            if batch.isEmpty { break }
         }
         try await record(sent)
         return true
     }
 
+    private var claimTerms: ClaimTerms {
+        ClaimTerms(lease: settings.lease, minimumInterval: settings.minimumInterval, policy: settings.multiDevice)
+    }
+
+    /// The next batch: devices the outbox's next slice (`batchSize` users) makes want a refresh,
+    /// claimed in the same statement — more than `batchSize` when users have several devices —
+    /// topped up with other due devices (retries, lapsed claims, wants left by streams).
+    private func expandAndClaim() async throws -> (claims: [DeviceClaim], foundWork: Bool) {
+        let expanded = try await store.expandOutbox(atLeast: settings.batchSize, claiming: claimTerms)
+        var claims = expanded.claims
+        if claims.count < settings.batchSize {
+            claims += try await store.claimDue(limit: settings.batchSize - claims.count, terms: claimTerms)
+        }
+        return (claims, expanded.foundWork || !claims.isEmpty)
+    }
+
     private func prepareNext(recording previous: [(DeviceClaim, APNsResult)], claim: Bool) async throws -> [DeviceClaim] {
         try await record(previous)
         guard claim else { return [] }
-        _ = try await store.expandOutbox(atLeast: settings.batchSize)
-        return try await claimRefreshes()
-    }
-
-    private func claimRefreshes() async throws -> [DeviceClaim] {
-        try await store.claimDue(limit: settings.batchSize, lease: settings.lease, minimumInterval: settings.minimumInterval, policy: settings.multiDevice)
+        return try await expandAndClaim().claims
     }
 
     /// Sends the pushes (the APNs client bounds how many are in flight) and counts their outcomes and

@@ -16,6 +16,20 @@ public struct DeviceClaim: Sendable, Equatable {
     public var attempts: Int
 }
 
+/// What a dispatcher's claim on a device is: how long it holds, and which devices it may take
+/// (`PushStore.claimDue`).
+public struct ClaimTerms: Sendable {
+    public var lease: Duration
+    public var minimumInterval: Duration
+    public var policy: MultiDevicePolicy
+
+    public init(lease: Duration, minimumInterval: Duration, policy: MultiDevicePolicy = .allOffline) {
+        self.lease = lease
+        self.minimumInterval = minimumInterval
+        self.policy = policy
+    }
+}
+
 /// A push refused for good or out of retries.
 public struct PushFailure: Sendable, Equatable {
     public var id: Int64
@@ -75,14 +89,18 @@ public struct PushStore: Sendable {
 
     /// Turns the recipients of the oldest free outbox row into device wants, at most `users` of them
     /// in user-key order; the row goes once its last recipient is done, else it moves past the slice.
-    /// Returns the recipients taken, or nil when no row was free.
+    /// With `terms`, the same statement also claims the devices it makes want a refresh that are free
+    /// to claim (as `claimDue` would, one update of each device row fewer). Returns the recipients
+    /// taken and the claims, or nil when no row was free.
     ///
     /// Why slices and not whole rows: a row can name 100,000 recipients (a send to that many listed
     /// users); taking it whole would be one long transaction the dispatcher waits for before the
     /// first push, where a slice at a time lets the pushes of one slice go out while the next is
     /// expanded.
-    public func expandOutbox(users: Int) async throws -> Int? {
-        try await client.withRetryingTransaction { connection in
+    public func expandOutbox(users: Int, claiming terms: ClaimTerms? = nil) async throws -> (recipients: Int, claims: [DeviceClaim])? {
+        let claimable = terms.map { Self.claimable("d", terms: $0) } ?? "false"
+        let lease = Self.interval(terms?.lease ?? .zero)
+        return try await client.withRetryingTransaction { connection in
             let rows = try await connection.query(
                 """
                 WITH next AS (
@@ -107,29 +125,65 @@ public struct PushStore: Sendable {
                     WHERE o.id = next.id AND (SELECT count(*) FROM candidates) > \(users)
                     RETURNING 1
                 ), wanted AS (
+                    -- The claim is decided in SET, on the row version this update locks (a claim a
+                    -- concurrent dispatcher just committed is seen).
                     UPDATE devices d SET refresh_wanted_xid = pg_current_xact_id()::text::bigint,
-                        refresh_notification_id = coalesce(d.refresh_notification_id, slice.notification_id)
+                        refresh_notification_id = coalesce(d.refresh_notification_id, slice.notification_id),
+                        claimed_until = CASE WHEN \(unescaped: claimable) THEN now() + \(lease)::interval ELSE d.claimed_until END,
+                        attempts = CASE WHEN \(unescaped: claimable) THEN d.attempts + 1 ELSE d.attempts END
                     FROM slice WHERE d.user_key = slice.user_key
-                    RETURNING 1
+                    RETURNING d.id, d.user_key, d.token, d.environment, d.topic, d.refresh_wanted_xid, d.refresh_notification_id,
+                        d.attempts, d.claimed_until IS NOT DISTINCT FROM now() + \(lease)::interval AS claimed
                 )
-                SELECT (SELECT count(*) FROM next), (SELECT count(*) FROM slice), (SELECT count(*) FROM wanted)
+                SELECT (SELECT count(*) FROM next), (SELECT count(*) FROM slice),
+                    w.id, w.user_key, w.token, w.environment, w.topic, w.refresh_wanted_xid, w.refresh_notification_id, w.attempts
+                FROM (SELECT 1) AS always LEFT JOIN wanted w ON w.claimed
                 """
             )
-            let (taken, recipients, _) = try rows[0].decode((Int64, Int64, Int64).self)
-            return taken == 0 ? nil : Int(recipients)
+            let (taken, recipients) = try rows[0].decode((Int64, Int64).self)
+            guard taken > 0 else { return nil }
+            let claims = try rows.compactMap { row -> DeviceClaim? in
+                let (_, _, id, user, token, environment, topic, xid, notification, attempts) = try row.decode(
+                    (Int64, Int64, Int64?, Int64?, String?, String?, String?, Int64?, Int64?, Int32?).self
+                )
+                guard let id, let user, let token, let environment, let topic, let xid, let attempts else { return nil }
+                return DeviceClaim(
+                    deviceID: id, userKey: user, token: token, environment: environment, topic: topic, wantedXID: xid,
+                    notificationID: notification, attempts: Int(attempts)
+                )
+            }
+            return (Int(recipients), claims)
         }
     }
 
-    /// Expands outbox rows (`expandOutbox(users:)`) until `users` recipients are done or no row is
-    /// free; returns how many recipients that was and whether any row was found.
-    public func expandOutbox(atLeast users: Int) async throws -> (recipients: Int, foundWork: Bool) {
+    /// Expands outbox rows (`expandOutbox(users:claiming:)`) until `users` recipients are done or no
+    /// row is free; returns how many recipients that was, the claims made, and whether any row was found.
+    public func expandOutbox(atLeast users: Int, claiming terms: ClaimTerms? = nil) async throws -> (recipients: Int, claims: [DeviceClaim], foundWork: Bool) {
         var recipients = 0
+        var claims: [DeviceClaim] = []
         var foundWork = false
-        while recipients < users, let taken = try await expandOutbox(users: users - recipients) {
-            recipients += taken
+        while recipients < users, let taken = try await expandOutbox(users: users - recipients, claiming: terms) {
+            recipients += taken.recipients
+            claims += taken.claims
             foundWork = true
         }
-        return (recipients, foundWork)
+        return (recipients, claims, foundWork)
+    }
+
+    /// SQL true for a device row (`alias`) a dispatcher may claim now under `terms`, whether or not it
+    /// wants a refresh: none outstanding, past its retry time and the minimum interval since its last
+    /// push, not claimed by a live dispatcher, and offline by the policy — no live stream names the
+    /// device (`anyOffline`) or its user (`allOffline`). Only durations and fixed text are spliced in.
+    static func claimable(_ alias: String, terms: ClaimTerms) -> String {
+        let online = terms.policy == .anyOffline ? "c.device_id = \(alias).id" : "c.user_key = \(alias).user_key"
+        return """
+            (NOT \(alias).refresh_outstanding AND \(alias).next_attempt_at <= now()
+                AND (\(alias).claimed_until IS NULL OR \(alias).claimed_until < now())
+                AND (\(alias).last_push_at IS NULL OR \(alias).last_push_at <= now() - '\(interval(terms.minimumInterval))'::interval)
+                AND NOT EXISTS (
+                    SELECT 1 FROM stream_connections c JOIN herald_nodes n ON n.id = c.node_id
+                    WHERE \(online) AND n.expires_at > now()))
+            """
     }
 
     /// Claims up to `limit` devices that want a refresh, have none outstanding, are past their retry
@@ -138,22 +192,17 @@ public struct PushStore: Sendable {
     /// (`allOffline`). An online device keeps its want: if its stream closes normally the want is
     /// answered (`PresenceStore.remove`); if its process dies, it is pushed once the node expires.
     public func claimDue(limit: Int, lease: Duration, minimumInterval: Duration, policy: MultiDevicePolicy = .allOffline) async throws -> [DeviceClaim] {
-        let perDevice = policy == .anyOffline
+        try await claimDue(limit: limit, terms: ClaimTerms(lease: lease, minimumInterval: minimumInterval, policy: policy))
+    }
+
+    /// `claimDue(limit:lease:minimumInterval:policy:)` with the terms in one value.
+    public func claimDue(limit: Int, terms: ClaimTerms) async throws -> [DeviceClaim] {
         let rows = try await client.query(
             """
-            UPDATE devices d SET claimed_until = now() + \(Self.interval(lease))::interval, attempts = d.attempts + 1
+            UPDATE devices d SET claimed_until = now() + \(Self.interval(terms.lease))::interval, attempts = d.attempts + 1
             FROM (
                 SELECT id FROM devices
-                WHERE refresh_wanted_xid IS NOT NULL AND NOT refresh_outstanding AND next_attempt_at <= now()
-                    AND (claimed_until IS NULL OR claimed_until < now())
-                    AND (last_push_at IS NULL OR last_push_at <= now() - \(Self.interval(minimumInterval))::interval)
-                    -- Two guarded tests rather than one CASE, so each can use its index.
-                    AND NOT (\(perDevice) AND EXISTS (
-                        SELECT 1 FROM stream_connections c JOIN herald_nodes n ON n.id = c.node_id
-                        WHERE c.device_id = devices.id AND n.expires_at > now()))
-                    AND NOT (NOT \(perDevice) AND EXISTS (
-                        SELECT 1 FROM stream_connections c JOIN herald_nodes n ON n.id = c.node_id
-                        WHERE c.user_key = devices.user_key AND n.expires_at > now()))
+                WHERE refresh_wanted_xid IS NOT NULL AND \(unescaped: Self.claimable("devices", terms: terms))
                 ORDER BY next_attempt_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED
             ) AS due
             WHERE d.id = due.id
