@@ -24,6 +24,9 @@ struct PushBenchmark: AsyncParsableCommand {
     @Option(help: "Devices for the end-to-end case (b); 0 skips it.")
     var devices: Int = 100_000
 
+    @Option(help: "Devices the dispatcher claims (and outbox recipients it expands) at a time in (b).")
+    var batchSize: Int = 5_000
+
     @Option(help: "Pushes in flight at once (the client) and streams per connection (servers).")
     var concurrency: Int = 100
 
@@ -174,7 +177,7 @@ struct PushBenchmark: AsyncParsableCommand {
             settings.apnsURL = mock.baseURL
             settings.apnsCAFile = mock.trustRootFile
             settings.minimumInterval = .zero
-            settings.batchSize = 5_000
+            settings.batchSize = batchSize
             settings.concurrency = concurrency
             let dispatcher = PushDispatcher(client: client, box: box, settings: settings, listener: nil, logger: logger)
             let clock = ContinuousClock()

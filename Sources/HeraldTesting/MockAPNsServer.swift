@@ -158,7 +158,9 @@ public final class MockAPNsServer: Sendable {
             answer = .status(status, reason: reason)
         } else {
             answer = state.withLockedValue { state in
-                guard var queue = state.scripts[request.deviceToken.lowercased()], !queue.isEmpty else { return .status(200) }
+                guard !state.scripts.isEmpty, var queue = state.scripts[request.deviceToken.lowercased()], !queue.isEmpty else {
+                    return .status(200)
+                }
                 let next = queue.removeFirst()
                 state.scripts[request.deviceToken.lowercased()] = queue
                 return next
@@ -171,6 +173,7 @@ public final class MockAPNsServer: Sendable {
         let recorded = request
         let ready = state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
             state.requests.append(recorded)
+            guard !state.waiters.isEmpty else { return [] }
             let count = state.requests.count
             let ready = state.waiters.filter { $0.count <= count }.map(\.continuation)
             state.waiters.removeAll { $0.count <= count }
