@@ -35,14 +35,15 @@ public final class APNsClient: Sendable {
         public var baseURL: String
         /// PEM files of extra trust roots (a test server's self-signed certificate).
         public var additionalTrustRootFiles: [String]
-        /// Every request's time limit, connecting included.
+        /// The time limit of connecting, and of every request from when its batch is handed to the
+        /// connection (waiting for a free stream included) to the answer.
         public var timeout: Duration
         /// HTTP/2 connections, used in turn. A connection's streams are handled on one event loop
         /// thread; Apple allows several connections per provider for throughput.
         public var connections: Int
         /// Streams open at once per connection, at most; fewer when the server's
-        /// `SETTINGS_MAX_CONCURRENT_STREAMS` says so. Pushes beyond it wait in the client, and their
-        /// deadline starts when they are sent.
+        /// `SETTINGS_MAX_CONCURRENT_STREAMS` says so. Pushes beyond it wait in the client (within
+        /// their deadline).
         public var maximumInFlight: Int
 
         public init(
@@ -137,7 +138,7 @@ public final class APNsClient: Sendable {
                         }
                         return Array(zip(part.map(\.index), await connection.send(part.map(\.request))))
                     } catch {
-                        return part.map { ($0.index, .failure(.failed("connection: \(error)"))) }
+                        return part.map { ($0.index, .failure(.failed("\(error)"))) }
                     }
                 }
             }
