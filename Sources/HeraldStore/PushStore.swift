@@ -142,6 +142,7 @@ public struct PushStore: Sendable {
             )
             let (taken, recipients) = try rows[0].decode((Int64, Int64).self)
             guard taken > 0 else { return nil }
+            guard terms != nil else { return (Int(recipients), []) }
             let claims = try rows.compactMap { row -> DeviceClaim? in
                 let (_, _, id, user, token, environment, topic, xid, notification, attempts) = try row.decode(
                     (Int64, Int64, Int64?, Int64?, String?, String?, String?, Int64?, Int64?, Int32?).self
