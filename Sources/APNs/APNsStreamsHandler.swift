@@ -201,10 +201,7 @@ final class APNsStreamsHandler: ChannelInboundHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        if let update = window.update() {
-            context.write(wrapOutboundOut(update), promise: nil)
-            needsFlush = true
-        }
+        if window.writeUpdate(to: context) { needsFlush = true }
         flushIfNeeded()
         context.fireChannelReadComplete()
     }

@@ -21,12 +21,15 @@ public struct HTTP2ConnectionWindow {
         unacknowledged += data.data.readableBytes + (data.paddingBytes.map { $0 + 1 } ?? 0)
     }
 
-    /// The WINDOW_UPDATE to write, if one is due. Call it when a read burst is complete, not while a
-    /// frame is being handled: a write into `NIOHTTP2Handler` delivers its pending events (a
-    /// `StreamClosedEvent` for the stream whose last frame is in hand) re-entrantly.
-    public mutating func update() -> HTTP2Frame? {
-        guard unacknowledged >= threshold else { return nil }
-        defer { unacknowledged = 0 }
-        return HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledged))
+    /// Writes the WINDOW_UPDATE if one is due (not flushed); returns whether it wrote. Call it when a
+    /// read burst is complete, not while a frame is being handled: a write into `NIOHTTP2Handler`
+    /// delivers its pending events (a `StreamClosedEvent` for the stream whose last frame is in hand)
+    /// re-entrantly.
+    public mutating func writeUpdate(to context: ChannelHandlerContext) -> Bool {
+        guard unacknowledged >= threshold else { return false }
+        let frame = HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledged))
+        unacknowledged = 0
+        context.write(NIOAny(frame), promise: nil)
+        return true
     }
 }

@@ -104,7 +104,7 @@ public struct AlertStore: Sendable {
     /// Claims up to `limit` due alert pushes. Alerts to recipients who are online by `policy` are
     /// dropped (they see the notification live), as are alerts whose notification was deleted.
     public func claimDue(limit: Int, lease: Duration, policy: MultiDevicePolicy) async throws -> [AlertClaim] {
-        let perDevice = policy == .anyOffline
+        let online = PresenceStore.onlineSQL(deviceColumn: "a.device_id", userColumn: "a.user_key", policy: policy)
         let claimed = try await client.query(
             """
             WITH due AS (
@@ -112,13 +112,7 @@ public struct AlertStore: Sendable {
                 WHERE next_attempt_at <= now() AND (claimed_until IS NULL OR claimed_until < now())
                 ORDER BY next_attempt_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED
             ), online AS (
-                DELETE FROM alert_pushes a USING due WHERE a.id = due.id AND (
-                    (\(perDevice) AND EXISTS (
-                        SELECT 1 FROM stream_connections c JOIN herald_nodes n ON n.id = c.node_id
-                        WHERE c.device_id = a.device_id AND n.expires_at > now()))
-                    OR (NOT \(perDevice) AND EXISTS (
-                        SELECT 1 FROM stream_connections c JOIN herald_nodes n ON n.id = c.node_id
-                        WHERE c.user_key = a.user_key AND n.expires_at > now())))
+                DELETE FROM alert_pushes a USING due WHERE a.id = due.id AND \(unescaped: online)
                 RETURNING a.id
             )
             UPDATE alert_pushes a SET claimed_until = now() + \(PushStore.interval(lease))::interval, attempts = a.attempts + 1

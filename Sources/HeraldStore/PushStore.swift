@@ -176,27 +176,20 @@ public struct PushStore: Sendable {
     /// push, not claimed by a live dispatcher, and offline by the policy — no live stream names the
     /// device (`anyOffline`) or its user (`allOffline`). Only durations and fixed text are spliced in.
     static func claimable(_ alias: String, terms: ClaimTerms) -> String {
-        let online = terms.policy == .anyOffline ? "c.device_id = \(alias).id" : "c.user_key = \(alias).user_key"
+        let online = PresenceStore.onlineSQL(deviceColumn: "\(alias).id", userColumn: "\(alias).user_key", policy: terms.policy)
         return """
             (NOT \(alias).refresh_outstanding AND \(alias).next_attempt_at <= now()
                 AND (\(alias).claimed_until IS NULL OR \(alias).claimed_until < now())
                 AND (\(alias).last_push_at IS NULL OR \(alias).last_push_at <= now() - '\(interval(terms.minimumInterval))'::interval)
-                AND NOT EXISTS (
-                    SELECT 1 FROM stream_connections c JOIN herald_nodes n ON n.id = c.node_id
-                    WHERE \(online) AND n.expires_at > now()))
+                AND NOT \(online))
             """
     }
 
     /// Claims up to `limit` devices that want a refresh, have none outstanding, are past their retry
     /// time and the minimum interval since their last push, are not claimed by a live dispatcher, and
-    /// are offline by `policy`: no live stream names the device (`anyOffline`) or the user
+    /// are offline by the terms' policy: no live stream names the device (`anyOffline`) or the user
     /// (`allOffline`). An online device keeps its want: if its stream closes normally the want is
     /// answered (`PresenceStore.remove`); if its process dies, it is pushed once the node expires.
-    public func claimDue(limit: Int, lease: Duration, minimumInterval: Duration, policy: MultiDevicePolicy = .allOffline) async throws -> [DeviceClaim] {
-        try await claimDue(limit: limit, terms: ClaimTerms(lease: lease, minimumInterval: minimumInterval, policy: policy))
-    }
-
-    /// `claimDue(limit:lease:minimumInterval:policy:)` with the terms in one value.
     public func claimDue(limit: Int, terms: ClaimTerms) async throws -> [DeviceClaim] {
         let rows = try await client.query(
             """

@@ -300,10 +300,7 @@ private final class StreamsHandler: ChannelInboundHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        if let update = window.update() {
-            context.write(wrapOutboundOut(update), promise: nil)
-            needsFlush = true
-        }
+        if window.writeUpdate(to: context) { needsFlush = true }
         if needsFlush {
             needsFlush = false
             context.flush()

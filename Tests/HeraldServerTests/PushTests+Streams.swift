@@ -283,7 +283,7 @@ extension PushTests {
             try await eventually("the outbox to be expanded into a want") {
                 try await world.query("SELECT 1 FROM devices WHERE refresh_wanted_xid IS NOT NULL AND (SELECT count(*) FROM push_outbox) = 0").count == 1
             }
-            #expect(try await PushStore(client: db.client).claimDue(limit: 10, lease: .seconds(60), minimumInterval: .zero).isEmpty)
+            #expect(try await PushStore(client: db.client).claimDue(limit: 10, terms: ClaimTerms(lease: .seconds(60), minimumInterval: .zero)).isEmpty)
             #expect(world.mock.requests.isEmpty)
 
             // B dies without a word: its presence lapses within the TTL, and A pushes the device.

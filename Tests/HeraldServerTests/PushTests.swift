@@ -413,7 +413,7 @@ struct PushTests {
             // Dispatcher A expands the outbox and claims part of the work, then dies before sending.
             let store = PushStore(client: db.client)
             #expect(try await store.expandOutbox(atLeast: 100).recipients == 2)
-            let claimedByA = try await store.claimDue(limit: 4, lease: .seconds(3600), minimumInterval: .zero)
+            let claimedByA = try await store.claimDue(limit: 4, terms: ClaimTerms(lease: .seconds(3600), minimumInterval: .zero))
             #expect(claimedByA.count == 4)
             // Dispatcher B sends what is free, but not what A holds.
             try await world.drain()
@@ -499,6 +499,20 @@ struct PushTests {
         }
     }
 
+    /// Sends the `plain` template to everyone (`audience: "all"`) on `channel` and runs its fan-out in
+    /// batches of `batchSize`.
+    static func broadcast(_ db: TestDatabase, channel: String, batchSize: Int) async throws {
+        let template = try #require(try await TemplateStore(client: db.client).get("plain"))
+        let notifications = NotificationStore(client: db.client)
+        let broadcast = NotificationDraft(
+            channelURL: channel, templateKey: "plain", templateVersion: template.version, variables: ["title": .string("all")],
+            content: try template.template.renderNotification(variables: ["title": .string("all")], userVariables: [:]),
+            category: "news", tags: [], eventDeadline: nil, push: PushOptions(), audience: .all
+        )
+        _ = try await notifications.send(broadcast, idempotency: nil, respond: { _ in StoredResponse(status: 202, body: []) })
+        while try await notifications.fanOutNextBatch(size: batchSize) != nil {}
+    }
+
     /// A row naming more recipients than a slice is expanded a slice at a time, in user order, and
     /// goes with its last slice — both a row for all of a notification's recipients and the
     /// per-batch rows of a broadcast fan-out.
@@ -528,15 +542,7 @@ struct PushTests {
             #expect(try await outbox() == 0)
 
             _ = try await db.client.query("UPDATE devices SET refresh_wanted_xid = NULL, refresh_notification_id = NULL")
-            let template = try #require(try await TemplateStore(client: db.client).get("plain"))
-            let notifications = NotificationStore(client: db.client)
-            let broadcast = NotificationDraft(
-                channelURL: "feed", templateKey: "plain", templateVersion: template.version, variables: ["title": .string("all")],
-                content: try template.template.renderNotification(variables: ["title": .string("all")], userVariables: [:]),
-                category: "news", tags: [], eventDeadline: nil, push: PushOptions(), audience: .all
-            )
-            _ = try await notifications.send(broadcast, idempotency: nil, respond: { _ in StoredResponse(status: 202, body: []) })
-            while try await notifications.fanOutNextBatch(size: 3) != nil {}
+            try await Self.broadcast(db, channel: "feed", batchSize: 3)
             #expect(try await outbox() == 3)  // users (…, 3], (3, 6], (6, 7]
             // This time the expansion also claims what it makes due (what the dispatcher does), except
             // a device claimed by another dispatcher whose lease still runs.
@@ -566,15 +572,7 @@ struct PushTests {
             _ = try await ChannelStore(client: db.client).put(HeraldCore.Channel(url: "other", kind: .feed, name: "Other", categories: [.init(id: "news", name: "News", isDefault: true)]))
             try await world.send("one", to: ["u1", "u2"])
             try await world.send("two", to: ["u1"])
-            let template = try #require(try await TemplateStore(client: db.client).get("plain"))
-            let notifications = NotificationStore(client: db.client)
-            let broadcast = NotificationDraft(
-                channelURL: "other", templateKey: "plain", templateVersion: template.version, variables: ["title": .string("all")],
-                content: try template.template.renderNotification(variables: ["title": .string("all")], userVariables: [:]),
-                category: "news", tags: [], eventDeadline: nil, push: PushOptions(), audience: .all
-            )
-            _ = try await notifications.send(broadcast, idempotency: nil, respond: { _ in StoredResponse(status: 202, body: []) })
-            while try await notifications.fanOutNextBatch(size: 2) != nil {}
+            try await Self.broadcast(db, channel: "other", batchSize: 2)
             let collections = CollectionStore(client: db.client)
             let keys = try await ["u1", "u2", "u3"].asyncMap { try #require(try await collections.userKey($0)) }
             _ = try await collections.markRead(userKey: keys[1], channelKey: try #require(try await collections.channel("feed")).key, ids: nil)
