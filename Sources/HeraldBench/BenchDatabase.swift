@@ -33,8 +33,9 @@ struct BenchDatabase {
         try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"))
         await admin.shutdown()
         let fresh = try PostgresConninfo.settingDatabase(name, in: conninfo)
-        var logger = Logger(label: "herald-bench")
-        logger.logLevel = ProcessInfo.processInfo.environment["BENCH_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
+        // The handler `herald serve` uses, so that the server in the bench logs (and pays) the same.
+        let level = ProcessInfo.processInfo.environment["BENCH_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
+        let logger = Logger(label: "herald-bench") { DeferredMetadataLogHandler.standardError(label: $0, level: level) }
         let client = PostgresClient(configuration: .init(conninfo: fresh, maximumConnections: connections, applicationName: "herald-bench"), logger: logger)
         let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         do {

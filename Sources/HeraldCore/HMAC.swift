@@ -10,7 +10,7 @@ public enum HMACSHA256 {
             message.withUnsafeBufferPointer { messageBuffer in
                 output.withUnsafeMutableBufferPointer { outputBuffer in
                     HMAC(
-                        EVP_sha256(), keyBuffer.baseAddress, Int32(keyBuffer.count),
+                        SHA256.algorithm, keyBuffer.baseAddress, Int32(keyBuffer.count),
                         messageBuffer.baseAddress, messageBuffer.count, outputBuffer.baseAddress, &length
                     )
                 }

@@ -3,6 +3,7 @@ import HeraldCore
 import HeraldStore
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import NIOConcurrencyHelpers
 
 /// How the sync protocol is tuned.
@@ -71,8 +72,8 @@ struct CollectionController: Sendable {
     func collection(_ request: Request, context: HeraldRequestContext) async throws -> CollectionBody {
         let user = try Self.user(context)
         let query = request.uri.queryParameters
-        let limit = try Self.limit(request)
-        let category = try Self.category(request)
+        let limit = try Self.limit(query)
+        let category = try Self.category(query)
         let key = try await tokenKey.get(settings)
         guard let tokenText = query["token"].map(String.init) else {
             let channel = try await Self.channel(context, collections)
@@ -152,10 +153,11 @@ struct CollectionController: Sendable {
     func olderPage(_ request: Request, context: HeraldRequestContext) async throws -> PageBody {
         let user = try Self.user(context)
         let channel = try await Self.channel(context, collections)
-        let limit = try Self.limit(request)
-        let category = try Self.category(request)
+        let query = request.uri.queryParameters
+        let limit = try Self.limit(query)
+        let category = try Self.category(query)
         var before: Int64?
-        if let text = request.uri.queryParameters["before"] {
+        if let text = query["before"] {
             guard let value = Int64(String(text)), value > 0 else {
                 throw APIError(.badRequest, code: "invalid_before", message: "before must be a notification id (the prev_cursor of a page).")
             }
@@ -234,12 +236,12 @@ struct CollectionController: Sendable {
 
     static let channelNotFound = APIError(.notFound, code: "channel_not_found", message: "No channel with this URL.")
 
-    static func limit(_ request: Request) throws -> Int {
-        try PageRequest(request, maximum: maximumLimit, default: defaultLimit).limit
+    static func limit(_ query: FlatDictionary<Substring, Substring>) throws -> Int {
+        try PageRequest(query: query, maximum: maximumLimit, default: defaultLimit).limit
     }
 
-    static func category(_ request: Request) throws -> String? {
-        guard let text = request.uri.queryParameters["category"] else { return nil }
+    static func category(_ query: FlatDictionary<Substring, Substring>) throws -> String? {
+        guard let text = query["category"] else { return nil }
         guard (1...64).contains(text.count) else {
             throw APIError(.badRequest, code: "invalid_category", message: "category must be 1–64 characters.")
         }

@@ -1,4 +1,5 @@
 import Hummingbird
+import HummingbirdCore
 
 /// `?limit=` and `?after=` of a keyset-paged list (every admin list pages the same way).
 struct PageRequest {
@@ -10,7 +11,11 @@ struct PageRequest {
     var after: String?
 
     init(_ request: Request, maximum: Int = maximumLimit, default defaultLimit: Int = defaultLimit) throws {
-        let query = request.uri.queryParameters
+        try self.init(query: request.uri.queryParameters, maximum: maximum, default: defaultLimit)
+    }
+
+    /// From query parameters already parsed (`URI.queryParameters` parses the query on every call).
+    init(query: FlatDictionary<Substring, Substring>, maximum: Int = maximumLimit, default defaultLimit: Int = defaultLimit) throws {
         limit = defaultLimit
         if let text = query["limit"] {
             guard let value = Int(String(text)), (1...maximum).contains(value) else {

@@ -14,9 +14,10 @@ import Glibc
 /// threads, and its statements then call libpq in place with no hand-off at all. Tasks that do not opt
 /// in hop here for each call and back, as with any thread pool.
 ///
-/// Blocking here cannot starve the pool into a deadlock: the pool has as many threads as connections,
-/// and a thread only blocks inside libpq while holding a connection, so whenever a task that holds a
-/// connection is ready to continue, at least one thread is not blocked.
+/// Blocking here cannot starve the pool into a deadlock: the pool has at least as many threads as
+/// connections, and a thread only blocks inside libpq while holding a connection, so whenever a task
+/// that holds a connection is ready to continue, at least one thread is not blocked. Threads beyond
+/// the connection count never block at all.
 public final class PostgresExecutor: TaskExecutor, @unchecked Sendable {
     private enum Work {
         case job(UnownedJob)
@@ -41,10 +42,25 @@ public final class PostgresExecutor: TaskExecutor, @unchecked Sendable {
         precondition(threadCount > 0)
         self.threadCount = threadCount
         for index in 1...threadCount {
-            let thread = Thread { [self] in work() }
-            thread.name = "\(name)-\(index)"
+            // Named from inside: Foundation's `Thread.name` does not reach the kernel here, and the
+            // threads would otherwise show up in `top`/`perf` under their creator's name.
+            let threadName = "\(name)-\(index)"
+            let thread = Thread { [self] in
+                Self.nameCurrentThread(threadName)
+                work()
+            }
             thread.start()
         }
+    }
+
+    /// Sets the kernel's name of the calling thread (at most 15 bytes). Glibc's `pthread_setname_np`
+    /// is not visible to Swift without `_GNU_SOURCE`, so this writes `/proc/thread-self/comm`.
+    private static func nameCurrentThread(_ name: String) {
+        let descriptor = open("/proc/thread-self/comm", O_WRONLY)
+        guard descriptor >= 0 else { return }
+        defer { close(descriptor) }
+        let bytes = Array(name.utf8.prefix(15))
+        _ = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
     }
 
     /// True when the calling thread is one of this executor's.

@@ -153,9 +153,7 @@ extension Herald {
 func bootstrapLogging(_ configuration: HeraldConfiguration) -> Logger {
     let level = configuration.logLevel
     LoggingSystem.bootstrap { label in
-        var handler = StreamLogHandler.standardError(label: label)
-        handler.logLevel = level
-        return handler
+        DeferredMetadataLogHandler.standardError(label: label, level: level)
     }
     return Logger(label: "herald")
 }
