@@ -150,10 +150,25 @@ struct SyncBenchmark: AsyncParsableCommand {
             print("| poll | clients | Herald (req/s) | p50 / p99 ms | pgbench prepared (tx/s) | avg ms | pgbench simple (tx/s) | Herald ÷ prepared | Herald ÷ simple |")
             print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
             var peaks: [String: Double] = [:]
+            let meter = await CPUMeter.locate(client)
+            var cpu: [String] = []
+            // Taken before the last pgbench run: the next reading waits for that run's backends to end.
+            var beforeLastPGBench: CPUMeter.Reading?
             for (name, list, path) in [("quiet", quiet, quietScript), ("10 changes", ten, tenScript)] {
                 for count in counts {
+                    let beforeHerald = await meter.read(after: beforeLastPGBench)
                     let herald = try await peak(http: http, port: port, requests: list, clients: count)
+                    let beforePGBench = await meter.read()
                     let pgbench = try PGBench.run(conninfo: conninfo, script: path, clients: count, seconds: seconds)
+                    let afterPGBench = await meter.read(after: beforePGBench)
+                    let served = CPUMeter.perRequest(from: beforeHerald, to: beforePGBench, requests: herald.rate * Double(seconds))
+                    let reference = CPUMeter.perRequest(from: beforePGBench, to: afterPGBench, requests: pgbench.tps * Double(seconds))
+                    func micro(_ value: Double?) -> String { value.map { format($0) } ?? "–" }
+                    cpu.append(
+                        "| \(name) | \(count) | \(micro(served.herald)) | \(micro(served.postgres)) | \(micro(served.rest)) "
+                            + "| \(micro(reference.postgres)) | \(micro(reference.herald + reference.rest)) |"
+                    )
+                    beforeLastPGBench = afterPGBench
                     let simple = try PGBench.run(conninfo: conninfo, script: path, clients: count, seconds: seconds, mode: "simple")
                     peaks[name] = max(peaks[name] ?? 0, herald.rate)
                     print(
@@ -163,9 +178,21 @@ struct SyncBenchmark: AsyncParsableCommand {
                     )
                 }
             }
-            let floor = try await peak(http: http, port: port, requests: [("", "")], clients: 4)
             print("")
-            print("Load generator: \(generator.rawValue). HTTP floor (same generator, `GET /healthz`, no database, 4 clients): \(format(floor.rate)) req/s, p50 / p99 \(format(floor.p50, digits: 2)) / \(format(floor.p99, digits: 2)) ms.")
+            print("CPU per request or transaction, µs (from /proc, over each run above; PostgreSQL – when the server is not on this machine):")
+            print("")
+            print("| poll | clients | Herald: server process | PostgreSQL | rest (wrk, other) | pgbench prepared: PostgreSQL | rest (pgbench, other) |")
+            print("|---|---:|---:|---:|---:|---:|---:|")
+            cpu.forEach { print($0) }
+            let beforeFloor = await meter.read(after: beforeLastPGBench)
+            let floor = try await peak(http: http, port: port, requests: [("", "")], clients: 4)
+            let floorCPU = CPUMeter.perRequest(from: beforeFloor, to: await meter.read(), requests: floor.rate * Double(seconds))
+            print("")
+            print(
+                "Load generator: \(generator.rawValue). HTTP floor (same generator, `GET /healthz`, no database, 4 clients): \(format(floor.rate)) req/s, "
+                    + "p50 / p99 \(format(floor.p50, digits: 2)) / \(format(floor.p99, digits: 2)) ms; "
+                    + "CPU per request: server \(format(floorCPU.herald)) µs, rest \(format(floorCPU.rest)) µs."
+            )
             print("")
             print("| poll | paced at (req/s, half of peak) | clients | achieved (req/s) | p50 / p99 ms |")
             print("|---|---:|---:|---:|---:|")

@@ -113,7 +113,7 @@ public enum HeraldApplication {
         let (router, _, streams) = buildRouters(dependencies)
         return Application(
             router: router,
-            server: HTTPServerBuilder { responder in StreamServerChannel(responder: responder, streams: streams, executor: dependencies.client.executor) },
+            server: HTTPServerBuilder { responder in StreamServerChannel(responder: responder, streams: streams) },
             configuration: .init(address: .hostname(host, port: port), serverName: "Herald"),
             services: services,
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },

@@ -34,12 +34,6 @@ struct StreamServerChannel: ServerChildChannel, HTTPChannelHandler {
 
     let responder: Responder
     let streams: StreamController
-    /// Where each HTTP connection's task runs: the database client's threads. Nearly every request
-    /// waits on a statement, and a task living on those threads runs its statements in place; from
-    /// the cooperative pool each request would hop there and back, two thread wake-ups more per
-    /// request. (The executor keeps spare threads, so requests that need no database are never stuck
-    /// behind connections blocked in libpq.) `nil`: the default executor.
-    let executor: (any TaskExecutor)?
     /// The largest frame a client may send (it has nothing to send but control frames).
     static let maximumFrameSize = 1 << 14
 
@@ -114,9 +108,7 @@ struct StreamServerChannel: ServerChildChannel, HTTPChannelHandler {
                 // The channel's handlers serve the stream from here on; no task stays behind.
                 return
             case .http(let asyncChannel):
-                await withTaskExecutorPreference(executor) {
-                    await handleHTTP(asyncChannel: asyncChannel, logger: logger)
-                }
+                await handleHTTP(asyncChannel: asyncChannel, logger: logger)
             case .refused(let asyncChannel, let error):
                 try await asyncChannel.executeThenClose { _, outbound in
                     let body = error.body

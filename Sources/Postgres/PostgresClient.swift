@@ -18,14 +18,7 @@ public final class PostgresClient: Service, Sendable {
     public let configuration: Configuration
     /// The threads that make every libpq call. Run request handlers with this executor preference
     /// (`withTaskExecutorPreference(client.executor)`) to avoid a thread hand-off per statement.
-    ///
-    /// It has `spareThreads` more threads than the pool has connections: only a thread holding a
-    /// connection can block (inside libpq), so these are always free for the database-free work of
-    /// tasks that live here — HTTP parsing and health checks keep running while every connection
-    /// waits on a slow server.
     public let executor: PostgresExecutor
-    /// Threads of `executor` beyond one per connection.
-    public static let spareThreads = 2
     private let logger: Logger
     private let state: NIOLockedValueBox<State>
     private let gauges: PoolGauges
@@ -33,7 +26,7 @@ public final class PostgresClient: Service, Sendable {
     public init(configuration: Configuration, logger: Logger = Logger(label: "herald.postgres")) {
         self.configuration = configuration
         self.logger = logger
-        self.executor = PostgresExecutor(threadCount: configuration.maximumConnections + Self.spareThreads, name: "herald-pg")
+        self.executor = PostgresExecutor(threadCount: configuration.maximumConnections, name: "herald-pg")
         self.state = NIOLockedValueBox(State())
         self.gauges = PoolGauges(maximum: configuration.maximumConnections)
     }
