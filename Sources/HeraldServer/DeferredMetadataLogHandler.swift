@@ -30,6 +30,7 @@ public struct DeferredMetadataLogHandler: LogHandler {
 
     private init(output: StreamLogHandler) {
         self.output = output
+        self.output.metadataProvider = nil
     }
 
     public var logLevel: Logger.Level {
@@ -37,10 +38,9 @@ public struct DeferredMetadataLogHandler: LogHandler {
         set { output.logLevel = newValue }
     }
 
-    public var metadataProvider: Logger.MetadataProvider? {
-        get { output.metadataProvider }
-        set { output.metadataProvider = newValue }
-    }
+    /// Kept here rather than in `output`, so that its values are merged in `StreamLogHandler`'s order:
+    /// the logger's metadata, then the provider's, then the statement's.
+    public var metadataProvider: Logger.MetadataProvider? = LoggingSystem.metadataProvider
 
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
@@ -49,9 +49,11 @@ public struct DeferredMetadataLogHandler: LogHandler {
 
     public func log(event: LogEvent) {
         var event = event
-        if !metadata.isEmpty {
-            // The statement's own metadata wins over the logger's, as with `StreamLogHandler`.
-            event.metadata = metadata.merging(event.metadata ?? [:]) { _, explicit in explicit }
+        let provided = metadataProvider?.get() ?? [:]
+        if !metadata.isEmpty || !provided.isEmpty {
+            event.metadata = metadata
+                .merging(provided) { _, provided in provided }
+                .merging(event.metadata ?? [:]) { _, explicit in explicit }
         }
         output.log(event: event)
     }

@@ -31,4 +31,22 @@ struct DeferredMetadataLogHandlerTests {
         #expect(logger[metadataKey: "shared"] == "from-logger")
         #expect(logger.logLevel == .info)
     }
+
+    /// A metadata provider's values come between the logger's and the statement's.
+    @Test func providedMetadataSitsBetweenTheLoggersAndTheStatements() {
+        let lines = Lines()
+        let provider = Logger.MetadataProvider { ["shared": "from-provider", "p": "3"] }
+        var logger = Logger(label: "test") {
+            var handler = DeferredMetadataLogHandler(label: $0, level: .info, stream: lines)
+            handler.metadataProvider = provider
+            return handler
+        }
+        logger[metadataKey: "shared"] = "from-logger"
+        logger[metadataKey: "own"] = "4"
+        logger.info("one")
+        logger.info("two", metadata: ["shared": "from-statement"])
+        let written = lines.written.split(separator: "\n").map { String($0) }
+        #expect(written.first?.hasSuffix(" info test: own=4 p=3 shared=from-provider [HeraldServerTests] one") == true)
+        #expect(written.last?.hasSuffix(" info test: own=4 p=3 shared=from-statement [HeraldServerTests] two") == true)
+    }
 }
