@@ -66,7 +66,7 @@ struct JSONWriter {
             for index in 0..<utf8.count {
                 let byte = utf8[index]
                 guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
-                self.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<index]))
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<index]))
                 bytes.append(UInt8(ascii: "\\"))
                 switch byte {
                 case UInt8(ascii: "\""), UInt8(ascii: "\\"): bytes.append(byte)
@@ -82,7 +82,7 @@ struct JSONWriter {
                 }
                 start = index + 1
             }
-            self.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...]))
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...]))
         }
         bytes.append(UInt8(ascii: "\""))
         needsComma = true
