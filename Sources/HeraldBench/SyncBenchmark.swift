@@ -154,6 +154,7 @@ struct SyncBenchmark: AsyncParsableCommand {
             var cpu: [String] = []
             // Taken before the last pgbench run: the next reading waits for that run's backends to end.
             var beforeLastPGBench: CPUMeter.Reading?
+            func micro(_ value: Double?) -> String { value.map { format($0) } ?? "–" }
             for (name, list, path) in [("quiet", quiet, quietScript), ("10 changes", ten, tenScript)] {
                 for count in counts {
                     let beforeHerald = await meter.read(after: beforeLastPGBench)
@@ -163,7 +164,6 @@ struct SyncBenchmark: AsyncParsableCommand {
                     let afterPGBench = await meter.read(after: beforePGBench)
                     let served = CPUMeter.perRequest(from: beforeHerald, to: beforePGBench, requests: herald.rate * Double(seconds))
                     let reference = CPUMeter.perRequest(from: beforePGBench, to: afterPGBench, requests: pgbench.tps * Double(seconds))
-                    func micro(_ value: Double?) -> String { value.map { format($0) } ?? "–" }
                     cpu.append(
                         "| \(name) | \(count) | \(micro(served.herald)) | \(micro(served.postgres)) | \(micro(served.rest)) "
                             + "| \(micro(reference.postgres)) | \(micro(reference.herald + reference.rest)) |"

@@ -1,6 +1,5 @@
 import HeraldCore
 import HeraldStore
-import NIOCore
 
 /// The JSON text of the events a live stream carries (documented in `openapi.yaml` under the stream).
 ///
@@ -95,6 +94,6 @@ enum LiveEvent {
         writer.beginObject()
         body(&writer)
         writer.endObject()
-        return String(buffer: writer.buffer)
+        return String(decoding: writer.bytes, as: UTF8.self)
     }
 }
