@@ -4,7 +4,10 @@ import Metrics
 import Postgres
 import ServiceLifecycle
 
-/// Reaches every user for `audience: "all"` notifications, one batch (one short transaction) at a time.
+/// Reaches every user for `audience: "all"` notifications, one batch (one short transaction) at a time;
+/// when no fan-out waits, folds finished broadcasts into their users' counters the same way (see
+/// `NotificationStore.foldNextBatch`), so that per-request unread counts never see more than the
+/// broadcasts still in flight.
 ///
 /// Progress lives in the database, so several replicas can run this side by side (they skip each
 /// other's locked notifications) and a restart resumes where the last committed batch ended. A send
@@ -42,9 +45,16 @@ public struct FanoutService: Service {
                             }
                             continue
                         }
+                        if let progress = try await notifications.foldNextBatch(size: batchSize) {
+                            failures = 0
+                            if progress.finished {
+                                logger.debug("broadcast folded into counters", metadata: ["notification_id": "\(progress.notificationID)"])
+                            }
+                            continue
+                        }
                     } catch {
                         failures += 1
-                        logger.error("fan-out batch failed; retrying", metadata: ["error": "\(String(reflecting: error))"])
+                        logger.error("fan-out or folding batch failed; retrying", metadata: ["error": "\(String(reflecting: error))"])
                         // Back off (up to 30 s) so a broken database is not hammered.
                         try? await Task.sleep(for: .milliseconds(min(30_000, 100 << min(failures, 9))))
                         continue

@@ -117,11 +117,12 @@ extension CollectionStore {
             SELECT c.key, c.kind, c.name, c.cover_url, c.custom_type, c.url, u.unread, activity.at,
                 last.id, last.template_key, last.template_version, last.data, last.category, last.tags,
                 last.event_deadline, last.created_at, last.updated_at, last.status
-            FROM herald_user_channels(\(userKey)) AS u JOIN channels c ON c.key = u.channel_key
+            FROM (SELECT \(userKey)::bigint AS user_key, h.* FROM herald_user_channels(\(userKey)) AS h) AS u
+            JOIN channels c ON c.key = u.channel_key
             LEFT JOIN channel_states s ON s.user_key = \(userKey) AND s.channel_key = c.key
             CROSS JOIN LATERAL (
                 SELECT coalesce(greatest(s.last_activity_at, (SELECT max(b.created_at) FROM notifications b
-                    WHERE b.channel_key = c.key AND b.audience = 'all' AND b.deleted_at IS NULL AND b.fanout_after >= \(userKey))),
+                    WHERE b.channel_key = c.key AND \(unescaped: Self.countedBroadcast("b", reaching: "u.user_key")))),
                     'epoch'::timestamptz) AS at
             ) AS activity
             LEFT JOIN LATERAL (

@@ -219,13 +219,25 @@ public struct CollectionStore: Sendable {
 
     // MARK: - Counts
 
-    /// How many live broadcasts have reached the user `one.user_key` — in channel `one.channel_key`, or
-    /// in all channels. This is `herald_broadcasts_reaching` of `sql/0006` spelled out, because the
-    /// server does not inline SQL functions that read tables, and these run on every poll.
+    /// How many live broadcasts have reached the user `one.user_key` and are not yet folded into their
+    /// counters — in channel `one.channel_key`, or in all channels. This is `herald_broadcasts_reaching`
+    /// of `sql/0012` spelled out, because the server does not inline SQL functions that read tables,
+    /// and these run on every poll.
     static func broadcastsReaching(channel: Bool) -> String {
         """
-        (SELECT count(*) FROM notifications b WHERE b.audience = 'all' AND b.deleted_at IS NULL \
-        AND b.fanout_after >= one.user_key\(channel ? " AND b.channel_key = one.channel_key" : ""))
+        (SELECT count(*) FROM notifications b WHERE \(countedBroadcast("b", reaching: "one.user_key"))\
+        \(channel ? " AND b.channel_key = one.channel_key" : ""))
+        """
+    }
+
+    /// The condition under which broadcast `alias` counts for user key `user` per request: live, its
+    /// fan-out past the user, its folding into the counters not yet (see `sql/0012`). The first
+    /// comparison follows from the other two; it is spelled out so that the planner picks the partial
+    /// indexes, which hold only broadcasts not fully folded.
+    static func countedBroadcast(_ alias: String, reaching user: String) -> String {
+        """
+        \(alias).audience = 'all' AND \(alias).deleted_at IS NULL AND \(alias).folded_through < \(alias).fanout_through \
+        AND \(alias).folded_through < \(user) AND \(alias).fanout_after >= \(user)
         """
     }
 

@@ -60,16 +60,17 @@ extension NotificationStore {
         try await client.withRetryingTransaction { connection in
             guard let locked = try await Self.lockForChange(id, on: connection, allowRunningFanout: true) else { return false }
             let xid = try await Self.currentTransactionID(on: connection)
-            // Counters: a copy counted in its user's state (targets, and broadcast copies made at send
-            // time that the fan-out has not passed) leaves it if unread; a broadcast copy the fan-out
-            // reached stops being counted by the channel's broadcast count, so if its user had already
-            // read or removed it (and was counted down then), that is given back.
+            // Counters: a copy counted in its user's state (targets, broadcast copies made at send
+            // time that the fan-out has not passed, and broadcast copies already folded into the
+            // state) leaves it if unread; a broadcast copy the fan-out reached but the folding has not
+            // stops being counted by the channel's broadcast count, so if its user had already read or
+            // removed it (and was counted down then), that is given back.
             try await connection.query(
                 """
                 UPDATE channel_states s SET unread_adjustment = s.unread_adjustment + d.delta
                 FROM (
                     SELECT r.user_key, r.channel_key,
-                        CASE WHEN r.user_key <= \(locked.reachedThrough)
+                        CASE WHEN r.user_key > \(locked.foldedThrough) AND r.user_key <= \(locked.reachedThrough)
                             THEN CASE WHEN r.status < 2 AND NOT r.deleted THEN 0 ELSE 1 END
                             ELSE CASE WHEN r.status < 2 AND NOT r.deleted THEN -1 ELSE 0 END
                         END AS delta
@@ -92,16 +93,20 @@ extension NotificationStore {
         }
     }
 
-    /// Locks a live notification against concurrent changes and fan-out batches; returns its channel key
-    /// and, for a broadcast, the last user key its fan-out has reached (0 for targeted sends).
+    /// Locks a live notification against concurrent changes, fan-out and folding batches; returns its
+    /// channel key and, for a broadcast, the last user keys its fan-out has reached and its folding has
+    /// passed (0 for targeted sends).
     static func lockForChange(
         _ id: Int64, on connection: PostgresConnection, allowRunningFanout: Bool = false
-    ) async throws -> (channelKey: Int64, reachedThrough: Int64)? {
+    ) async throws -> (channelKey: Int64, reachedThrough: Int64, foldedThrough: Int64)? {
         guard let row = try await connection.query(
-            "SELECT channel_key, fanout_state, audience, fanout_after FROM notifications WHERE id = \(id) AND deleted_at IS NULL FOR UPDATE"
+            """
+            SELECT channel_key, fanout_state, audience, fanout_after, folded_through FROM notifications
+            WHERE id = \(id) AND deleted_at IS NULL FOR UPDATE
+            """
         ).first else { return nil }
-        let (channelKey, state, audience, fanoutAfter) = try row.decode((Int64, String, String, Int64).self)
+        let (channelKey, state, audience, fanoutAfter, foldedThrough) = try row.decode((Int64, String, String, Int64, Int64).self)
         if state == "running", !allowRunningFanout { throw NotificationStoreError.fanoutInProgress }
-        return (channelKey, audience == "all" ? fanoutAfter : 0)
+        return audience == "all" ? (channelKey, fanoutAfter, foldedThrough) : (channelKey, 0, 0)
     }
 }

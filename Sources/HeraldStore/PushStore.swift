@@ -217,7 +217,7 @@ public struct PushStore: Sendable {
     /// Each user's channels with unread counts, and the total: what a refresh push names.
     ///
     /// The same answer as `herald_user_channels` per user (channels with a state or a live broadcast
-    /// that reached the user; unread = the state's adjustment + those broadcasts), computed for the
+    /// that reached the user and is not folded yet; unread = the state's adjustment + those broadcasts), computed for the
     /// whole batch in one set-based statement: calling the function per user cost ~0.1 ms each.
     public func refreshSummaries(userKeys: [Int64]) async throws -> [Int64: [(url: String, unread: Int64)]] {
         let rows = try await client.query(
@@ -228,7 +228,7 @@ public struct PushStore: Sendable {
             ),
             broadcasts AS (
                 SELECT k.user_key, b.channel_key, count(*) AS reaching
-                FROM k JOIN notifications b ON b.audience = 'all' AND b.deleted_at IS NULL AND b.fanout_after >= k.user_key
+                FROM k JOIN notifications b ON \(unescaped: CollectionStore.countedBroadcast("b", reaching: "k.user_key"))
                 GROUP BY k.user_key, b.channel_key
             )
             SELECT coalesce(s.user_key, b.user_key), c.url, (coalesce(s.unread_adjustment, 0) + coalesce(b.reaching, 0))::int8

@@ -146,10 +146,13 @@ extension CollectionTests {
                         if case .created(let stored, _) = try await world.notifications.send(draft, idempotency: nil, respond: { _ in StoredResponse(status: 202, body: []) }) {
                             sent.append(stored.id)
                         }
-                    case 26..<30:
+                    case 26..<29:
                         // Fan-out work, one user per batch, interleaved with everything else.
                         _ = try await world.notifications.fanOutNextBatch(size: 1)
-                    case 30..<34 where !sent.isEmpty:
+                    case 29..<31:
+                        // Folding finished broadcasts into the counters, one user per batch.
+                        _ = try await world.notifications.foldNextBatch(size: 1)
+                    case 31..<34 where !sent.isEmpty:
                         let id = sent.randomElement(using: &random)!
                         let title = "edited \(step)"
                         let content = try template.renderNotification(variables: ["title": .string(title)], userVariables: [:])
@@ -206,6 +209,11 @@ extension CollectionTests {
                 #expect(devices.map(\.resets).reduce(0, +) > 2)
                 let broadcasts = try await db.client.query("SELECT count(*) FROM notifications WHERE audience = 'all'").first!.decode(Int.self)
                 #expect(broadcasts > 10)
+                // Folding ran, some of it part way when the history moved on.
+                let folded = try await db.client.query(
+                    "SELECT count(*) FILTER (WHERE folded_through > 0), count(*) FILTER (WHERE folded_through >= fanout_through AND fanout_through > 0) FROM notifications WHERE audience = 'all'"
+                ).first!.decode((Int, Int).self)
+                #expect(folded.0 > 3 && folded.1 > 0)
             }
         }
     }

@@ -251,7 +251,7 @@ struct NotificationsTests {
         }
     }
 
-    @Test func theFanoutServiceFinishesABroadcastWhenWoken() async throws {
+    @Test func theFanoutServiceFinishesAndFoldsABroadcastWhenWoken() async throws {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
             try await seed(db, users: 40)
             let wake = WakeSignal()
@@ -278,6 +278,20 @@ struct NotificationsTests {
                         }
                     }
                     #expect(finished == 40)
+                    // Then, with no further wake-up, it folds the broadcast into the 40 users' counters.
+                    let key = try #require(Int64(id))
+                    try await withTimeout(.seconds(20), what: "the broadcast to be folded") {
+                        while try await !db.client.query("SELECT folded_through >= fanout_through FROM notifications WHERE id = \(key)").first!.decode(Bool.self) {
+                            try await Task.sleep(for: .milliseconds(20))
+                        }
+                    }
+                    let counts = try await db.client.query(
+                        """
+                        SELECT count(*) FILTER (WHERE herald_unread(u.key, n.channel_key) = 1), sum(herald_broadcasts_reaching(u.key, n.channel_key))::int8
+                        FROM users u CROSS JOIN notifications n WHERE n.id = \(key)
+                        """
+                    ).first!.decode((Int, Int64).self)
+                    #expect(counts.0 == 40 && counts.1 == 0)
                 }
                 await group.triggerGracefulShutdown()
                 try await tasks.waitForAll()

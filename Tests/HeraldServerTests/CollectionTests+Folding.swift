@@ -1,0 +1,140 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+import HeraldTesting
+import Postgres
+import Testing
+
+/// Folding finished broadcasts into the per-user counters (`NotificationStore.foldNextBatch`): no
+/// count a user can see moves while it happens, and afterwards the per-request broadcast count has
+/// nothing left to count.
+extension CollectionTests {
+    /// Everything that shows a user's unread counts, for every user.
+    struct CountsView: Equatable {
+        var unread: [String: [String: Int64]] = [:]
+        var totals: [String: Int64] = [:]
+        var channelOrder: [String: [String]] = [:]
+        var summaries: [String: [String: Int64]] = [:]
+    }
+
+    @Test func foldingBroadcastsKeepsEveryCountAndEmptiesThePerRequestCount() async throws {
+        try await TestPostgres.withDatabase(maximumConnections: 4, cluster: .horizonSensitive) { (db: TestDatabase) async throws in
+            let users = ["u1", "u2", "u3", "u4", "u5"]
+            let world = try await world(db, users: users)
+            for url in ["chat", "chat2"] {
+                _ = try await ChannelStore(client: db.client).put(HeraldCore.Channel(url: url, kind: .chat, name: url))
+            }
+            let collections = CollectionStore(client: db.client)
+            let template = try #require(try await TemplateStore(client: db.client).get("plain")).template
+            var keys: [String: Int64] = [:]
+            for user in users { keys[user] = try #require(try await collections.userKey(user)) }
+
+            func broadcast(_ title: String, channel: String, ownVariablesFor: [String] = []) async throws -> Int64 {
+                let own = Dictionary(uniqueKeysWithValues: ownVariablesFor.map { ($0, ["title": JSONValue.string("\(title) for \($0)")]) })
+                let content = try template.renderNotification(variables: ["title": .string(title)], userVariables: own)
+                let draft = NotificationDraft(
+                    channelURL: channel, templateKey: "plain", templateVersion: 1, variables: ["title": .string(title)],
+                    content: content, category: "news", tags: [], eventDeadline: nil, push: PushOptions(), audience: .all
+                )
+                guard case .created(let stored, _) = try await world.notifications.send(draft, idempotency: nil, respond: { _ in StoredResponse(status: 202, body: []) }) else {
+                    throw CancellationError()
+                }
+                return stored.id
+            }
+            func view() async throws -> CountsView {
+                var view = CountsView()
+                for user in users {
+                    let unread = try await collections.unread(userKey: keys[user]!)
+                    view.unread[user] = Dictionary(uniqueKeysWithValues: unread.channels.map { ($0.url, $0.unread) })
+                    view.totals[user] = unread.total
+                    view.channelOrder[user] = try await collections.channelList(userKey: keys[user]!).map(\.channel.url)
+                }
+                let summaries = try await PushStore(client: db.client).refreshSummaries(userKeys: users.map { keys[$0]! })
+                for user in users {
+                    view.summaries[user] = Dictionary(uniqueKeysWithValues: (summaries[keys[user]!] ?? []).map { ($0.url, $0.unread) })
+                }
+                return view
+            }
+            func perRequestCount() async throws -> Int64 {
+                try await db.client.query(
+                    "SELECT coalesce(sum(herald_broadcasts_reaching(u.key, c.key)), 0)::int8 FROM users u CROSS JOIN channels c"
+                ).first!.decode(Int64.self)
+            }
+
+            // Chat broadcasts in two channels (the channel list orders chats by their latest activity,
+            // which folding must keep), a feed broadcast with one user's own copy made at send time,
+            // all fanned out.
+            let chatOld = try await broadcast("chat 1", channel: "chat")
+            _ = try await broadcast("other chat", channel: "chat2")
+            try await world.send("targeted", to: ["u2", "u3"], channel: "other")
+            let feed = try await broadcast("feed 1", channel: "feed", ownVariablesFor: ["u4"])
+            let chatNew = try await broadcast("chat 2", channel: "chat")
+            while try await world.notifications.fanOutNextBatch(size: 2) != nil {}
+            // Reads and a removal before any folding.
+            let feedChannel = try #require(try await collections.channel("feed")).key
+            let chatChannel = try #require(try await collections.channel("chat")).key
+            _ = try await collections.markRead(userKey: keys["u1"]!, channelKey: feedChannel, ids: [feed])
+            _ = try await collections.markRead(userKey: keys["u2"]!, channelKey: chatChannel, ids: [chatOld])
+            try await collections.reset(userKey: keys["u5"]!, channelKey: chatChannel)
+
+            let before = try await view()
+            #expect(before.totals["u3"] == 5)
+            #expect(before.channelOrder["u3"] == ["chat", "chat2", "feed", "other"])
+            #expect(before.unread["u1"]?["feed"] == 0 && before.unread["u2"]?["chat"] == 1 && before.unread["u5"]?["chat"] == 0)
+            // Three broadcasts reached five users; reads and the reset count down the users' states instead.
+            #expect(try await perRequestCount() == 4 * 5)
+
+            // Part way: one batch of two users of the first broadcast.
+            let first = try #require(try await world.notifications.foldNextBatch(size: 2))
+            #expect(first.notificationID == chatOld && first.users == 2 && !first.finished)
+            #expect(try await view() == before)
+            // A read between batches, then the rest.
+            _ = try await collections.markRead(userKey: keys["u4"]!, channelKey: chatChannel, ids: nil)
+            var expected = before
+            expected.unread["u4"]?["chat"] = 0
+            expected.totals["u4"]! -= 2
+            expected.summaries["u4"]?["chat"] = 0
+            var batches = 1
+            while let progress = try await world.notifications.foldNextBatch(size: 2) {
+                batches += 1
+                #expect(try await view() == expected, "after batch \(batches) (notification \(progress.notificationID))")
+            }
+            #expect(batches == 12)  // four broadcasts, five users, two per batch
+            #expect(try await perRequestCount() == 0)
+            let unfolded = try await db.client.query(
+                "SELECT count(*) FROM notifications WHERE audience = 'all' AND deleted_at IS NULL AND folded_through < fanout_through"
+            ).first!.decode(Int.self)
+            #expect(unfolded == 0)
+            #expect(try await view() == expected)
+
+            // Deleting folded broadcasts takes them out of the counters of those who had not read them.
+            #expect(try await world.notifications.delete(chatNew))
+            #expect(try await world.notifications.delete(feed))
+            let after = try await view()
+            for user in users {
+                let chatRead = user == "u4" || user == "u5"
+                #expect(after.unread[user]?["chat"] == (chatRead ? 0 : (user == "u2" ? 0 : 1)), "\(user)")
+                #expect(after.unread[user]?["feed"] ?? 0 == 0, "\(user)")
+            }
+            // The counters equal the true counts for every user and channel.
+            let counters = try await db.client.query(
+                """
+                SELECT herald_unread(u.key, c.key), (SELECT count(*) FROM notification_recipients r
+                    WHERE r.user_key = u.key AND r.channel_key = c.key AND r.status < 2 AND NOT r.deleted)
+                FROM users u CROSS JOIN channels c
+                """
+            )
+            for row in counters {
+                let (counted, truth) = try row.decode((Int64, Int64).self)
+                #expect(counted == truth)
+            }
+            // A new broadcast after all that is counted per request until it is folded too.
+            _ = try await broadcast("chat 3", channel: "chat")
+            while try await world.notifications.fanOutNextBatch(size: 5) != nil {}
+            #expect(try await perRequestCount() == 5)
+            while try await world.notifications.foldNextBatch(size: 5) != nil {}
+            #expect(try await perRequestCount() == 0)
+            #expect(try await view().unread.values.allSatisfy { $0["chat"] != nil })
+        }
+    }
+}
