@@ -29,9 +29,10 @@ extension CollectionStore {
                 ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value
                 """
             )
-            // A user's removed copy of a live broadcast that reached them stays: the broadcast is still
-            // counted for them per channel, and their copy is what lets a later delete of the broadcast
-            // give their count back (see `sql/0006_collections.sql`). It goes once the broadcast does.
+            // A user's removed copy of a live broadcast that reached them stays: until the broadcast is
+            // folded into their counter it is counted for them per channel, and their copy is what lets
+            // a later delete of the broadcast give their count back (see `sql/0006_collections.sql` and
+            // `sql/0012_broadcast_folding.sql`). It goes once the broadcast does.
             let removed = try await connection.query(
                 """
                 DELETE FROM notification_recipients r WHERE r.deleted AND r.change_xid < \(bound)

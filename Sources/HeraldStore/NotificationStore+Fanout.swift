@@ -27,16 +27,13 @@ extension NotificationStore {
                 """
             ).first else { return nil }
             let (id, channelKey, after, through, skipsExisting) = try row.decode((Int64, Int64, Int64, Int64, Bool).self)
-            // The batch's last user: the size-th after `after`, or the end when fewer remain. An
-            // index-only scan of the users' keys.
-            let last = try await connection.query(
-                "SELECT key FROM users WHERE key > \(after) AND key <= \(through) ORDER BY key OFFSET \(size - 1) LIMIT 1"
-            ).first?.decode(Int64.self) ?? through
+            let last = try await Self.batchEnd(after: after, through: through, size: size, on: connection)
             let xid = try await Self.currentTransactionID(on: connection)
             if skipsExisting { try await Self.uncountReachedAtSend(userKeysAfter: after, through: last, notification: id, on: connection) }
             // No per-recipient counter is written: the notification's progress (`fanout_after`) is what
-            // counts it as unread for the users it has reached. A plain INSERT … SELECT unless some users already have a copy: the conflict check of
-            // ON CONFLICT costs a speculative insertion per row.
+            // counts it as unread for the users it has reached, until it is folded into their counters
+            // once the fan-out is done (`foldNextBatch`). A plain INSERT … SELECT unless some users
+            // already have a copy: the conflict check of ON CONFLICT costs a speculative insertion per row.
             let inserted = try await connection.query(
                 """
                 INSERT INTO notification_recipients (user_key, channel_key, notification_id, change_xid)
@@ -55,6 +52,14 @@ extension NotificationStore {
             )
             return FanoutProgress(notificationID: id, inserted: inserted, finished: finished)
         }
+    }
+
+    /// The last user key of a batch of `size` users after `after`: the size-th existing user, or
+    /// `through` when fewer remain. An index-only scan of the users' keys.
+    static func batchEnd(after: Int64, through: Int64, size: Int, on connection: PostgresConnection) async throws -> Int64 {
+        try await connection.query(
+            "SELECT key FROM users WHERE key > \(after) AND key <= \(through) ORDER BY key OFFSET \(size - 1) LIMIT 1"
+        ).first?.decode(Int64.self) ?? through
     }
 
     /// Users who got their copy at send time (per-user variables) were counted in their channel state

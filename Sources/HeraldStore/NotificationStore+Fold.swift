@@ -31,9 +31,7 @@ extension NotificationStore {
                 """
             ).first else { return nil }
             let (id, channelKey, after, through, createdAt) = try row.decode((Int64, Int64, Int64, Int64, PostgresTimestamp).self)
-            let last = try await connection.query(
-                "SELECT key FROM users WHERE key > \(after) AND key <= \(through) ORDER BY key OFFSET \(size - 1) LIMIT 1"
-            ).first?.decode(Int64.self) ?? through
+            let last = try await Self.batchEnd(after: after, through: through, size: size, on: connection)
             // Every existing user in the range was reached (the fan-out gave each a copy) and counted
             // per request, whatever they did with their copy since; their activity time takes the
             // broadcast's, which the channel list no longer finds once it is folded.
