@@ -31,6 +31,7 @@ public struct FanoutService: Service {
 
     public func run() async throws {
         let recipients = Counter(label: "herald_fanout_recipients_total")
+        let folded = Counter(label: "herald_fold_users_total")
         await withGracefulShutdownHandler {
             // The loop issues statement after statement: run it where libpq runs.
             await withTaskExecutorPreference(executor) {
@@ -47,6 +48,7 @@ public struct FanoutService: Service {
                         }
                         if let progress = try await notifications.foldNextBatch(size: batchSize) {
                             failures = 0
+                            folded.increment(by: progress.users)
                             if progress.finished {
                                 logger.debug("broadcast folded into counters", metadata: ["notification_id": "\(progress.notificationID)"])
                             }
