@@ -81,7 +81,7 @@ extension CollectionTests {
             #expect(before.totals["u3"] == 5)
             #expect(before.channelOrder["u3"] == ["chat", "chat2", "feed", "other"])
             #expect(before.unread["u1"]?["feed"] == 0 && before.unread["u2"]?["chat"] == 1 && before.unread["u5"]?["chat"] == 0)
-            // Three broadcasts reached five users; reads and the reset count down the users' states instead.
+            // Four broadcasts reached five users; reads and the reset count down the users' states instead.
             #expect(try await perRequestCount() == 4 * 5)
 
             // Part way: one batch of two users of the first broadcast.
