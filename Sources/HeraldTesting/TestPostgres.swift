@@ -1,6 +1,7 @@
 import Foundation
 import HeraldStore
 import Logging
+import NIOPosix
 import Postgres
 import Synchronization
 
@@ -53,6 +54,12 @@ public enum TestPostgres {
             try? await server.dropDatabase(name)
             throw error
         }
+    }
+
+    /// Stops and removes the throwaway clusters of earlier test processes that are gone without
+    /// cleaning up (killed, say); done automatically before a process starts its first cluster.
+    public static func sweepOrphanedClusters() async throws {
+        try await NIOThreadPool.singleton.runIfActive { TestClusterCleanup.sweepOrphans() }
     }
 
     /// A cluster of the test's own, for tests that restart or stop the server. Removed afterwards.
@@ -113,6 +120,7 @@ actor TestServer {
         if let url = ProcessInfo.processInfo.environment["HERALD_TEST_DATABASE_URL"], !url.isEmpty {
             return TestServer(baseConninfo: url, adminConninfo: url)
         }
+        try await TestClusterCleanup.sweepOnce.value
         let directory = NSTemporaryDirectory() + "\(prefix)-\(getpid())"
         let cluster = try PostgresCluster(directory: directory, durable: false)
         TestClusterCleanup.register(cluster)
@@ -163,9 +171,32 @@ actor TestServer {
     }
 }
 
-/// Stops and deletes the test process's clusters when the process exits.
+/// Stops and deletes the test process's clusters when the process exits, and those of earlier test
+/// processes that could not (killed, or their output pipe closed under them).
 enum TestClusterCleanup {
     private static let clusters = Mutex<[PostgresCluster]>([])
+
+    /// Runs `sweepOrphans` once per process, before its first cluster starts.
+    static let sweepOnce = Task { try await TestPostgres.sweepOrphanedClusters() }
+
+    /// Stops and removes the per-process clusters (`herald-test…-<pid>` in the temporary directory)
+    /// whose process is gone: `atexit` never ran for a test process that was killed, and its server
+    /// would otherwise live on. Clusters of test processes still running are left alone. Blocks.
+    static func sweepOrphans() {
+        let temporary = NSTemporaryDirectory()
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: temporary) else { return }
+        for name in names where name.hasPrefix("herald-test") {
+            guard let last = name.split(separator: "-").last, let pid = pid_t(last), pid > 0 else { continue }
+            // Signal 0 only asks whether the process exists; EPERM means it does, as someone else's.
+            if kill(pid, 0) == 0 || errno == EPERM { continue }
+            let directory = temporary + (temporary.hasSuffix("/") ? "" : "/") + name
+            guard FileManager.default.fileExists(atPath: directory + "/data/PG_VERSION"),
+                let cluster = try? PostgresCluster(directory: directory, durable: false)
+            else { continue }
+            try? cluster.stopBlocking(immediate: true)
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
 
     static func register(_ newCluster: PostgresCluster) {
         let first = clusters.withLock { clusters in
