@@ -17,33 +17,45 @@ extension CollectionStore {
                     AND (\(ids)::int8[] IS NULL OR notification_id = ANY(\(ids)))
                 """
             ).affectedRows
-            let row = try await connection.query(
+            try await connection.query(
                 """
                 INSERT INTO channel_states AS s (user_key, channel_key, unread_adjustment, last_read_at)
                 VALUES (\(userKey), \(channelKey), \(-Int64(marked)), \(ids == nil ? Date() : nil))
                 ON CONFLICT (user_key, channel_key) DO UPDATE SET
                     unread_adjustment = s.unread_adjustment - \(Int64(marked)),
                     last_read_at = CASE WHEN \(ids == nil) THEN greatest(s.last_read_at, now()) ELSE s.last_read_at END
-                RETURNING unread_adjustment + herald_broadcasts_reaching(user_key, channel_key), last_read_at, last_seen_at, reset_count
                 """
-            ).first!
+            )
             try await LiveHint.channelState(userKey: userKey, channelKey: channelKey).send(on: connection)
-            return try Self.decodeState(row)
+            return try await Self.stateAfterWrite(userKey: userKey, channelKey: channelKey, on: connection)
         }
+    }
+
+    /// The channel state as a statement after the caller's write sees it. Not the write's own
+    /// `RETURNING`: a write that waited for a folding batch's row lock continues with the row as that
+    /// batch left it (one more in the adjustment) but counts broadcasts in its own older snapshot (the
+    /// broadcast not yet folded), so it would count the broadcast twice. A new statement sees both
+    /// halves of the batch, or neither; our own write holds the row, so nothing moves in between.
+    static func stateAfterWrite(userKey: Int64, channelKey: Int64, on connection: PostgresConnection) async throws -> ChannelState {
+        try Self.decodeState(try await connection.query(
+            """
+            SELECT unread_adjustment + herald_broadcasts_reaching(user_key, channel_key), last_read_at, last_seen_at, reset_count
+            FROM channel_states WHERE user_key = \(userKey) AND channel_key = \(channelKey)
+            """
+        ).first!)
     }
 
     /// Moves `last_seen_at` forward to `at` (never backwards). Returns the state after.
     public func markSeen(userKey: Int64, channelKey: Int64, at: Date) async throws -> ChannelState {
         try await client.withRetryingTransaction { connection in
-            let row = try await connection.query(
+            try await connection.query(
                 """
                 INSERT INTO channel_states AS s (user_key, channel_key, last_seen_at) VALUES (\(userKey), \(channelKey), \(at))
                 ON CONFLICT (user_key, channel_key) DO UPDATE SET last_seen_at = greatest(s.last_seen_at, EXCLUDED.last_seen_at)
-                RETURNING unread_adjustment + herald_broadcasts_reaching(user_key, channel_key), last_read_at, last_seen_at, reset_count
                 """
-            ).first!
+            )
             try await LiveHint.channelState(userKey: userKey, channelKey: channelKey).send(on: connection)
-            return try Self.decodeState(row)
+            return try await Self.stateAfterWrite(userKey: userKey, channelKey: channelKey, on: connection)
         }
     }
 

@@ -126,4 +126,46 @@ extension CollectionTests {
             #expect(try await view().unread.values.allSatisfy { $0["chat"] != nil })
         }
     }
+
+    @Test func aMarkThatWaitsForAFoldingBatchAnswersTheCountAfterIt() async throws {
+        try await TestPostgres.withDatabase(maximumConnections: 4, cluster: .horizonSensitive) { (db: TestDatabase) async throws in
+            let world = try await world(db, users: ["u1", "u2"])
+            let collections = CollectionStore(client: db.client)
+            let template = try #require(try await TemplateStore(client: db.client).get("plain")).template
+            let content = try template.renderNotification(variables: ["title": .string("all")], userVariables: [:])
+            let draft = NotificationDraft(
+                channelURL: "feed", templateKey: "plain", templateVersion: 1, variables: ["title": .string("all")],
+                content: content, category: "news", tags: [], eventDeadline: nil, push: PushOptions(), audience: .all
+            )
+            guard case .created(let stored, _) = try await world.notifications.send(draft, idempotency: nil, respond: { _ in StoredResponse(status: 202, body: []) }) else {
+                throw CancellationError()
+            }
+            while try await world.notifications.fanOutNextBatch(size: 10) != nil {}
+            let user = try #require(try await collections.userKey("u1"))
+            let channel = try #require(try await collections.channel("feed")).key
+            try await collections.open(userKey: user, channelKey: channel)
+            #expect(try await collections.markSeen(userKey: user, channelKey: channel, at: Date()).unreadCount == 1)
+
+            // A folding batch for u1, held open after its writes (the same two writes as foldNextBatch)…
+            try await db.client.withConnection { held in
+                try await held.query("BEGIN")
+                try await held.query("SELECT 1 FROM notifications WHERE id = \(stored.id) FOR UPDATE")
+                try await held.query("UPDATE channel_states SET unread_adjustment = unread_adjustment + 1 WHERE user_key = \(user) AND channel_key = \(channel)")
+                try await held.query("UPDATE notifications SET folded_through = \(user) WHERE id = \(stored.id)")
+                // …while a mark waits for u1's channel state; once the database shows it waiting, the batch commits.
+                async let seen = collections.markSeen(userKey: user, channelKey: channel, at: Date())
+                try await withTimeout(.seconds(20), what: "the mark to wait for the batch's row lock") {
+                    while try await db.client.query(
+                        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+                    ).first!.decode(Int.self) == 0 {
+                        try await Task.sleep(for: .milliseconds(5))
+                    }
+                }
+                try await held.query("COMMIT")
+                // The answer counts the broadcast once: in the counter now, no longer per request.
+                #expect(try await seen.unreadCount == 1)
+            }
+            try await Self.expectUnreadCountsMatchCopies(db)
+        }
+    }
 }
