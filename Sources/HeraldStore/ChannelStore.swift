@@ -70,18 +70,22 @@ public struct ChannelStore: Sendable {
     /// Deletes the channel with its notifications and every recipient's copy; false when there was none.
     public func delete(_ url: String) async throws -> Bool {
         try await client.withTransaction { connection in
+            // Nothing may write rows for the channel between the deletes below and the commit, or they
+            // would outlive it (a user's channel state counts in their badge): lock the channel, which a
+            // send's foreign-key check waits for, and its notifications, so that a fan-out or folding
+            // batch in flight commits first and later ones skip them. Each statement below then sees
+            // what those batches wrote.
+            guard let key = try await connection.query("SELECT key FROM channels WHERE url = \(url) FOR UPDATE").first?.decode(Int64.self) else {
+                return false
+            }
+            try await connection.query("SELECT count(*) FROM (SELECT 1 FROM notifications WHERE channel_key = \(key) FOR UPDATE) AS locked")
             // Recipient rows carry no foreign key (it would slow every fan-out), so they go explicitly;
             // the notifications follow by cascade.
             try await connection.query(
-                """
-                DELETE FROM notification_recipients WHERE notification_id IN (
-                    SELECT n.id FROM notifications n JOIN channels c ON c.key = n.channel_key WHERE c.url = \(url))
-                """
+                "DELETE FROM notification_recipients WHERE notification_id IN (SELECT id FROM notifications WHERE channel_key = \(key))"
             )
-            try await connection.query(
-                "DELETE FROM channel_states WHERE channel_key = (SELECT key FROM channels WHERE url = \(url))"
-            )
-            return try await connection.query("DELETE FROM channels WHERE url = \(url)").affectedRows == 1
+            try await connection.query("DELETE FROM channel_states WHERE channel_key = \(key)")
+            return try await connection.query("DELETE FROM channels WHERE key = \(key)").affectedRows == 1
         }
     }
 

@@ -17,6 +17,34 @@ extension CollectionTests {
         var summaries: [String: [String: Int64]] = [:]
     }
 
+    /// Sends a broadcast (`audience: "all"`) to `channel`, with the given users' own variables, and
+    /// returns its id; nothing is fanned out yet.
+    static func broadcast(_ world: World, _ title: String, channel: String, ownVariablesFor: [String] = []) async throws -> Int64 {
+        let template = try #require(try await TemplateStore(client: world.db.client).get("plain")).template
+        let own = Dictionary(uniqueKeysWithValues: ownVariablesFor.map { ($0, ["title": JSONValue.string("\(title) for \($0)")]) })
+        let content = try template.renderNotification(variables: ["title": .string(title)], userVariables: own)
+        let draft = NotificationDraft(
+            channelURL: channel, templateKey: "plain", templateVersion: 1, variables: ["title": .string(title)],
+            content: content, category: "news", tags: [], eventDeadline: nil, push: PushOptions(), audience: .all
+        )
+        guard case .created(let stored, _) = try await world.notifications.send(draft, idempotency: nil, respond: { _ in StoredResponse(status: 202, body: []) }) else {
+            throw CancellationError()
+        }
+        return stored.id
+    }
+
+    /// Returns once a session of the test's database waits for a lock (how a test knows that the
+    /// statement it started is blocked behind a transaction it holds open).
+    static func untilSomethingWaitsForALock(_ db: TestDatabase) async throws {
+        try await withTimeout(.seconds(20), what: "a statement to wait for a lock") {
+            while try await db.client.query(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            ).first!.decode(Int.self) == 0 {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+        }
+    }
+
     @Test func foldingBroadcastsKeepsEveryCountAndEmptiesThePerRequestCount() async throws {
         try await TestPostgres.withDatabase(maximumConnections: 4, cluster: .horizonSensitive) { (db: TestDatabase) async throws in
             let users = ["u1", "u2", "u3", "u4", "u5"]
@@ -25,21 +53,10 @@ extension CollectionTests {
                 _ = try await ChannelStore(client: db.client).put(HeraldCore.Channel(url: url, kind: .chat, name: url))
             }
             let collections = CollectionStore(client: db.client)
-            let template = try #require(try await TemplateStore(client: db.client).get("plain")).template
             var keys: [String: Int64] = [:]
             for user in users { keys[user] = try #require(try await collections.userKey(user)) }
-
             func broadcast(_ title: String, channel: String, ownVariablesFor: [String] = []) async throws -> Int64 {
-                let own = Dictionary(uniqueKeysWithValues: ownVariablesFor.map { ($0, ["title": JSONValue.string("\(title) for \($0)")]) })
-                let content = try template.renderNotification(variables: ["title": .string(title)], userVariables: own)
-                let draft = NotificationDraft(
-                    channelURL: channel, templateKey: "plain", templateVersion: 1, variables: ["title": .string(title)],
-                    content: content, category: "news", tags: [], eventDeadline: nil, push: PushOptions(), audience: .all
-                )
-                guard case .created(let stored, _) = try await world.notifications.send(draft, idempotency: nil, respond: { _ in StoredResponse(status: 202, body: []) }) else {
-                    throw CancellationError()
-                }
-                return stored.id
+                try await Self.broadcast(world, title, channel: channel, ownVariablesFor: ownVariablesFor)
             }
             func view() async throws -> CountsView {
                 var view = CountsView()
@@ -131,15 +148,7 @@ extension CollectionTests {
         try await TestPostgres.withDatabase(maximumConnections: 4, cluster: .horizonSensitive) { (db: TestDatabase) async throws in
             let world = try await world(db, users: ["u1", "u2"])
             let collections = CollectionStore(client: db.client)
-            let template = try #require(try await TemplateStore(client: db.client).get("plain")).template
-            let content = try template.renderNotification(variables: ["title": .string("all")], userVariables: [:])
-            let draft = NotificationDraft(
-                channelURL: "feed", templateKey: "plain", templateVersion: 1, variables: ["title": .string("all")],
-                content: content, category: "news", tags: [], eventDeadline: nil, push: PushOptions(), audience: .all
-            )
-            guard case .created(let stored, _) = try await world.notifications.send(draft, idempotency: nil, respond: { _ in StoredResponse(status: 202, body: []) }) else {
-                throw CancellationError()
-            }
+            let broadcast = try await Self.broadcast(world, "all", channel: "feed")
             while try await world.notifications.fanOutNextBatch(size: 10) != nil {}
             let user = try #require(try await collections.userKey("u1"))
             let channel = try #require(try await collections.channel("feed")).key
@@ -149,23 +158,51 @@ extension CollectionTests {
             // A folding batch for u1, held open after its writes (the same two writes as foldNextBatch)…
             try await db.client.withConnection { held in
                 try await held.query("BEGIN")
-                try await held.query("SELECT 1 FROM notifications WHERE id = \(stored.id) FOR UPDATE")
+                try await held.query("SELECT 1 FROM notifications WHERE id = \(broadcast) FOR UPDATE")
                 try await held.query("UPDATE channel_states SET unread_adjustment = unread_adjustment + 1 WHERE user_key = \(user) AND channel_key = \(channel)")
-                try await held.query("UPDATE notifications SET folded_through = \(user) WHERE id = \(stored.id)")
+                try await held.query("UPDATE notifications SET folded_through = \(user) WHERE id = \(broadcast)")
                 // …while a mark waits for u1's channel state; once the database shows it waiting, the batch commits.
                 async let seen = collections.markSeen(userKey: user, channelKey: channel, at: Date())
-                try await withTimeout(.seconds(20), what: "the mark to wait for the batch's row lock") {
-                    while try await db.client.query(
-                        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
-                    ).first!.decode(Int.self) == 0 {
-                        try await Task.sleep(for: .milliseconds(5))
-                    }
-                }
+                try await Self.untilSomethingWaitsForALock(db)
                 try await held.query("COMMIT")
                 // The answer counts the broadcast once: in the counter now, no longer per request.
                 #expect(try await seen.unreadCount == 1)
             }
             try await Self.expectUnreadCountsMatchCopies(db)
+        }
+    }
+
+    @Test func deletingAChannelWaitsForAFoldingBatchAndLeavesNoCounter() async throws {
+        try await TestPostgres.withDatabase(maximumConnections: 4, cluster: .horizonSensitive) { (db: TestDatabase) async throws in
+            let world = try await world(db, users: ["u1", "u2"])
+            let broadcast = try await Self.broadcast(world, "all", channel: "feed")
+            while try await world.notifications.fanOutNextBatch(size: 10) != nil {}
+            let collections = CollectionStore(client: db.client)
+            let user = try #require(try await collections.userKey("u1"))
+            let channel = try #require(try await collections.channel("feed")).key
+
+            // A folding batch for u1 (a channel state it creates), held open after its writes…
+            try await db.client.withConnection { held in
+                try await held.query("BEGIN")
+                try await held.query("SELECT 1 FROM notifications WHERE id = \(broadcast) FOR UPDATE")
+                try await held.query("INSERT INTO channel_states (user_key, channel_key, unread_adjustment) VALUES (\(user), \(channel), 1)")
+                try await held.query("UPDATE notifications SET folded_through = \(user) WHERE id = \(broadcast)")
+                // …while the channel is deleted; once the database shows the delete waiting, the batch commits.
+                async let deleted = ChannelStore(client: db.client).delete("feed")
+                try await Self.untilSomethingWaitsForALock(db)
+                try await held.query("COMMIT")
+                #expect(try await deleted)
+            }
+            // Nothing of the channel is left, so no badge counts it.
+            let left = try await db.client.query(
+                """
+                SELECT (SELECT count(*) FROM channel_states WHERE channel_key = \(channel)),
+                    (SELECT count(*) FROM notifications WHERE channel_key = \(channel)),
+                    (SELECT count(*) FROM notification_recipients WHERE channel_key = \(channel))
+                """
+            ).first!.decode((Int, Int, Int).self)
+            #expect(left == (0, 0, 0))
+            #expect(try await collections.unread(userKey: user).total == 0)
         }
     }
 }
