@@ -125,7 +125,7 @@ public struct CollectionStore: Sendable {
     public func poll(
         userKey: Int64, channelURL: String, category: String?, after position: ChangePosition, limit: Int
     ) async throws -> Poll? {
-        let rows = try await client.query(
+        let rows = try await client.pipelinedQuery(
             """
             WITH snap AS MATERIALIZED (
                 SELECT one.channel_key, c.kind, c.name, c.cover_url, c.custom_type, c.url, \(unescaped: Self.snapshotColumns)

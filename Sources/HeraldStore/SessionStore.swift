@@ -47,7 +47,7 @@ public struct SessionStore: Sendable {
 
     /// `authenticate`, with the session's expiry (live streams close when it passes).
     public func authenticateWithExpiry(_ token: SessionToken) async throws -> (userID: String, userKey: Int64, expiresAt: Date)? {
-        let rows = try await client.query(
+        let rows = try await client.pipelinedQuery(
             """
             SELECT u.key, s.expires_at FROM sessions s JOIN users u ON u.id = s.user_id
             WHERE s.user_id = \(token.userID) AND s.token_hash = \(PostgresBytes(token.hash)) AND s.expires_at > now()

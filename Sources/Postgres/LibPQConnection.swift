@@ -138,22 +138,11 @@ final class LibPQConnection: @unchecked Sendable {
         if cancelRequested.load(ordering: .acquiring) {
             throw PostgresError(code: .queryCanceled, sqlState: "57014", serverMessage: "canceled before execution")
         }
-        let formats = [Int32](repeating: 1, count: bindings.count)
-        let raw: OpaquePointer? = bindings.bytes.withUnsafeBufferPointer { bytes in
-            // Zero-length values still need a non-NULL pointer, or libpq would read them as NULL.
-            var empty: UInt8 = 0
-            return withUnsafePointer(to: &empty) { emptyPointer in
-                let base = bytes.baseAddress.map { UnsafeRawPointer($0) } ?? UnsafeRawPointer(emptyPointer)
-                let values: [UnsafePointer<CChar>?] = (0..<bindings.count).map { index in
-                    guard bindings.lengths[index] >= 0 else { return nil }
-                    return (base + bindings.offsets[index]).assumingMemoryBound(to: CChar.self)
-                }
-                let count = Int32(bindings.count)
-                if let name {
-                    return PQexecPrepared(handle, name, count, values, bindings.lengths, formats, 1)
-                }
-                return PQexecParams(handle, query.sql, count, types, values, bindings.lengths, formats, 1)
+        let raw = withParameters(bindings) { count, values, lengths, formats in
+            if let name {
+                return PQexecPrepared(handle, name, count, values, lengths, formats, 1)
             }
+            return PQexecParams(handle, query.sql, count, types, values, lengths, formats, 1)
         }
         do {
             return try checkResult(raw)
@@ -164,19 +153,49 @@ final class LibPQConnection: @unchecked Sendable {
         }
     }
 
-    /// The session's prepared statements, by SQL text and parameter types.
-    private struct StatementKey: Hashable {
-        var sql: String
-        var types: [UInt32]
+    /// Calls `body` with libpq's view of `bindings`: the count, value pointers (NULL for SQL NULL),
+    /// lengths and formats (all binary), valid for the duration of the call.
+    func withParameters<R>(
+        _ bindings: PostgresBindings,
+        _ body: (Int32, [UnsafePointer<CChar>?], [Int32], [Int32]) -> R
+    ) -> R {
+        let formats = [Int32](repeating: 1, count: bindings.count)
+        return bindings.bytes.withUnsafeBufferPointer { bytes in
+            // Zero-length values still need a non-NULL pointer, or libpq would read them as NULL.
+            var empty: UInt8 = 0
+            return withUnsafePointer(to: &empty) { emptyPointer in
+                let base = bytes.baseAddress.map { UnsafeRawPointer($0) } ?? UnsafeRawPointer(emptyPointer)
+                let values: [UnsafePointer<CChar>?] = (0..<bindings.count).map { index in
+                    guard bindings.lengths[index] >= 0 else { return nil }
+                    return (base + bindings.offsets[index]).assumingMemoryBound(to: CChar.self)
+                }
+                return body(Int32(bindings.count), values, bindings.lengths, formats)
+            }
+        }
     }
 
-    private var preparedStatements: [StatementKey: String] = [:]
+    /// The session's prepared statements, by SQL text and parameter types.
+    struct StatementKey: Hashable {
+        var sql: String
+        var types: [UInt32]
+
+        init(sql: String, types: [UInt32]) {
+            self.sql = sql
+            self.types = types
+        }
+
+        init(_ query: PostgresQuery) {
+            self.init(sql: query.sql, types: query.bindings.types.map { $0.oid })
+        }
+    }
+
+    var preparedStatements: [StatementKey: String] = [:]
     private var nextStatementNumber = 0
     /// Beyond this many distinct statements per session, new ones run unprepared: the cache must not
     /// grow without bound if some caller builds SQL text dynamically.
     static let preparedStatementLimit = 512
 
-    private func preparedName(for key: StatementKey, handle: OpaquePointer) throws(PostgresError) -> String? {
+    func preparedName(for key: StatementKey, handle: OpaquePointer) throws(PostgresError) -> String? {
         if let name = preparedStatements[key] { return name }
         guard preparedStatements.count < Self.preparedStatementLimit else { return nil }
         nextStatementNumber += 1
@@ -296,12 +315,12 @@ final class LibPQConnection: @unchecked Sendable {
 
     // MARK: - Private
 
-    private var lastErrorMessage: String {
+    var lastErrorMessage: String {
         guard let handle else { return "connection is closed" }
         return String(cString: PQerrorMessage(handle)).trimmingTrailingNewlines()
     }
 
-    private func openHandle() throws(PostgresError) -> OpaquePointer {
+    func openHandle() throws(PostgresError) -> OpaquePointer {
         guard let handle else {
             throw PostgresError(code: .clientClosed, serverMessage: "connection is closed")
         }
@@ -317,7 +336,7 @@ final class LibPQConnection: @unchecked Sendable {
         }
     }
 
-    private func checkResult(_ raw: OpaquePointer?) throws(PostgresError) -> PostgresResult {
+    func checkResult(_ raw: OpaquePointer?) throws(PostgresError) -> PostgresResult {
         guard let raw else {
             // libpq returns no result only when it could not talk to the server at all.
             throw PostgresError(code: .connectionLost, serverMessage: lastErrorMessage)

@@ -8,12 +8,17 @@ extension PostgresClient {
         public var maximumConnections: Int
         /// Reported to the server as `application_name` unless the connection string sets one.
         public var applicationName: String
+        /// How many of the connections may run `pipelinedQuery` batches at once. Fewer means larger
+        /// batches under load (fewer round trips and backend wake-ups); more means more of the server's
+        /// cores on them.
+        public var pipelineConnections: Int
 
-        public init(conninfo: String, maximumConnections: Int = 8, applicationName: String = "herald") {
+        public init(conninfo: String, maximumConnections: Int = 8, applicationName: String = "herald", pipelineConnections: Int? = nil) {
             precondition(maximumConnections > 0, "a pool needs at least one connection")
             self.conninfo = conninfo
             self.maximumConnections = maximumConnections
             self.applicationName = applicationName
+            self.pipelineConnections = min(maximumConnections, max(1, pipelineConnections ?? maximumConnections / 4))
         }
     }
 }

@@ -3,6 +3,7 @@ import Logging
 import Metrics
 import NIOConcurrencyHelpers
 import ServiceLifecycle
+import Synchronization
 
 /// A bounded pool of libpq connections, run as a `Service`.
 ///
@@ -22,6 +23,9 @@ public final class PostgresClient: Service, Sendable {
     private let logger: Logger
     private let state: NIOLockedValueBox<State>
     private let gauges: PoolGauges
+    /// Statements waiting for a pipeline connection (see `pipelinedQuery`).
+    let pipeline = NIOLockedValueBox(PipelineState())
+    let nextStatementID = Atomic<Int>(0)
 
     public init(configuration: Configuration, logger: Logger = Logger(label: "herald.postgres")) {
         self.configuration = configuration
@@ -96,9 +100,25 @@ public final class PostgresClient: Service, Sendable {
 
     // MARK: - Leasing
 
-    private enum Grant: Sendable {
+    enum Grant: Sendable {
         case existing(LibPQConnection)
         case create
+    }
+
+    /// What a lease gets without waiting: a connection, a slot to open one in, or an error; `nil`
+    /// means every connection is leased.
+    func grantWithoutWaiting() -> Result<Grant, any Error>? {
+        state.withLockedValue { state -> Result<Grant, any Error>? in
+            if state.isShutdown {
+                return .failure(PostgresError(code: .clientClosed, serverMessage: "the pool is shut down"))
+            }
+            if let connection = state.idle.popLast() { return .success(.existing(connection)) }
+            if state.open < configuration.maximumConnections {
+                state.open += 1
+                return .success(.create)
+            }
+            return nil
+        }
     }
 
     private struct Waiter {
@@ -116,54 +136,42 @@ public final class PostgresClient: Service, Sendable {
         var drained: [CheckedContinuation<Void, Never>] = []
     }
 
-    private func lease() async throws -> LibPQConnection {
-        enum Decision {
-            case grant(Grant)
-            case fail(any Error)
-            case wait(id: Int)
-        }
+    func lease() async throws -> LibPQConnection {
         // Fast path: an idle connection or a free slot, decided under one lock without suspending.
-        let decision = state.withLockedValue { state -> Decision in
-            if state.isShutdown {
-                return .fail(PostgresError(code: .clientClosed, serverMessage: "the pool is shut down"))
-            }
-            if let connection = state.idle.popLast() { return .grant(.existing(connection)) }
-            if state.open < configuration.maximumConnections {
-                state.open += 1
-                return .grant(.create)
-            }
-            state.nextWaiterID += 1
-            return .wait(id: state.nextWaiterID)
-        }
         let grant: Grant
-        switch decision {
-        case .grant(let granted): grant = granted
-        case .fail(let error): throw error
-        case .wait(let id): grant = try await waitForGrant(id: id)
+        if let immediate = grantWithoutWaiting() {
+            grant = try immediate.get()
+        } else {
+            grant = try await waitForGrant()
         }
         switch grant {
         case .existing(let connection):
             connection.needsValidation = true
             return connection
         case .create:
-            do {
-                let conninfo = configuration.conninfo
-                let name = configuration.applicationName
-                return try await executor.run {
-                    try LibPQConnection.connect(conninfo: conninfo, applicationName: name)
-                }
-            } catch {
-                logger.warning("could not open a database connection", metadata: ["error": "\(String(reflecting: error))"])
-                connectionClosed()
-                throw error
-            }
+            return try await executor.run { try self.open() }
+        }
+    }
+
+    /// Opens a connection for a granted slot; blocks. A failure gives the slot back.
+    func open() throws -> LibPQConnection {
+        do {
+            return try LibPQConnection.connect(conninfo: configuration.conninfo, applicationName: configuration.applicationName)
+        } catch {
+            logger.warning("could not open a database connection", metadata: ["error": "\(String(reflecting: error))"])
+            connectionClosed()
+            throw error
         }
     }
 
     /// Slow path: queue until a connection is released or a slot frees up. The state is checked again
     /// under the lock, since it may have changed since the fast path looked.
-    private func waitForGrant(id: Int) async throws -> Grant {
-        try await withTaskCancellationHandler {
+    func waitForGrant() async throws -> Grant {
+        let id = state.withLockedValue { state in
+            state.nextWaiterID += 1
+            return state.nextWaiterID
+        }
+        return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Grant, any Error>) in
                 let immediate = state.withLockedValue { state -> Result<Grant, any Error>? in
                     if state.isShutdown {
@@ -189,7 +197,7 @@ public final class PostgresClient: Service, Sendable {
         }
     }
 
-    private func release(_ connection: LibPQConnection) {
+    func release(_ connection: LibPQConnection) {
         enum Outcome { case handOff(Waiter), pooled, close }
         let outcome: Outcome
         if connection.isOpen {

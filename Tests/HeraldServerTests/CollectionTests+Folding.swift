@@ -54,7 +54,10 @@ extension CollectionTests {
             }
             let collections = CollectionStore(client: db.client)
             var keys: [String: Int64] = [:]
-            for user in users { keys[user] = try #require(try await collections.userKey(user)) }
+            for user in users {
+                let key: Int64 = try #require(try await collections.userKey(user))
+                keys[user] = key
+            }
             func broadcast(_ title: String, channel: String, ownVariablesFor: [String] = []) async throws -> Int64 {
                 try await Self.broadcast(world, title, channel: channel, ownVariablesFor: ownVariablesFor)
             }

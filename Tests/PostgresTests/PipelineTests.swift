@@ -1,0 +1,150 @@
+import Foundation
+import HeraldTesting
+@testable import Postgres
+import Testing
+
+@Suite("Pipelined statements")
+struct PipelineTests {
+    /// A client with one pipeline connection, whose first statement waits on advisory lock `key` held
+    /// by the test's own connection; returns that statement's task once the server shows it waiting.
+    private func occupyThePipeline(_ client: PostgresClient, lockedBy holder: PostgresConnection, key: Int, db: TestDatabase) async throws -> Task<PostgresResult, any Error> {
+        try await holder.query("SELECT pg_advisory_lock(\(key))")
+        let blocked = Task { try await client.pipelinedQuery("SELECT pg_advisory_xact_lock(\(key))") }
+        try await untilWaitingOnAdvisoryLocks(1, db: db)
+        return blocked
+    }
+
+    private func untilWaitingOnAdvisoryLocks(_ count: Int, db: TestDatabase) async throws {
+        try await withTimeout(.seconds(10), what: "\(count) statement(s) waiting for an advisory lock") {
+            while try await db.client.query(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event = 'advisory'"
+            ).first?.decode(Int.self) != count {
+                await Task.yield()
+            }
+        }
+    }
+
+    private func untilQueued(_ count: Int, in client: PostgresClient) async throws {
+        try await withTimeout(.seconds(10), what: "\(count) statements queued for the pipeline") {
+            while client.pipelineCounts.waiting != count { await Task.yield() }
+        }
+    }
+
+    @Test func statementsQueuedBehindABusyConnectionShareOneRoundTripAndKeepTheirOwnOutcomes() async throws {
+        try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
+            try await db.client.query("CREATE TABLE marks (n int PRIMARY KEY)")
+            let client = PostgresClient(configuration: .init(conninfo: db.conninfo, maximumConnections: 2, pipelineConnections: 1))
+            try await db.client.withConnection { holder in
+                let blocked = try await occupyThePipeline(client, lockedBy: holder, key: 7, db: db)
+                // Ten statements queue behind it: writes, reads, and one that fails in the middle.
+                let queued = (1...10).map { n in
+                    Task { () -> Result<(Int, Int32), PostgresError> in
+                        do {
+                            let sql: PostgresQuery = n == 5
+                                ? "INSERT INTO marks VALUES (1 / (\(n) - 5)) RETURNING n, pg_backend_pid()"
+                                : "INSERT INTO marks VALUES (\(n)) RETURNING n, pg_backend_pid()"
+                            return .success(try #require(try await client.pipelinedQuery(sql).first).decode((Int, Int32).self))
+                        } catch let error as PostgresError {
+                            return .failure(error)
+                        }
+                    }
+                }
+                try await untilQueued(10, in: client)
+                try await holder.query("SELECT pg_advisory_unlock(7)")
+                _ = try await blocked.value
+                var backends = Set<Int32>()
+                for (index, task) in queued.enumerated() {
+                    let n = index + 1
+                    switch try await task.value {
+                    case .success(let (value, backend)):
+                        #expect(n != 5 && value == n)
+                        backends.insert(backend)
+                    case .failure(let error):
+                        #expect(n == 5 && error.sqlState == "22012", "statement \(n): \(error)")
+                    }
+                }
+                // The failure took nothing else with it: each statement was its own transaction.
+                let rows = try await db.client.query("SELECT n FROM marks ORDER BY n")
+                #expect(try rows.map { try $0.decode(Int.self) } == [1, 2, 3, 4, 6, 7, 8, 9, 10])
+                // All on the pipeline's one connection, in batches (at most 16 to a round trip).
+                #expect(backends.count == 1)
+                #expect(client.pipelineCounts.roundTripsShared >= 1)
+            }
+            await client.shutdown()
+        }
+    }
+
+    @Test func aStatementAloneRunsInItsCallersTaskAndItsErrorsAreThoseOfQuery() async throws {
+        try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
+            let client = PostgresClient(configuration: .init(conninfo: db.conninfo, maximumConnections: 1, pipelineConnections: 1))
+            #expect(try await client.pipelinedQuery("SELECT \(41) + 1").first?.decode(Int.self) == 42)
+            let error = try await #require(throws: PostgresError.self) { try await client.pipelinedQuery("SELECT 1 / 0") }
+            #expect(error.sqlState == "22012")
+            #expect(try await client.pipelinedQuery("SELECT 'still fine'").first?.decode(String.self) == "still fine")
+            #expect(client.pipelineCounts.roundTripsShared == 0)
+            #expect(client.pipelineCounts.drainers == 0)
+            await client.shutdown()
+        }
+    }
+
+    @Test func cancellingAQueuedStatementWithdrawsIt() async throws {
+        try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
+            try await db.client.query("CREATE TABLE marks (n int)")
+            let client = PostgresClient(configuration: .init(conninfo: db.conninfo, maximumConnections: 2, pipelineConnections: 1))
+            try await db.client.withConnection { holder in
+                let blocked = try await occupyThePipeline(client, lockedBy: holder, key: 8, db: db)
+                let withdrawn = Task { try await client.pipelinedQuery("INSERT INTO marks VALUES (1)") }
+                let kept = Task { try await client.pipelinedQuery("INSERT INTO marks VALUES (2)") }
+                try await untilQueued(2, in: client)
+                withdrawn.cancel()
+                await #expect(throws: CancellationError.self) { try await withdrawn.value }
+                try await holder.query("SELECT pg_advisory_unlock(8)")
+                _ = try await blocked.value
+                _ = try await kept.value
+            }
+            let rows = try await db.client.query("SELECT n FROM marks")
+            #expect(try rows.map { try $0.decode(Int32.self) } == [2])
+            await client.shutdown()
+        }
+    }
+
+    @Test func aConnectionLostUnderABatchFailsThatBatchAndTheNextStatementGetsAFreshOne() async throws {
+        try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
+            let client = PostgresClient(configuration: .init(conninfo: db.conninfo, maximumConnections: 2, pipelineConnections: 1))
+            try await db.client.withConnection { holder in
+                // The first statement waits on lock 9; behind it queue a batch whose first statement
+                // waits on lock 10, so that batch is in flight when its backend is terminated.
+                try await holder.query("SELECT pg_advisory_lock(10)")
+                let first = try await occupyThePipeline(client, lockedBy: holder, key: 9, db: db)
+                let inFlight = [
+                    Task { try await client.pipelinedQuery("SELECT pg_advisory_xact_lock(10)") },
+                    Task { try await client.pipelinedQuery("SELECT 2") },
+                ]
+                try await untilQueued(2, in: client)
+                try await holder.query("SELECT pg_advisory_unlock(9)")
+                _ = try await first.value
+                try await untilWaitingOnAdvisoryLocks(1, db: db)
+                try await db.client.query(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event = 'advisory'"
+                )
+                for task in inFlight {
+                    let error = try await #require(throws: PostgresError.self) { try await task.value }
+                    #expect(error.code == .connectionLost)
+                }
+                try await holder.query("SELECT pg_advisory_unlock(10)")
+            }
+            #expect(try await client.pipelinedQuery("SELECT 3").first?.decode(Int.self) == 3)
+            await client.shutdown()
+        }
+    }
+
+    @Test func statementsAfterShutdownFail() async throws {
+        try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
+            let client = PostgresClient(configuration: .init(conninfo: db.conninfo, maximumConnections: 1))
+            await client.shutdown()
+            let error = try await #require(throws: PostgresError.self) { try await client.pipelinedQuery("SELECT 1") }
+            #expect(error.code == .clientClosed)
+            #expect(client.pipelineCounts.drainers == 0)
+        }
+    }
+}
