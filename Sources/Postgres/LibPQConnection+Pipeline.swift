@@ -61,11 +61,8 @@ extension LibPQConnection {
             }
             outcomes[index] = outcome
         }
-        if lost == nil {
-            _ = PQexitPipelineMode(handle)
-        } else {
-            close()
-        }
+        // A connection that cannot leave pipeline mode would fail every later ordinary call: drop it.
+        if lost != nil || PQexitPipelineMode(handle) != 1 { close() }
         return zip(queries, outcomes).map { query, outcome in
             // A stale plan (see `execute`): run that statement again on its own, freshly prepared.
             if case .failure(let error) = outcome!, error.sqlState == "0A000" {

@@ -245,26 +245,28 @@ public final class PostgresClient: Service, Sendable {
 
     private func publishGauges() {
         let (open, idle, waiting) = state.withLockedValue { ($0.open, $0.idle.count, $0.waiters.count) }
-        gauges.publish(open: open, idle: idle, waiting: waiting)
+        gauges.publish(open: open, idle: idle, waiting: waiting, pipelineWaiting: pipelineCounts.waiting)
     }
 }
 
 /// The pool's Prometheus gauges: `herald_db_pool_connections{state="open|idle|leased"}`,
-/// `herald_db_pool_waiters` and `herald_db_pool_max_connections`.
+/// `herald_db_pool_waiters`, `herald_db_pipeline_waiting` and `herald_db_pool_max_connections`.
 private struct PoolGauges: Sendable {
     let open = Gauge(label: "herald_db_pool_connections", dimensions: [("state", "open")])
     let idle = Gauge(label: "herald_db_pool_connections", dimensions: [("state", "idle")])
     let leased = Gauge(label: "herald_db_pool_connections", dimensions: [("state", "leased")])
     let waiting = Gauge(label: "herald_db_pool_waiters")
+    let pipelineWaiting = Gauge(label: "herald_db_pipeline_waiting")
 
     init(maximum: Int) {
         Gauge(label: "herald_db_pool_max_connections").record(maximum)
     }
 
-    func publish(open: Int, idle: Int, waiting: Int) {
+    func publish(open: Int, idle: Int, waiting: Int, pipelineWaiting: Int) {
         self.open.record(open)
         self.idle.record(idle)
         self.leased.record(open - idle)
         self.waiting.record(waiting)
+        self.pipelineWaiting.record(pipelineWaiting)
     }
 }

@@ -42,6 +42,7 @@ struct ServeProcessTests {
         #expect(metrics.status == 200)
         #expect(metrics.body.contains("herald_db_pool_connections{state=\"open\"}"))
         #expect(metrics.body.contains("herald_db_pool_max_connections 10"))
+        #expect(metrics.body.contains("herald_db_pipeline_waiting 0"))
         #expect(metrics.body.contains("hb_requests"))
         #expect(metrics.body.contains("http_server_request_duration"))
 

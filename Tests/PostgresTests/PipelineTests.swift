@@ -5,8 +5,31 @@ import Testing
 
 @Suite("Pipelined statements")
 struct PipelineTests {
-    /// A client with one pipeline connection, whose first statement waits on advisory lock `key` held
-    /// by the test's own connection; returns that statement's task once the server shows it waiting.
+    /// Runs `body` with a connection of the test's own for holding advisory locks, and a client with
+    /// one pipeline connection; whatever happens in `body`, the locks are let go (so no statement stays
+    /// blocked on them) and the client is shut down.
+    private func withLockHolder(
+        _ db: TestDatabase, _ body: (PostgresConnection, PostgresClient) async throws -> Void
+    ) async throws {
+        let client = PostgresClient(configuration: .init(conninfo: db.conninfo, maximumConnections: 2, pipelineConnections: 1))
+        do {
+            try await db.client.withConnection { holder in
+                do {
+                    try await body(holder, client)
+                } catch {
+                    _ = try? await holder.query("SELECT pg_advisory_unlock_all()")
+                    throw error
+                }
+            }
+        } catch {
+            await client.shutdown()
+            throw error
+        }
+        await client.shutdown()
+    }
+
+    /// Makes the pipeline's one connection busy with a statement waiting on advisory lock `key`, held
+    /// by `holder`; returns that statement's task once the server shows it waiting.
     private func occupyThePipeline(_ client: PostgresClient, lockedBy holder: PostgresConnection, key: Int, db: TestDatabase) async throws -> Task<PostgresResult, any Error> {
         try await holder.query("SELECT pg_advisory_lock(\(key))")
         let blocked = Task { try await client.pipelinedQuery("SELECT pg_advisory_xact_lock(\(key))") }
@@ -17,7 +40,7 @@ struct PipelineTests {
     private func untilWaitingOnAdvisoryLocks(_ count: Int, db: TestDatabase) async throws {
         try await withTimeout(.seconds(10), what: "\(count) statement(s) waiting for an advisory lock") {
             while try await db.client.query(
-                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event = 'advisory'"
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'"
             ).first?.decode(Int.self) != count {
                 await Task.yield()
             }
@@ -33,8 +56,7 @@ struct PipelineTests {
     @Test func statementsQueuedBehindABusyConnectionShareOneRoundTripAndKeepTheirOwnOutcomes() async throws {
         try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
             try await db.client.query("CREATE TABLE marks (n int PRIMARY KEY)")
-            let client = PostgresClient(configuration: .init(conninfo: db.conninfo, maximumConnections: 2, pipelineConnections: 1))
-            try await db.client.withConnection { holder in
+            try await withLockHolder(db) { holder, client in
                 let blocked = try await occupyThePipeline(client, lockedBy: holder, key: 7, db: db)
                 // Ten statements queue behind it: writes, reads, and one that fails in the middle.
                 let queued = (1...10).map { n in
@@ -70,7 +92,6 @@ struct PipelineTests {
                 #expect(backends.count == 1)
                 #expect(client.pipelineCounts.roundTripsShared >= 1)
             }
-            await client.shutdown()
         }
     }
 
@@ -90,8 +111,7 @@ struct PipelineTests {
     @Test func cancellingAQueuedStatementWithdrawsIt() async throws {
         try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
             try await db.client.query("CREATE TABLE marks (n int)")
-            let client = PostgresClient(configuration: .init(conninfo: db.conninfo, maximumConnections: 2, pipelineConnections: 1))
-            try await db.client.withConnection { holder in
+            try await withLockHolder(db) { holder, client in
                 let blocked = try await occupyThePipeline(client, lockedBy: holder, key: 8, db: db)
                 let withdrawn = Task { try await client.pipelinedQuery("INSERT INTO marks VALUES (1)") }
                 let kept = Task { try await client.pipelinedQuery("INSERT INTO marks VALUES (2)") }
@@ -104,14 +124,12 @@ struct PipelineTests {
             }
             let rows = try await db.client.query("SELECT n FROM marks")
             #expect(try rows.map { try $0.decode(Int32.self) } == [2])
-            await client.shutdown()
         }
     }
 
     @Test func aConnectionLostUnderABatchFailsThatBatchAndTheNextStatementGetsAFreshOne() async throws {
         try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
-            let client = PostgresClient(configuration: .init(conninfo: db.conninfo, maximumConnections: 2, pipelineConnections: 1))
-            try await db.client.withConnection { holder in
+            try await withLockHolder(db) { holder, client in
                 // The first statement waits on lock 9; behind it queue a batch whose first statement
                 // waits on lock 10, so that batch is in flight when its backend is terminated.
                 try await holder.query("SELECT pg_advisory_lock(10)")
@@ -125,16 +143,15 @@ struct PipelineTests {
                 _ = try await first.value
                 try await untilWaitingOnAdvisoryLocks(1, db: db)
                 try await db.client.query(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event = 'advisory'"
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'"
                 )
                 for task in inFlight {
                     let error = try await #require(throws: PostgresError.self) { try await task.value }
                     #expect(error.code == .connectionLost)
                 }
                 try await holder.query("SELECT pg_advisory_unlock(10)")
+                #expect(try await client.pipelinedQuery("SELECT 3").first?.decode(Int.self) == 3)
             }
-            #expect(try await client.pipelinedQuery("SELECT 3").first?.decode(Int.self) == 3)
-            await client.shutdown()
         }
     }
 
