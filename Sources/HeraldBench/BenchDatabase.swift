@@ -25,6 +25,7 @@ struct BenchDatabase {
     func withFreshHeraldDatabase(
         _ name: String,
         connections: Int,
+        pipelineConnections: Int? = nil,
         http configuration: HTTPClient.Configuration = HTTPClient.Configuration(),
         _ body: (_ client: PostgresClient, _ http: HTTPClient, _ conninfo: String, _ logger: Logger) async throws -> Void
     ) async throws {
@@ -36,7 +37,7 @@ struct BenchDatabase {
         // The handler `herald serve` uses, so that the server in the bench logs (and pays) the same.
         let level = ProcessInfo.processInfo.environment["BENCH_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
         let logger = Logger(label: "herald-bench") { DeferredMetadataLogHandler.standardError(label: $0, level: level) }
-        let client = PostgresClient(configuration: .init(conninfo: fresh, maximumConnections: connections, applicationName: "herald-bench"), logger: logger)
+        let client = PostgresClient(configuration: .init(conninfo: fresh, maximumConnections: connections, applicationName: "herald-bench", pipelineConnections: pipelineConnections), logger: logger)
         let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         do {
             try await HeraldRuntime.migrator(client: client, logger: logger).migrate()

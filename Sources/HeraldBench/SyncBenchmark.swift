@@ -36,6 +36,9 @@ struct SyncBenchmark: AsyncParsableCommand {
     @Option(help: "PostgreSQL URI or conninfo; default: a private cluster in a temporary directory.")
     var databaseURL: String?
 
+    @Option(help: "Pool connections that carry the pipelined session checks and polls (default: a quarter of the pool's 8).")
+    var pipelineConnections: Int?
+
     @Option(help: "Load generator for the peak rates: wrk (C, like pgbench; the default when installed) or swift (AsyncHTTPClient in this process).")
     var generator: Generator = Wrk.path() == nil ? .swift : .wrk
 
@@ -57,7 +60,7 @@ struct SyncBenchmark: AsyncParsableCommand {
         defer { database.close() }
         var http = HTTPClient.Configuration()
         http.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
-        try await database.withFreshHeraldDatabase("herald_sync_bench", connections: 8, http: http) { client, http, conninfo, logger in
+        try await database.withFreshHeraldDatabase("herald_sync_bench", connections: 8, pipelineConnections: pipelineConnections, http: http) { client, http, conninfo, logger in
             let positions = try await seed(client)
             try await measure(client: client, http: http, conninfo: conninfo, positions: positions, counts: counts, logger: logger)
         }
