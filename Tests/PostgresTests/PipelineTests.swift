@@ -14,8 +14,10 @@ struct PipelineTests {
         let client = PostgresClient(configuration: .init(conninfo: db.conninfo, maximumConnections: 2, pipelineConnections: 1))
         do {
             try await db.client.withConnection { holder in
+                // Session locks outlive the lease: let them go before the connection goes back.
                 do {
                     try await body(holder, client)
+                    try await holder.query("SELECT pg_advisory_unlock_all()")
                 } catch {
                     _ = try? await holder.query("SELECT pg_advisory_unlock_all()")
                     throw error
