@@ -1,4 +1,3 @@
-import Foundation
 import Hummingbird
 
 /// An error answered to the client as `{"error":{"code":"…","message":"…"}}` with its HTTP status.
@@ -22,19 +21,20 @@ public struct APIError: Error, HTTPResponseError, Sendable, Equatable {
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: body))
     }
 
-    /// The JSON body.
+    /// The JSON body, keys always in the documented order (`JSONEncoder` follows a dictionary's order,
+    /// which differs from one error to the next).
     var body: ByteBuffer {
-        let envelope = Envelope(error: .init(code: code, message: message))
-        let data = (try? JSONEncoder().encode(envelope)) ?? Data(#"{"error":{"code":"internal_error","message":"internal error"}}"#.utf8)
-        return ByteBuffer(bytes: data)
-    }
-
-    struct Envelope: Codable {
-        struct Body: Codable {
-            var code: String
-            var message: String
-        }
-        var error: Body
+        var writer = JSONWriter(capacity: 64 + message.utf8.count)
+        writer.beginObject()
+        writer.key("error")
+        writer.beginObject()
+        writer.key("code")
+        writer.string(code)
+        writer.key("message")
+        writer.string(message)
+        writer.endObject()
+        writer.endObject()
+        return writer.buffer
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import NIOCore
 import Testing
 
@@ -44,5 +45,14 @@ struct JSONWriterTests {
         let text = String(buffer: writer.buffer)
         #expect(text == #"{"min":-9223372036854775808,"max":9223372036854775807,"zero":0,"list":[{},[],true,null,{"a":[1,2]}],"flag":false}"#)
         #expect(try JSONSerialization.jsonObject(with: Data(text.utf8)) is [String: Any])
+    }
+
+    /// Error bodies come out byte for byte as documented, `code` before `message`, every time (they
+    /// once went through `JSONEncoder`, whose key order changed from one error to the next).
+    @Test func errorBodiesHaveAFixedShape() {
+        let error = APIError(.badRequest, code: "invalid_limit", message: "limit must be \"1\"–100.")
+        for _ in 0..<20 {
+            #expect(String(buffer: error.body) == #"{"error":{"code":"invalid_limit","message":"limit must be \"1\"–100."}}"#)
+        }
     }
 }
