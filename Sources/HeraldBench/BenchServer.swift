@@ -52,11 +52,15 @@ enum PGBench {
         var latencyAverage: Double?
     }
 
-    static func run(conninfo: String, script: String, clients: Int, seconds: Int, mode: String = "prepared", extra: [String] = []) throws -> Result {
+    /// `pgbench -n -M <mode> -f <script>` with `clients` clients and threads; `prefix` goes before the
+    /// command line (`taskset -c 1`).
+    static func run(
+        conninfo: String, script: String, clients: Int, seconds: Int, mode: String = "prepared", extra: [String] = [], prefix: [String] = []
+    ) throws -> Result {
         let outputPath = NSTemporaryDirectory() + "herald-bench-pgbench-\(getpid()).out"
         try? FileManager.default.removeItem(atPath: outputPath)
         defer { try? FileManager.default.removeItem(atPath: outputPath) }
-        let arguments = [try path(), "-n", "-M", mode, "-f", script, "-c", "\(clients)", "-j", "\(clients)", "-T", "\(seconds)"] + extra + [conninfo]
+        let arguments = prefix + [try path(), "-n", "-M", mode, "-f", script, "-c", "\(clients)", "-j", "\(clients)", "-T", "\(seconds)"] + extra + [conninfo]
         let status = try ChildProcess.run(arguments, environment: ["PATH=/usr/bin:/bin", "LC_ALL=C"], outputPath: outputPath)
         let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
         func value(after prefix: String) -> Double? {

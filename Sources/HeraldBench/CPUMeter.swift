@@ -92,7 +92,7 @@ struct CPUMeter {
         indexes.reduce(0) { $0 + (fields.indices.contains($1) ? Double(fields[$1]) ?? 0 : 0) }
     }
 
-    private static func children(of parent: Int32) -> Set<Int32> {
+    static func children(of parent: Int32) -> Set<Int32> {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
         return Set(entries.compactMap(Int32.init).filter { pid in
             statFields(of: pid).map { $0.count > 3 && Int32($0[3]) == parent } ?? false

@@ -42,6 +42,9 @@ struct SyncBenchmark: AsyncParsableCommand {
     @Option(help: "Load generator for the peak rates: wrk (C, like pgbench; the default when installed) or swift (AsyncHTTPClient in this process).")
     var generator: Generator = Wrk.path() == nil ? .swift : .wrk
 
+    @Flag(name: .customLong("split-cpus"), help: "This process (Herald's server) on CPU 0 alone; PostgreSQL (a local server), wrk and pgbench on the other CPUs.")
+    var splitCPUs = false
+
     enum Generator: String, ExpressibleByArgument {
         case wrk
         case swift
@@ -56,13 +59,15 @@ struct SyncBenchmark: AsyncParsableCommand {
         guard !counts.isEmpty, counts.allSatisfy({ $0 > 0 }), notifications > 10, pollers <= users else {
             throw ValidationError("--clients must be positive, --notifications more than 10, --pollers at most --users")
         }
+        let split = splitCPUs ? try CPUSplit() : nil
+        try split?.pinSelf()
         let database = try await BenchDatabase.open(databaseURL: databaseURL)
         defer { database.close() }
         var http = HTTPClient.Configuration()
         http.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
         try await database.withFreshHeraldDatabase("herald_sync_bench", connections: 8, pipelineConnections: pipelineConnections, http: http) { client, http, conninfo, logger in
             let positions = try await seed(client)
-            try await measure(client: client, http: http, conninfo: conninfo, positions: positions, counts: counts, logger: logger)
+            try await measure(client: client, http: http, conninfo: conninfo, positions: positions, counts: counts, split: split, logger: logger)
         }
     }
 
@@ -124,7 +129,7 @@ struct SyncBenchmark: AsyncParsableCommand {
     }
 
     private func measure(
-        client: PostgresClient, http: HTTPClient, conninfo: String, positions: Positions, counts: [Int], logger: Logger
+        client: PostgresClient, http: HTTPClient, conninfo: String, positions: Positions, counts: [Int], split: CPUSplit?, logger: Logger
     ) async throws {
         let key = try await SettingsStore(client: client).syncTokenKey()
         let pollers = self.pollers
@@ -154,16 +159,26 @@ struct SyncBenchmark: AsyncParsableCommand {
             print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
             var peaks: [String: Double] = [:]
             let meter = await CPUMeter.locate(client)
+            if split != nil, meter.postmaster == nil {
+                print("(--split-cpus: the database server is not on this machine; only this process and the load generators are pinned.)")
+            }
+            let prefix = split?.loadPrefix ?? []
+            /// Backends opened since the last call (the pool's, a new pgbench's) join the database's CPUs.
+            func pinDatabase() throws {
+                guard let split, let postmaster = meter.postmaster else { return }
+                try split.pinDatabase(postmaster: postmaster, children: CPUMeter.children(of: postmaster))
+            }
             var cpu: [String] = []
             // Taken before the last pgbench run: the next reading waits for that run's backends to end.
             var beforeLastPGBench: CPUMeter.Reading?
             func micro(_ value: Double?) -> String { value.map { format($0) } ?? "–" }
             for (name, list, path) in [("quiet", quiet, quietScript), ("10 changes", ten, tenScript)] {
                 for count in counts {
+                    try pinDatabase()
                     let beforeHerald = await meter.read(after: beforeLastPGBench)
-                    let herald = try await peak(http: http, port: port, requests: list, clients: count)
+                    let herald = try await peak(http: http, port: port, requests: list, clients: count, prefix: prefix)
                     let beforePGBench = await meter.read()
-                    let pgbench = try PGBench.run(conninfo: conninfo, script: path, clients: count, seconds: seconds)
+                    let pgbench = try PGBench.run(conninfo: conninfo, script: path, clients: count, seconds: seconds, prefix: prefix)
                     let afterPGBench = await meter.read(after: beforePGBench)
                     let served = CPUMeter.perRequest(from: beforeHerald, to: beforePGBench, requests: herald.rate * Double(seconds))
                     let reference = CPUMeter.perRequest(from: beforePGBench, to: afterPGBench, requests: pgbench.tps * Double(seconds))
@@ -172,7 +187,7 @@ struct SyncBenchmark: AsyncParsableCommand {
                             + "| \(micro(reference.postgres)) | \(micro(reference.herald + reference.rest)) |"
                     )
                     beforeLastPGBench = afterPGBench
-                    let simple = try PGBench.run(conninfo: conninfo, script: path, clients: count, seconds: seconds, mode: "simple")
+                    let simple = try PGBench.run(conninfo: conninfo, script: path, clients: count, seconds: seconds, mode: "simple", prefix: prefix)
                     peaks[name] = max(peaks[name] ?? 0, herald.rate)
                     print(
                         "| \(name) | \(count) | \(format(herald.rate)) | \(format(herald.p50, digits: 2)) / \(format(herald.p99, digits: 2)) "
@@ -188,7 +203,7 @@ struct SyncBenchmark: AsyncParsableCommand {
             print("|---|---:|---:|---:|---:|---:|---:|")
             cpu.forEach { print($0) }
             let beforeFloor = await meter.read(after: beforeLastPGBench)
-            let floor = try await peak(http: http, port: port, requests: [("", "")], clients: 4)
+            let floor = try await peak(http: http, port: port, requests: [("", "")], clients: 4, prefix: prefix)
             let floorCPU = CPUMeter.perRequest(from: beforeFloor, to: await meter.read(), requests: floor.rate * Double(seconds))
             print("")
             print(
@@ -196,6 +211,7 @@ struct SyncBenchmark: AsyncParsableCommand {
                     + "p50 / p99 \(format(floor.p50, digits: 2)) / \(format(floor.p99, digits: 2)) ms; "
                     + "CPU per request: server \(format(floorCPU.herald)) µs, rest \(format(floorCPU.rest)) µs."
             )
+            if let split { print(split.description) }
             print("")
             print("| poll | paced at (req/s, half of peak) | clients | achieved (req/s) | p50 / p99 ms |")
             print("|---|---:|---:|---:|---:|")
@@ -240,14 +256,17 @@ struct SyncBenchmark: AsyncParsableCommand {
         }
     }
 
-    /// The peak rate with `clients` connections, each sending as fast as answers come, with the chosen generator.
-    private func peak(http: HTTPClient, port: Int, requests: [(token: String, session: String)], clients: Int) async throws -> Sample {
+    /// The peak rate with `clients` connections, each sending as fast as answers come, with the chosen
+    /// generator (`wrk` started behind `prefix`).
+    private func peak(
+        http: HTTPClient, port: Int, requests: [(token: String, session: String)], clients: Int, prefix: [String]
+    ) async throws -> Sample {
         switch generator {
         case .swift:
             return try await load(http: http, port: port, requests: requests, clients: clients, seconds: seconds, pace: nil)
         case .wrk:
             let paths = requests.map { (path: Self.path($0.token), session: $0.session) }
-            let result = try await Wrk.run(port: port, requests: paths, clients: clients, seconds: seconds)
+            let result = try await Wrk.run(port: port, requests: paths, clients: clients, seconds: seconds, prefix: prefix)
             return Sample(rate: result.rate, p50: result.p50, p99: result.p99)
         }
     }

@@ -21,8 +21,10 @@ enum Wrk {
     }
 
     /// `clients` connections for `seconds`, each sending its next request as soon as the last answer is in.
-    /// Fails if any answer is not a 2xx.
-    static func run(port: Int, requests: [(path: String, session: String)], clients: Int, seconds: Int) async throws -> Result {
+    /// Fails if any answer is not a 2xx. `prefix` goes before the command line (`taskset -c 1`).
+    static func run(
+        port: Int, requests: [(path: String, session: String)], clients: Int, seconds: Int, prefix: [String] = []
+    ) async throws -> Result {
         guard let wrk = path() else { throw ValidationError("wrk not found: apt-get install wrk") }
         let base = NSTemporaryDirectory() + "herald-bench-wrk-\(getpid())"
         let scriptPath = base + ".lua"
@@ -34,7 +36,7 @@ enum Wrk {
             try? FileManager.default.removeItem(atPath: outputPath)
         }
         // One thread drives every connection, as one pgbench thread per client would barely be busy.
-        let arguments = [
+        let arguments = prefix + [
             wrk, "-t", "1", "-c", "\(clients)", "-d", "\(seconds)s", "--latency", "--timeout", "10s", "-s", scriptPath,
             "http://127.0.0.1:\(port)",
         ]
