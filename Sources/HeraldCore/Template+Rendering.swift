@@ -129,11 +129,31 @@ extension Template {
         do {
             template = try MustacheTemplate(string: textPragma + text)
         } catch {
-            throw TemplateProblem(path: path, message: "is not a valid template: \(error)")
+            throw TemplateProblem(path: path, message: "is not a valid template: \(parseProblem(error))")
         }
         let recorder = LookupRecorder()
         _ = template.render(recorder)
         return recorder.names
+    }
+
+    /// What is wrong and where, in the template's own terms: the parser's error value names its internal
+    /// types, and its column counts the pragma put in front of the text.
+    static func parseProblem(_ error: any Error) -> String {
+        guard let parse = error as? MustacheTemplate.ParserError else { return "it cannot be parsed" }
+        let what: String
+        switch parse.error as? MustacheTemplate.Error {
+        case .sectionCloseNameIncorrect: what = "a section is closed with another name than it was opened with"
+        case .unfinishedName: what = "a tag is not finished"
+        case .expectedSectionEnd: what = "a section is not closed"
+        case .invalidSetDelimiter: what = "a set-delimiter tag is malformed"
+        case .transformAppliedToInheritanceSection, .illegalTokenInsideInheritSection, .textInsideInheritSection:
+            what = "an inheritance section is malformed"
+        case .invalidConfigVariableSyntax, .unrecognisedConfigVariable: what = "a pragma tag ({{% …}}) is not supported"
+        case nil: what = "it cannot be parsed"
+        }
+        let line = parse.context.lineNumber
+        let column = line == 1 ? parse.context.columnNumber - textPragma.count : parse.context.columnNumber
+        return "\(what) (line \(line), column \(max(1, column)))"
     }
 
     static func isIdentifier(_ name: String) -> Bool {

@@ -84,7 +84,14 @@ struct TemplateTests {
         }
         template = try decode(Self.orderShipped)
         template.data = .object(["broken": .string("{{#open}} never closed")])
-        #expect(throws: TemplateProblem.self) { try template.validate() }
+        // Said in the template's terms: no parser types, and the column of the text as written.
+        #expect(throws: TemplateProblem(path: "$.data.broken", message: "is not a valid template: a section is not closed (line 1, column 23)")) {
+            try template.validate()
+        }
+        template.data = .object(["broken": .string("line one\n{{#a}}x{{/b}}")])
+        #expect(throws: TemplateProblem(path: "$.data.broken", message: "is not a valid template: a section is closed with another name than it was opened with (line 2, column 11)")) {
+            try template.validate()
+        }
         template = try decode(Self.orderShipped)
         template.key = "Order Shipped"
         #expect(throws: TemplateProblem.self) { try template.validate() }
