@@ -42,6 +42,14 @@ struct UsersAndAuthTests {
                 #expect(updated.status == .ok)
                 #expect(try json(updated)["nickname"] as? String == "Alice B.")
                 #expect(try json(updated)["profile_url"] as? String == "https://example.com/a.png")
+                // Codable answers come with their keys in one order every time, slashes unescaped.
+                for _ in 0..<10 {
+                    let again = try await client.execute(uri: "/v1/users/alice", method: .put, headers: headers(Self.adminToken))
+                    let text = String(buffer: again.body)
+                    let keys = ["created_at", "nickname", "profile_url", "updated_at", "user_id"].map { text.range(of: "\"\($0)\":")?.lowerBound }
+                    #expect(keys.allSatisfy { $0 != nil } && keys.map { $0! } == keys.map { $0! }.sorted(), "keys out of order: \(text)")
+                    #expect(text.contains("https://example.com/a.png"))
+                }
 
                 // No body at all is a valid PUT: creates with defaults.
                 let bare = try await client.execute(uri: "/v1/users/bob", method: .put, headers: headers(Self.adminToken))
