@@ -98,6 +98,8 @@ public enum HeraldApplication {
         ).register(in: registry)
         let stream = StreamController(hub: dependencies.hub, sessions: sessions, devices: DeviceStore(client: dependencies.client))
         stream.register(in: registry)
+        // Last, so that it sees only the requests no route took (see the type).
+        router.add(middleware: MethodNotAllowedMiddleware(routes: registry.routes))
         return (router, registry.routes, stream)
     }
 

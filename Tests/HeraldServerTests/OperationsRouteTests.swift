@@ -94,9 +94,21 @@ struct OperationsRouteTests {
                     #expect(envelope.error.code == "not_found")
                     #expect(!envelope.error.message.isEmpty)
                 }
+                // A route's path with another method: 405 and the methods it takes (RFC 9110 §15.5.6).
                 try await client.execute(uri: "/healthz", method: .delete) { response in
-                    #expect(response.status.code >= 400 && response.status.code < 500)
-                    _ = try JSONDecoder().decode(ErrorEnvelope.self, from: Data(String(buffer: response.body).utf8))
+                    #expect(response.status == .methodNotAllowed)
+                    #expect(response.headers[.allow] == "GET")
+                    let envelope = try JSONDecoder().decode(ErrorEnvelope.self, from: Data(String(buffer: response.body).utf8))
+                    #expect(envelope.error.code == "method_not_allowed")
+                }
+                // Path parameters match any segment; a path with two routes lists both methods.
+                try await client.execute(uri: "/v1/notifications/42", method: .post) { response in
+                    #expect(response.status == .methodNotAllowed)
+                    #expect(response.headers[.allow] == "DELETE, GET, PATCH")
+                }
+                try await client.execute(uri: "/v1/notifications/42/extra", method: .post) { response in
+                    #expect(response.status == .notFound)
+                    #expect(response.headers[.allow] == nil)
                 }
             }
         }
