@@ -42,6 +42,8 @@ struct StreamServerChannel: ServerChildChannel, HTTPChannelHandler {
             // The authenticated client, between the upgrade decision and the pipeline change (both on
             // this channel's event loop).
             let accepted = NIOLoopBoundBox<StreamClient?>(nil, eventLoop: channel.eventLoop)
+            // Bound to the loop: the upgrade's callbacks are `@Sendable`, and all run on this loop.
+            let parseErrors = NIOLoopBound(ParseErrorResponder(), eventLoop: channel.eventLoop)
             let refusal = NIOLoopBoundBox<APIError?>(nil, eventLoop: channel.eventLoop)
             let streams = self.streams
             let upgrader = NIOTypedWebSocketServerUpgrader<Negotiated>(
@@ -72,6 +74,7 @@ struct StreamServerChannel: ServerChildChannel, HTTPChannelHandler {
                 },
                 upgradePipelineHandler: { channel, _ in
                     channel.eventLoop.makeCompletedFuture {
+                        channel.pipeline.syncOperations.removeHandler(parseErrors.value, promise: nil)
                         guard let client = accepted.value, let hub = streams.hub else { throw StreamUpgradeError.notAccepted }
                         try hub.attach(client, to: channel)
                         return Negotiated.stream
@@ -82,6 +85,7 @@ struct StreamServerChannel: ServerChildChannel, HTTPChannelHandler {
                 upgraders: [upgrader],
                 notUpgradingCompletionHandler: { channel in
                     channel.eventLoop.makeCompletedFuture {
+                        channel.pipeline.syncOperations.removeHandler(parseErrors.value, promise: nil)
                         try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
                         try channel.pipeline.syncOperations.addHandler(HTTPConnectionStateHandler(idleTimeout: nil, logger: logger))
                         let asyncChannel = try NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>(
@@ -97,6 +101,7 @@ struct StreamServerChannel: ServerChildChannel, HTTPChannelHandler {
             configuration.enableErrorHandling = false  // Hummingbird answers errors
             configuration.enableResponseHeaderValidation = false  // swift-http-types validates
             let negotiated = try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(configuration: configuration)
+            try channel.pipeline.syncOperations.addHandler(parseErrors.value)
             return Value(negotiated: negotiated, channel: channel)
         }
     }

@@ -1,0 +1,62 @@
+import Foundation
+import HeraldServer
+import HeraldStore
+import HeraldTesting
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import Prometheus
+import Testing
+
+/// Requests that are not valid HTTP, sent over a real socket to Herald's own server channel (the one
+/// with the WebSocket upgrade): answered and closed, never left hanging.
+@Suite("Protocol errors")
+struct ProtocolErrorTests {
+    func withServer(_ body: @escaping @Sendable (Int) async throws -> Void) async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            let dependencies = HeraldApplication.Dependencies(
+                client: db.client,
+                migrator: Migrator(client: db.client, migrations: try TestPostgres.repositoryMigrations()),
+                metricsRegistry: PrometheusCollectorRegistry(),
+                adminToken: nil
+            )
+            let app = HeraldApplication.build(dependencies, host: "127.0.0.1", port: 0, logger: Logger(label: "test.protocol"))
+            try await app.test(.live) { client in
+                try await body(try #require(client.port))
+            }
+        }
+    }
+
+    @Test func anOversizedFirstHeadIsA431AndTheConnectionCloses() async throws {
+        try await withServer { port in
+            let head = "GET /v1/me/unread HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(String(repeating: "x", count: 100_000))\r\n\r\n"
+            let outcome = try await RawHTTPExchange.send(Array(head.utf8), port: port)
+            #expect(outcome.response.hasPrefix("HTTP/1.1 431"), "\(outcome.response.prefix(200))")
+            #expect(outcome.response.contains(#"{"error":{"code":"headers_too_large","#))
+            #expect(outcome.closedByServer)
+        }
+    }
+
+    @Test func garbageIsA400AndTheConnectionCloses() async throws {
+        try await withServer { port in
+            for request in ["GARBAGE\r\n\r\n", "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n"] {
+                let outcome = try await RawHTTPExchange.send(Array(request.utf8), port: port)
+                #expect(outcome.response.hasPrefix("HTTP/1.1 400"), "\(outcome.response.prefix(200))")
+                #expect(outcome.response.contains(#"{"error":{"code":"bad_request","#))
+                #expect(outcome.closedByServer)
+            }
+        }
+    }
+
+    /// After a good first request the connection is Hummingbird's: a bad second one still ends it.
+    @Test func aBadSecondRequestEndsTheConnectionAfterTheFirstIsAnswered() async throws {
+        try await withServer { port in
+            let good = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+            let bad = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 100_000))\r\n\r\n"
+            let outcome = try await RawHTTPExchange.send(Array((good + bad).utf8), port: port)
+            #expect(outcome.response.hasPrefix("HTTP/1.1 200"))
+            #expect(outcome.response.contains("HTTP/1.1 400"))
+            #expect(outcome.closedByServer)
+        }
+    }
+}
