@@ -110,12 +110,13 @@ public enum HeraldApplication {
         port: Int,
         logger: Logger,
         services: [any Service] = [],
+        idleTimeout: Duration = .seconds(75),
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         let (router, _, streams) = buildRouters(dependencies)
         return Application(
             router: router,
-            server: HTTPServerBuilder { responder in StreamServerChannel(responder: responder, streams: streams) },
+            server: HTTPServerBuilder { responder in StreamServerChannel(responder: responder, streams: streams, idleTimeout: idleTimeout) },
             configuration: .init(address: .hostname(host, port: port), serverName: "Herald"),
             services: services,
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },

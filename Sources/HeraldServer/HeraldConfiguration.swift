@@ -42,6 +42,9 @@ public struct HeraldConfiguration: Sendable {
     public var refreshMinimumInterval: Duration = .seconds(60)
     /// `HERALD_PUSH_EXPIRATION`: how long APNs keeps trying to deliver a refresh push (`apns-expiration`).
     public var pushExpiration: Duration = .seconds(3600)
+    /// `HERALD_HTTP_IDLE_TIMEOUT`: an HTTP connection with no request in progress for this long is
+    /// closed, as is one that has not sent a whole first request head by then.
+    public var httpIdleTimeout: Duration = .seconds(75)
     /// `HERALD_PUSH_LEASE`: how long a dispatcher's claim on a device lasts; a crashed dispatcher's
     /// devices are taken over by another after it.
     public var pushLease: Duration = .seconds(60)
@@ -145,6 +148,12 @@ public struct HeraldConfiguration: Sendable {
                 throw ConfigurationError("HERALD_PUSH_LEASE must be a duration of at least 1s such as 60s, got '\(text)'")
             }
             configuration.pushLease = lease
+        }
+        if let text = environment["HERALD_HTTP_IDLE_TIMEOUT"], !text.isEmpty {
+            guard let timeout = Self.duration(text), timeout >= .seconds(1) else {
+                throw ConfigurationError("HERALD_HTTP_IDLE_TIMEOUT must be a duration of at least 1s such as 75s, got '\(text)'")
+            }
+            configuration.httpIdleTimeout = timeout
         }
         try resolveStream(&configuration.stream, environment: environment)
         if let appID = value(nil, "HERALD_APP_ID") {

@@ -171,7 +171,9 @@ public enum HeraldRuntime {
         // Says at startup whether pushes go to APNs or to the log.
         try? await transport.refresh()
         let host = configuration.host
-        let application = HeraldApplication.build(dependencies, host: host, port: configuration.port, logger: logger) { port in
+        let application = HeraldApplication.build(
+            dependencies, host: host, port: configuration.port, logger: logger, idleTimeout: configuration.httpIdleTimeout
+        ) { port in
             // A plain line on stdout for people and scripts (tests read the port from it).
             Console.line("Herald listening on http://\(host):\(port)")
         }

@@ -34,6 +34,8 @@ struct StreamServerChannel: ServerChildChannel, HTTPChannelHandler {
 
     let responder: Responder
     let streams: StreamController
+    /// Closes a connection idle this long between requests, or before its first request's head is in.
+    let idleTimeout: Duration
     /// The largest frame a client may send (it has nothing to send but control frames).
     static let maximumFrameSize = 1 << 14
 
@@ -87,7 +89,7 @@ struct StreamServerChannel: ServerChildChannel, HTTPChannelHandler {
                     channel.eventLoop.makeCompletedFuture {
                         channel.pipeline.syncOperations.removeHandler(parseErrors.value, promise: nil)
                         try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
-                        try channel.pipeline.syncOperations.addHandler(HTTPConnectionStateHandler(idleTimeout: nil, logger: logger))
+                        try channel.pipeline.syncOperations.addHandler(HTTPConnectionStateHandler(idleTimeout: idleTimeout, logger: logger))
                         let asyncChannel = try NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>(
                             wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true)
                         )
@@ -102,6 +104,10 @@ struct StreamServerChannel: ServerChildChannel, HTTPChannelHandler {
             configuration.enableResponseHeaderValidation = false  // swift-http-types validates
             let negotiated = try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(configuration: configuration)
             try channel.pipeline.syncOperations.addHandler(parseErrors.value)
+            // Until the upgrade is decided no handler watches the clock: a client that connects and
+            // sends nothing (or a head a byte at a time) would hold the connection and its task forever.
+            let deadline = channel.eventLoop.scheduleTask(in: TimeAmount(idleTimeout)) { channel.close(promise: nil) }
+            negotiated.whenComplete { _ in deadline.cancel() }
             return Value(negotiated: negotiated, channel: channel)
         }
     }

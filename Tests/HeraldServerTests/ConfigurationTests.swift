@@ -49,6 +49,16 @@ struct ConfigurationTests {
         }
     }
 
+    @Test func httpIdleTimeout() throws {
+        #expect(try HeraldConfiguration.resolve(environment: [:]).httpIdleTimeout == .seconds(75))
+        #expect(try HeraldConfiguration.resolve(environment: ["HERALD_HTTP_IDLE_TIMEOUT": "5m"]).httpIdleTimeout == .seconds(300))
+        for value in ["0s", "never", "-5"] {
+            #expect(throws: ConfigurationError.self, "\(value)") {
+                try HeraldConfiguration.resolve(environment: ["HERALD_HTTP_IDLE_TIMEOUT": value])
+            }
+        }
+    }
+
     @Test func streamAndPresenceSettings() throws {
         let defaults = try HeraldConfiguration.resolve(environment: [:]).stream
         #expect(defaults.multiDevice == .allOffline)

@@ -12,7 +12,7 @@ import Testing
 /// with the WebSocket upgrade): answered and closed, never left hanging.
 @Suite("Protocol errors")
 struct ProtocolErrorTests {
-    func withServer(_ body: @escaping @Sendable (Int) async throws -> Void) async throws {
+    func withServer(idleTimeout: Duration = .seconds(75), _ body: @escaping @Sendable (Int) async throws -> Void) async throws {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
             let dependencies = HeraldApplication.Dependencies(
                 client: db.client,
@@ -20,7 +20,9 @@ struct ProtocolErrorTests {
                 metricsRegistry: PrometheusCollectorRegistry(),
                 adminToken: nil
             )
-            let app = HeraldApplication.build(dependencies, host: "127.0.0.1", port: 0, logger: Logger(label: "test.protocol"))
+            let app = HeraldApplication.build(
+                dependencies, host: "127.0.0.1", port: 0, logger: Logger(label: "test.protocol"), idleTimeout: idleTimeout
+            )
             try await app.test(.live) { client in
                 try await body(try #require(client.port))
             }
@@ -57,6 +59,21 @@ struct ProtocolErrorTests {
             #expect(outcome.response.hasPrefix("HTTP/1.1 200"))
             #expect(outcome.response.contains("HTTP/1.1 400"))
             #expect(outcome.closedByServer)
+        }
+    }
+
+    /// Idle connections end: one that never sends a whole head, and a kept-alive one after its answer.
+    /// (The server's one-second timeout is what the exchange waits for; its own limit is ten.)
+    @Test func idleConnectionsAreClosed() async throws {
+        try await withServer(idleTimeout: .seconds(1)) { port in
+            for silence in ["", "GET /healthz HTTP/1.1\r\nHost: x\r\n"] {
+                let outcome = try await RawHTTPExchange.send(Array(silence.utf8), port: port)
+                #expect(outcome.response.isEmpty)
+                #expect(outcome.closedByServer, "\(silence.debugDescription) was left open")
+            }
+            let answered = try await RawHTTPExchange.send(Array("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".utf8), port: port)
+            #expect(answered.response.hasPrefix("HTTP/1.1 200"))
+            #expect(answered.closedByServer)
         }
     }
 }
