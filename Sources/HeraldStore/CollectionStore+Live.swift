@@ -39,10 +39,11 @@ extension CollectionStore {
     public func liveState(userKey: Int64, channelKey: Int64) async throws -> (state: ChannelState, position: Int64) {
         let row = try await client.query(
             """
-            SELECT coalesce(s.unread_adjustment, 0) + herald_broadcasts_reaching(\(userKey), \(channelKey)),
+            SELECT coalesce(s.unread_adjustment, 0) + \(unescaped: Self.broadcastsReaching(channel: true)),
                 s.last_read_at, s.last_seen_at, coalesce(s.reset_count, 0),
-                coalesce((SELECT max(change_xid) FROM notification_recipients WHERE user_key = \(userKey) AND channel_key = \(channelKey)), 0)
-            FROM (SELECT 1) AS one LEFT JOIN channel_states s ON s.user_key = \(userKey) AND s.channel_key = \(channelKey)
+                coalesce((SELECT max(change_xid) FROM notification_recipients WHERE user_key = one.user_key AND channel_key = one.channel_key), 0)
+            FROM (SELECT \(userKey)::bigint AS user_key, \(channelKey)::bigint AS channel_key) AS one
+            LEFT JOIN channel_states s ON s.user_key = one.user_key AND s.channel_key = one.channel_key
             """
         ).first!
         let (unread, lastRead, lastSeen, resetCount, position) = try row.decode((Int64, Date?, Date?, Int32, Int64).self)

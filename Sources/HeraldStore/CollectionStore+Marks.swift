@@ -39,8 +39,9 @@ extension CollectionStore {
     static func stateAfterWrite(userKey: Int64, channelKey: Int64, on connection: PostgresConnection) async throws -> ChannelState {
         try Self.decodeState(try await connection.query(
             """
-            SELECT unread_adjustment + herald_broadcasts_reaching(user_key, channel_key), last_read_at, last_seen_at, reset_count
-            FROM channel_states WHERE user_key = \(userKey) AND channel_key = \(channelKey)
+            SELECT s.unread_adjustment + \(unescaped: Self.broadcastsReaching(user: "s.user_key", channel: "s.channel_key")),
+                s.last_read_at, s.last_seen_at, s.reset_count
+            FROM channel_states s WHERE s.user_key = \(userKey) AND s.channel_key = \(channelKey)
             """
         ).first!)
     }

@@ -224,9 +224,16 @@ public struct CollectionStore: Sendable {
     /// of `sql/0012` spelled out, because the server does not inline SQL functions that read tables,
     /// and these run on every poll.
     static func broadcastsReaching(channel: Bool) -> String {
+        broadcastsReaching(user: "one.user_key", channel: channel ? "one.channel_key" : nil)
+    }
+
+    /// The same count for the user and channel keys of any two SQL expressions (all channels when
+    /// `channel` is nil). A call of `herald_broadcasts_reaching` instead would cost its statement a
+    /// planning of the function's query on every execution (~0.14 ms, `sql/0013`).
+    static func broadcastsReaching(user: String, channel: String?) -> String {
         """
-        (SELECT count(*) FROM notifications b WHERE \(countedBroadcast("b", reaching: "one.user_key"))\
-        \(channel ? " AND b.channel_key = one.channel_key" : ""))
+        (SELECT count(*) FROM notifications b WHERE \(countedBroadcast("b", reaching: user))\
+        \(channel.map { " AND b.channel_key = \($0)" } ?? ""))
         """
     }
 

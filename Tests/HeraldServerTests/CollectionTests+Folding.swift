@@ -75,6 +75,23 @@ extension CollectionTests {
                 }
                 return view
             }
+            /// The count a live event (`liveState`) and the answer to a mark (`markSeen`) carry agree
+            /// with the badge's, channel by channel. Marks only where the user has a state: a mark
+            /// would create one, which the channel list orders by.
+            func expectStatesAgree(with view: CountsView, _ comment: Comment) async throws {
+                for (user, channels) in view.unread {
+                    for (url, unread) in channels {
+                        let channel = try #require(try await collections.channel(url)).key
+                        #expect(try await collections.liveState(userKey: keys[user]!, channelKey: channel).state.unreadCount == unread, "\(comment) \(user) \(url)")
+                        let hasState = try await db.client.query(
+                            "SELECT count(*) FROM channel_states WHERE user_key = \(keys[user]!) AND channel_key = \(channel)"
+                        ).first!.decode(Int.self) == 1
+                        if hasState {
+                            #expect(try await collections.markSeen(userKey: keys[user]!, channelKey: channel, at: Date()).unreadCount == unread, "\(comment) \(user) \(url)")
+                        }
+                    }
+                }
+            }
             func perRequestCount() async throws -> Int64 {
                 try await db.client.query(
                     "SELECT coalesce(sum(herald_broadcasts_reaching(u.key, c.key)), 0)::int8 FROM users u CROSS JOIN channels c"
@@ -98,6 +115,7 @@ extension CollectionTests {
             try await collections.reset(userKey: keys["u5"]!, channelKey: chatChannel)
 
             let before = try await view()
+            try await expectStatesAgree(with: before, "before folding:")
             #expect(before.totals["u3"] == 5)
             #expect(before.channelOrder["u3"] == ["chat", "chat2", "feed", "other"])
             #expect(before.unread["u1"]?["feed"] == 0 && before.unread["u2"]?["chat"] == 1 && before.unread["u5"]?["chat"] == 0)
@@ -108,6 +126,7 @@ extension CollectionTests {
             let first = try #require(try await world.notifications.foldNextBatch(size: 2))
             #expect(first.notificationID == chatOld && first.users == 2 && !first.finished)
             #expect(try await view() == before)
+            try await expectStatesAgree(with: before, "part way:")
             // A read between batches, then the rest.
             _ = try await collections.markRead(userKey: keys["u4"]!, channelKey: chatChannel, ids: nil)
             var expected = before
@@ -126,6 +145,7 @@ extension CollectionTests {
             ).first!.decode(Int.self)
             #expect(unfolded == 0)
             #expect(try await view() == expected)
+            try await expectStatesAgree(with: expected, "folded:")
 
             // Deleting folded broadcasts takes them out of the counters of those who had not read them.
             #expect(try await world.notifications.delete(chatNew))

@@ -52,13 +52,16 @@ extension CollectionTests {
         return (id, Copy(status: item["status"] as! String, title: title, category: item["category"] as! String))
     }
 
-    /// Every user's unread count in every channel (counter plus broadcasts counted per request)
-    /// equals the number of their unread live copies there.
+    /// Every user's unread count in every channel (counter plus broadcasts counted per request), as
+    /// the badge and the channel list read it (`herald_user_channels`; a channel missing there counts
+    /// 0), equals the number of their unread live copies there.
     static func expectUnreadCountsMatchCopies(_ db: TestDatabase) async throws {
         let counters = try await db.client.query(
             """
-            SELECT u.id, c.url, herald_unread(u.key, c.key), (SELECT count(*) FROM notification_recipients r
-                WHERE r.user_key = u.key AND r.channel_key = c.key AND r.status < 2 AND NOT r.deleted)
+            SELECT u.id, c.url,
+                coalesce((SELECT h.unread FROM herald_user_channels(u.key) AS h WHERE h.channel_key = c.key), 0),
+                (SELECT count(*) FROM notification_recipients r
+                    WHERE r.user_key = u.key AND r.channel_key = c.key AND r.status < 2 AND NOT r.deleted)
             FROM users u CROSS JOIN channels c
             """
         )
