@@ -12,6 +12,9 @@ enum RequestBody {
             return try JSONDecoder().decode(T.self, from: Data(buffer.readableBytesView))
         } catch let error as DecodingError {
             throw APIError(.badRequest, code: "invalid_json", message: Self.describe(error))
+        } catch let error as APIError {
+            // A body type's own check while decoding (such as an unknown field) already says what is wrong.
+            throw error
         } catch {
             throw APIError(.badRequest, code: "invalid_json", message: "The request body is not valid JSON.")
         }

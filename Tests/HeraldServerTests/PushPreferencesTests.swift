@@ -80,6 +80,9 @@ struct PushPreferencesTests {
                     (#"{"push_trigger_option":"sometimes"}"#, "push_trigger_option"),
                     (#"{"snooze_enabled":true,"snooze_start_ts":5000,"snooze_end_ts":4000}"#, "snooze_end_ts"),
                     (#"{"push_sound":""}"#, "push_sound"),
+                    // A misspelt field is refused, not ignored, even beside valid ones.
+                    (#"{"snooze_enabeld":true}"#, "snooze_enabeld is not a push preference"),
+                    (#"{"timezone":"UTC","Push_Sound":"a.caf"}"#, "Push_Sound"),
                 ] {
                     let response = try await call(client, .put, path, sessions["u1"], body)
                     #expect(response.status == .badRequest, "\(body)")
