@@ -9,7 +9,7 @@ import NIOHTTP1
 /// lets decoding errors pass; nothing else would answer or close, so the client would wait, and the
 /// connection's task with it, for as long as the client keeps the socket open. Once the upgrade is
 /// decided `StreamServerChannel` removes this handler: from then on Hummingbird answers parse errors
-/// itself (a 400, then close).
+/// itself (a 400, then close), its answer given a body by `ParseErrorBodyWriter`.
 final class ParseErrorResponder: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
@@ -28,15 +28,7 @@ final class ParseErrorResponder: ChannelInboundHandler, RemovableChannelHandler 
         }
         guard !answered else { return }
         answered = true
-        let apiError: APIError
-        if case .headerOverflow = parseError {
-            apiError = APIError(
-                .init(code: 431, reasonPhrase: "Request Header Fields Too Large"), code: "headers_too_large",
-                message: "The request's line and headers are larger than the server accepts."
-            )
-        } else {
-            apiError = APIError(.badRequest, code: "bad_request", message: "The request is not valid HTTP/1.1.")
-        }
+        let apiError = Self.apiError(for: parseError)
         let body = apiError.body
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: "application/json; charset=utf-8")
@@ -49,5 +41,16 @@ final class ParseErrorResponder: ChannelInboundHandler, RemovableChannelHandler 
         context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
             channel.close(promise: nil)
         }
+    }
+
+    /// The answer to a request the decoder could not parse.
+    static func apiError(for parseError: HTTPParserError) -> APIError {
+        if case .headerOverflow = parseError {
+            return APIError(
+                .init(code: 431, reasonPhrase: "Request Header Fields Too Large"), code: "headers_too_large",
+                message: "The request's line and headers are larger than the server accepts."
+            )
+        }
+        return APIError(.badRequest, code: "bad_request", message: "The request is not valid HTTP/1.1.")
     }
 }

@@ -50,15 +50,23 @@ struct ProtocolErrorTests {
         }
     }
 
-    /// After a good first request the connection is Hummingbird's: a bad second one still ends it.
+    /// After a good first request the connection is Hummingbird's: a bad second one is answered after
+    /// the first, with the same JSON errors, and ends the connection.
     @Test func aBadSecondRequestEndsTheConnectionAfterTheFirstIsAnswered() async throws {
         try await withServer { port in
             let good = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
-            let bad = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 100_000))\r\n\r\n"
-            let outcome = try await RawHTTPExchange.send(Array((good + bad).utf8), port: port)
-            #expect(outcome.response.hasPrefix("HTTP/1.1 200"))
-            #expect(outcome.response.contains("HTTP/1.1 400"))
-            #expect(outcome.closedByServer)
+            for (bad, status, code) in [
+                ("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 100_000))\r\n\r\n", 431, "headers_too_large"),
+                ("GARBAGE\r\n\r\n", 400, "bad_request"),
+            ] {
+                let outcome = try await RawHTTPExchange.send(Array((good + bad).utf8), port: port)
+                #expect(outcome.response.hasPrefix("HTTP/1.1 200"))
+                let second = try #require(outcome.response.range(of: "HTTP/1.1 \(status)"), "\(outcome.response.prefix(400))")
+                let answer = outcome.response[second.lowerBound...]
+                #expect(answer.lowercased().contains("content-type: application/json"))
+                #expect(answer.contains(#"{"error":{"code":"\#(code)","#), "\(answer.prefix(300))")
+                #expect(outcome.closedByServer)
+            }
         }
     }
 
