@@ -19,10 +19,10 @@ extension CollectionStore {
             ).affectedRows
             try await connection.query(
                 """
-                INSERT INTO channel_states AS s (user_key, channel_key, unread_adjustment, last_read_at)
-                VALUES (\(userKey), \(channelKey), \(-Int64(marked)), \(ids == nil ? Date() : nil))
+                INSERT INTO channel_states AS s (user_key, channel_key, unread_adjustment, last_read_at, opened)
+                VALUES (\(userKey), \(channelKey), \(-Int64(marked)), \(ids == nil ? Date() : nil), true)
                 ON CONFLICT (user_key, channel_key) DO UPDATE SET
-                    unread_adjustment = s.unread_adjustment - \(Int64(marked)),
+                    unread_adjustment = s.unread_adjustment - \(Int64(marked)), opened = true,
                     last_read_at = CASE WHEN \(ids == nil) THEN greatest(s.last_read_at, now()) ELSE s.last_read_at END
                 """
             )
@@ -51,8 +51,8 @@ extension CollectionStore {
         try await client.withRetryingTransaction { connection in
             try await connection.query(
                 """
-                INSERT INTO channel_states AS s (user_key, channel_key, last_seen_at) VALUES (\(userKey), \(channelKey), \(at))
-                ON CONFLICT (user_key, channel_key) DO UPDATE SET last_seen_at = greatest(s.last_seen_at, EXCLUDED.last_seen_at)
+                INSERT INTO channel_states AS s (user_key, channel_key, last_seen_at, opened) VALUES (\(userKey), \(channelKey), \(at), true)
+                ON CONFLICT (user_key, channel_key) DO UPDATE SET last_seen_at = greatest(s.last_seen_at, EXCLUDED.last_seen_at), opened = true
                 """
             )
             try await LiveHint.channelState(userKey: userKey, channelKey: channelKey).send(on: connection)
@@ -60,10 +60,16 @@ extension CollectionStore {
         }
     }
 
-    /// Records that the user opened the channel, so that it shows in their channel list.
+    /// Records that the user opened the channel, so that it shows in their channel list. Once it is
+    /// recorded, an opening (every first load of a collection) only reads: no row lock, no new row version.
     public func open(userKey: Int64, channelKey: Int64) async throws {
         try await client.query(
-            "INSERT INTO channel_states (user_key, channel_key) VALUES (\(userKey), \(channelKey)) ON CONFLICT DO NOTHING"
+            """
+            INSERT INTO channel_states (user_key, channel_key, opened)
+            SELECT \(userKey), \(channelKey), true
+            WHERE NOT EXISTS (SELECT 1 FROM channel_states WHERE user_key = \(userKey) AND channel_key = \(channelKey) AND opened)
+            ON CONFLICT (user_key, channel_key) DO UPDATE SET opened = true
+            """
         )
     }
 

@@ -217,14 +217,15 @@ public struct PushStore: Sendable {
     /// Each user's channels with unread counts, and the total: what a refresh push names.
     ///
     /// The same answer as `herald_user_channels` per user (channels with a state or a live broadcast
-    /// that reached the user and is not folded yet; unread = the state's adjustment + those broadcasts), computed for the
-    /// whole batch in one set-based statement: calling the function per user cost ~0.1 ms each.
+    /// that reached the user and is not folded yet, and which the user has opened or has a live copy
+    /// in; unread = the state's adjustment + those broadcasts), computed for the whole batch in one
+    /// set-based statement: calling the function per user cost ~0.1 ms each.
     public func refreshSummaries(userKeys: [Int64]) async throws -> [Int64: [(url: String, unread: Int64)]] {
         let rows = try await client.query(
             """
             WITH k AS (SELECT DISTINCT unnest(\(userKeys)::int8[]) AS user_key),
             states AS (
-                SELECT s.user_key, s.channel_key, s.unread_adjustment FROM channel_states s JOIN k ON k.user_key = s.user_key
+                SELECT s.user_key, s.channel_key, s.unread_adjustment, s.opened FROM channel_states s JOIN k ON k.user_key = s.user_key
             ),
             broadcasts AS (
                 SELECT k.user_key, b.channel_key, count(*) AS reaching
@@ -234,6 +235,10 @@ public struct PushStore: Sendable {
             SELECT coalesce(s.user_key, b.user_key), c.url, (coalesce(s.unread_adjustment, 0) + coalesce(b.reaching, 0))::int8
             FROM states s FULL JOIN broadcasts b ON b.user_key = s.user_key AND b.channel_key = s.channel_key
             JOIN channels c ON c.key = coalesce(s.channel_key, b.channel_key)
+            WHERE s.opened OR EXISTS (
+                SELECT 1 FROM notification_recipients r
+                WHERE r.user_key = coalesce(s.user_key, b.user_key) AND r.channel_key = c.key AND NOT r.deleted
+            )
             ORDER BY 1, 2
             """
         )

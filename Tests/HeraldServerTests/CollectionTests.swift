@@ -349,7 +349,7 @@ struct CollectionTests {
             let world = try await world(db)
             _ = try await ChannelStore(client: db.client).put(HeraldCore.Channel(url: "support", kind: .chat, name: "Support", coverURL: "https://example.com/s.png"))
             _ = try await ChannelStore(client: db.client).put(HeraldCore.Channel(url: "sales", kind: .chat, name: "Sales"))
-            try await world.send("hello from sales", to: ["u1"], category: "", channel: "sales")
+            let salesHello = try await world.send("hello from sales", to: ["u1"], category: "", channel: "sales")
             try await world.send("first", to: ["u1"], category: "", channel: "support")
             let last = try await world.send("latest support message", to: ["u1"], category: "", channel: "support")
             try await world.send("news", to: ["u1"])
@@ -373,6 +373,19 @@ struct CollectionTests {
                 let theirs = try jsonObject(try await client.execute(uri: "/v1/me/channels", method: .get, headers: jsonHeaders(bearer: world.sessions["u2"]!)))
                 #expect((theirs["chat"] as? [Any])?.isEmpty == true)
                 #expect((theirs["feed"] as? [Any])?.isEmpty == true)
+
+                // A channel whose only notification is deleted leaves the list of a user who never
+                // opened it (and its count the badge), but stays for one who did.
+                let lone = try await world.send("only one", to: ["u1", "u2"], category: "", channel: "sales")
+                _ = try await collection(client, world.sessions["u2"]!, channel: "sales")
+                #expect(try await world.notifications.delete(lone))
+                #expect(try await world.notifications.delete(salesHello))
+                for (user, expected) in [("u1", ["support"]), ("u2", ["sales"])] {
+                    let list = try jsonObject(try await client.execute(uri: "/v1/me/channels", method: .get, headers: jsonHeaders(bearer: world.sessions[user]!)))
+                    #expect((list["chat"] as? [[String: Any]])?.map { $0["channel_url"] as? String } == expected, "\(user)")
+                    let unread = try jsonObject(try await client.execute(uri: "/v1/me/unread", method: .get, headers: jsonHeaders(bearer: world.sessions[user]!)))
+                    #expect((unread["channels"] as? [[String: Any]])?.contains { $0["channel_url"] as? String == "sales" } == (user == "u2"), "\(user)")
+                }
             }
         }
     }

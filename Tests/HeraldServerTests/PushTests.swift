@@ -572,6 +572,8 @@ struct PushTests {
             _ = try await ChannelStore(client: db.client).put(HeraldCore.Channel(url: "other", kind: .feed, name: "Other", categories: [.init(id: "news", name: "News", isDefault: true)]))
             try await world.send("one", to: ["u1", "u2"])
             try await world.send("two", to: ["u1"])
+            // u3's only copy in feed is deleted: feed is in neither answer for u3.
+            #expect(try await NotificationStore(client: db.client).delete(try await world.send("gone", to: ["u3"])))
             try await Self.broadcast(db, channel: "other", batchSize: 2)
             let collections = CollectionStore(client: db.client)
             let keys = try await ["u1", "u2", "u3"].asyncMap { try #require(try await collections.userKey($0)) }
@@ -584,6 +586,7 @@ struct PushTests {
                 #expect(actual.map(\.unread) == expected.map(\.unread), "user \(key)")
             }
             #expect(summaries[keys[0]]?.map(\.unread) == [2, 1])  // feed: two targeted; other: the broadcast
+            #expect(summaries[keys[2]]?.map(\.url) == ["other"])
         }
     }
 }
