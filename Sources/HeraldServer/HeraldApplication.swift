@@ -56,7 +56,7 @@ public enum HeraldApplication {
         router: Router<HeraldRequestContext>, routes: [RouteDescription], streams: StreamController
     ) {
         let router = Router(context: HeraldRequestContext.self)
-        router.add(middleware: MetricsMiddleware())
+        router.add(middleware: RequestMetricsMiddleware())
         router.add(middleware: LogRequestsMiddleware(.debug))
         router.add(middleware: ErrorMiddleware())
         let sessions = SessionStore(client: dependencies.client)

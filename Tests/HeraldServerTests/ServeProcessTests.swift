@@ -43,8 +43,14 @@ struct ServeProcessTests {
         #expect(metrics.body.contains("herald_db_pool_connections{state=\"open\"}"))
         #expect(metrics.body.contains("herald_db_pool_max_connections 10"))
         #expect(metrics.body.contains("herald_db_pipeline_waiting 0"))
-        #expect(metrics.body.contains("hb_requests"))
-        #expect(metrics.body.contains("http_server_request_duration"))
+        // Each request counted once by route, method and status (an unknown path as "NotFound", an
+        // error), its duration recorded.
+        let healthz = #"{http_route="/healthz",http_request_method="GET",http_response_status_code="200"}"#
+        #expect(metrics.body.contains("hb_requests\(healthz) 1\n"))
+        #expect(metrics.body.contains("http_server_request_duration_count\(healthz) 1\n"))
+        #expect(metrics.body.contains(#"hb_requests{http_route="NotFound",http_request_method="GET",http_response_status_code="404"} 1"#))
+        #expect(metrics.body.contains(#"hb_request_errors{http_route="NotFound",http_request_method="GET",error_type="404"} 1"#))
+        #expect(metrics.body.contains(#"http_server_active_requests{http_request_method="GET"} 1.0"#))  // this one
 
         // The admin token was generated, stored privately and shown once.
         let tokenPath = dataDirectory + "/admin-token"
