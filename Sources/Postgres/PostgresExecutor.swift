@@ -77,8 +77,10 @@ public final class PostgresExecutor: TaskExecutor, @unchecked Sendable {
             return
         }
         queue.append(.job(UnownedJob(job)))
-        condition.signal()
         condition.unlock()
+        // After unlocking: a thread woken while we still held the lock would go straight back to
+        // sleep on the lock, and our unlock would have to wake it a second time.
+        condition.signal()
     }
 
     /// Runs `body` on one of the threads (in place when already on one) and returns its result.
@@ -102,8 +104,8 @@ public final class PostgresExecutor: TaskExecutor, @unchecked Sendable {
             return
         }
         queue.append(.closure(body))
-        condition.signal()
         condition.unlock()
+        condition.signal()
     }
 
     /// Lets the threads finish what is queued and exit. Later work runs elsewhere (see `enqueue`).
