@@ -78,22 +78,17 @@ struct CollectionController: Sendable {
         guard let tokenText = query["token"].map(String.init) else {
             let channel = try await Self.channel(context, collections)
             try await collections.open(userKey: user.key, channelKey: channel.key)
-            let (body, horizon) = try await collections.read(userKey: user.key, channelKey: channel.key) { snapshot, connection in
-                let page = try await CollectionStore.page(
-                    userKey: user.key, channelKey: channel.key, category: category, before: nil, limit: limit + 1, on: connection
-                )
-                // Everything below the horizon is in this snapshot; later changes come incrementally.
-                let token = SyncToken(
-                    userKey: user.key, channelKey: channel.key, resetCount: snapshot.state.resetCount, category: category,
-                    position: .through(xid: snapshot.horizon - 1)
-                )
-                var body = CollectionBody(channel: channel, snapshot: snapshot, isLive: true)
-                for item in page.prefix(limit) { body.notifications.append(NotificationItem(item)) }
-                body.prevCursor = page.count > limit ? page[limit - 1].id.description : nil
-                body.nextToken = token.encoded(key: key)
-                return (body, snapshot.horizon)
-            }
-            try await deviceSynced(request, user: user, horizon: horizon)
+            let (snapshot, page) = try await collections.load(userKey: user.key, channelKey: channel.key, category: category, limit: limit + 1)
+            // Everything below the horizon is in this snapshot; later changes come incrementally.
+            let token = SyncToken(
+                userKey: user.key, channelKey: channel.key, resetCount: snapshot.state.resetCount, category: category,
+                position: .through(xid: snapshot.horizon - 1)
+            )
+            var body = CollectionBody(channel: channel, snapshot: snapshot, isLive: true)
+            for item in page.prefix(limit) { body.notifications.append(NotificationItem(item)) }
+            body.prevCursor = page.count > limit ? page[limit - 1].id.description : nil
+            body.nextToken = token.encoded(key: key)
+            try await deviceSynced(request, user: user, horizon: snapshot.horizon)
             return body
         }
         // A token that does not even parse needs no database work beyond the state in the answer.
@@ -163,15 +158,10 @@ struct CollectionController: Sendable {
             }
             before = value
         }
-        let cursor = before
-        return try await collections.read(userKey: user.key, channelKey: channel.key) { _, connection in
-            let page = try await CollectionStore.page(
-                userKey: user.key, channelKey: channel.key, category: category, before: cursor, limit: limit + 1, on: connection
-            )
-            var body = PageBody(prevCursor: page.count > limit ? page[limit - 1].id.description : nil)
-            for item in page.prefix(limit) { body.notifications.append(NotificationItem(item)) }
-            return body
-        }
+        let page = try await collections.page(userKey: user.key, channelKey: channel.key, category: category, before: before, limit: limit + 1)
+        var body = PageBody(prevCursor: page.count > limit ? page[limit - 1].id.description : nil)
+        for item in page.prefix(limit) { body.notifications.append(NotificationItem(item)) }
+        return body
     }
 
     // MARK: - Marks

@@ -57,8 +57,8 @@ public enum CollectionChange: Sendable, Equatable {
 
 /// Reads and writes one user's collections: pages, changes since a position, read and seen marks.
 ///
-/// Reads run in a `REPEATABLE READ READ ONLY` transaction so that the page, the horizon and the
-/// channel state all come from one snapshot.
+/// Each read is one statement, so that the page or the changes, the horizon and the channel state
+/// all come from one snapshot without a transaction around them.
 public struct CollectionStore: Sendable {
     let client: PostgresClient
 
@@ -91,24 +91,6 @@ public struct CollectionStore: Sendable {
         public var nextXID: Int64
         /// Tombstones below this position may have been removed: older positions are not live.
         public var compactedThrough: Int64
-    }
-
-    /// Runs `body` with the snapshot values in one repeatable-read transaction.
-    public func read<R: Sendable>(
-        userKey: Int64,
-        channelKey: Int64,
-        _ body: @escaping @Sendable (Snapshot, PostgresConnection) async throws -> R
-    ) async throws -> R {
-        try await client.withTransaction(isolation: .repeatableRead) { connection in
-            let row = try await connection.query(
-                """
-                SELECT \(unescaped: Self.snapshotColumns)
-                FROM (SELECT \(userKey)::bigint AS user_key, \(channelKey)::bigint AS channel_key) AS one
-                LEFT JOIN channel_states s ON s.user_key = one.user_key AND s.channel_key = one.channel_key
-                """
-            ).first!
-            return try await body(try Self.decodeSnapshot(row, offset: 0), connection)
-        }
     }
 
     /// The answer to one incremental poll.
@@ -160,17 +142,41 @@ public struct CollectionStore: Sendable {
     }
 
     /// The newest live notifications (those with an id below `before`, when given), newest first.
-    public static func page(
-        userKey: Int64, channelKey: Int64, category: String?, before: Int64?, limit: Int, on connection: PostgresConnection
-    ) async throws -> [CollectionItem] {
-        try await connection.query(
+    /// One statement, so one snapshot.
+    public func page(userKey: Int64, channelKey: Int64, category: String?, before: Int64?, limit: Int) async throws -> [CollectionItem] {
+        try await client.query(
             """
-            SELECT \(unescaped: itemColumns) FROM notification_recipients r JOIN notifications n ON n.id = r.notification_id
+            SELECT \(unescaped: Self.itemColumns) FROM notification_recipients r JOIN notifications n ON n.id = r.notification_id
             WHERE r.user_key = \(userKey) AND r.channel_key = \(channelKey) AND NOT r.deleted
                 AND r.notification_id < \(before ?? .max) AND (\(category)::text IS NULL OR n.category = \(category))
             ORDER BY r.notification_id DESC LIMIT \(limit)
             """
         ).map(Self.decodeItem)
+    }
+
+    /// A first load: the snapshot values and the newest `limit` live notifications, newest first, in
+    /// one statement (so from one snapshot, without a transaction's extra round trips).
+    public func load(userKey: Int64, channelKey: Int64, category: String?, limit: Int) async throws -> (snapshot: Snapshot, items: [CollectionItem]) {
+        let rows = try await client.query(
+            """
+            WITH snap AS MATERIALIZED (
+                SELECT \(unescaped: Self.snapshotColumns)
+                FROM (SELECT \(userKey)::bigint AS user_key, \(channelKey)::bigint AS channel_key) AS one
+                LEFT JOIN channel_states s ON s.user_key = one.user_key AND s.channel_key = one.channel_key
+            )
+            SELECT snap.*, page.* FROM snap LEFT JOIN LATERAL (
+                SELECT \(unescaped: Self.itemColumns) FROM notification_recipients r JOIN notifications n ON n.id = r.notification_id
+                WHERE r.user_key = \(userKey) AND r.channel_key = \(channelKey) AND NOT r.deleted
+                    AND (\(category)::text IS NULL OR n.category = \(category))
+                ORDER BY r.notification_id DESC LIMIT \(limit)
+            ) AS page ON true
+            """
+        )
+        let snapshot = try Self.decodeSnapshot(rows[0], offset: 0)
+        let items = try rows.compactMap { row in
+            try row.decode(column: Self.snapshotColumnCount, as: Int64?.self) == nil ? nil : try Self.decodeItem(row, offset: Self.snapshotColumnCount)
+        }
+        return (snapshot, items)
     }
 
     /// How many changes lie after `position` below the horizon, counting at most `cap` (an index-only
@@ -200,6 +206,9 @@ public struct CollectionStore: Sendable {
         pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next_xid,
         coalesce((SELECT ('x' || encode(value, 'hex'))::bit(64)::bigint FROM herald_settings WHERE name = 'compacted_through'), 0) AS compacted
         """
+
+    /// How many columns `snapshotColumns` has.
+    static let snapshotColumnCount = 8
 
     static func decodeSnapshot(_ row: PostgresRow, offset: Int) throws -> Snapshot {
         let state = ChannelState(
