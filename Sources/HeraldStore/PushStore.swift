@@ -338,6 +338,11 @@ public struct PushStore: Sendable {
     /// The device synced: its outstanding push is answered, and so is every want whose transaction
     /// committed before the sync's snapshot (`horizon`, the snapshot's xmin) — the sync saw what it
     /// announced. A want from a later transaction survives and brings a new push.
+    ///
+    /// A device that names itself on every poll would otherwise write its row on every poll: a new row
+    /// version and, with a durable commit, a wait for the WAL flush on the poll's path. So the row is
+    /// written only when the sync answers something, or when `last_synced_at` is older than
+    /// `syncedAtResolution`.
     public func markSynced(userKey: Int64, token: String, horizon: Int64) async throws {
         try await client.query(
             """
@@ -345,9 +350,14 @@ public struct PushStore: Sendable {
                 refresh_wanted_xid = CASE WHEN refresh_wanted_xid < \(horizon) THEN NULL ELSE refresh_wanted_xid END,
                 refresh_notification_id = CASE WHEN refresh_wanted_xid < \(horizon) THEN NULL ELSE refresh_notification_id END
             WHERE user_key = \(userKey) AND token = \(token.lowercased())
+                AND (refresh_outstanding OR refresh_wanted_xid < \(horizon) OR last_synced_at IS NULL
+                    OR last_synced_at < now() - \(Self.interval(Self.syncedAtResolution))::interval)
             """
         )
     }
+
+    /// How stale a device's `last_synced_at` may be when nothing else about the device changed.
+    public static let syncedAtResolution: Duration = .seconds(60)
 
     /// The newest failures first, `limit` of them, older than the failure `before` when given.
     public func failures(limit: Int, before: Int64?) async throws -> [PushFailure] {

@@ -304,11 +304,26 @@ struct PushTests {
             #expect(Set(world.mock.requests.map(\.deviceToken)) == [Self.token(1), Self.token(2)])
 
             // Device 1 syncs (naming itself): its push is answered, and so is the burst it saw.
+            /// The device row's version (`xmin` changes with every write) and its last sync.
+            @Sendable func deviceRow() async throws -> (version: String, syncedAt: Date?) {
+                try await world.query("SELECT xmin::text, last_synced_at FROM devices WHERE token = '\(Self.token(1))'")[0].decode((String, Date?).self)
+            }
             try await world.app().test(.router) { client in
                 var headers = jsonHeaders(bearer: world.sessions["u1"])
                 headers[HTTPField.Name("Herald-Device")!] = Self.token(1)
                 let response = try await client.execute(uri: "/v1/me/channels/feed/collection", method: .get, headers: headers)
                 #expect(response.status == .ok)
+                let synced = try await deviceRow()
+                #expect(synced.syncedAt != nil)
+                // Syncing again with nothing to answer writes nothing…
+                #expect(try await client.execute(uri: "/v1/me/channels/feed/collection", method: .get, headers: headers).status == .ok)
+                #expect(try await deviceRow().version == synced.version)
+                // …until the last sync is older than the resolution.
+                _ = try await world.query("UPDATE devices SET last_synced_at = now() - interval '2 minutes' WHERE token = '\(Self.token(1))'")
+                let aged = try await deviceRow()
+                #expect(try await client.execute(uri: "/v1/me/channels/feed/collection", method: .get, headers: headers).status == .ok)
+                let refreshed = try await deviceRow()
+                #expect(refreshed.version != aged.version && refreshed.syncedAt! > aged.syncedAt!)
             }
             try await world.drain()
             #expect(world.mock.requests.count == 2)  // nothing new happened: no push
