@@ -21,6 +21,14 @@ public struct APIError: Error, HTTPResponseError, Sendable, Equatable {
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: body))
     }
 
+    /// The head of this error's answer on a connection that closes after it, for handlers that write
+    /// to the channel themselves (outside the router).
+    func closingHead(bodyLength: Int) -> HTTPResponse {
+        HTTPResponse(status: status, headerFields: [
+            .contentType: "application/json; charset=utf-8", .contentLength: String(bodyLength), .connection: "close",
+        ])
+    }
+
     /// The JSON body, keys always in the documented order (`JSONEncoder` follows a dictionary's order,
     /// which differs from one error to the next).
     var body: ByteBuffer {

@@ -11,7 +11,7 @@ import NIOHTTPTypes
 /// error on its way in, and rewrites the one response that answers it on its way out, recognised as
 /// Hummingbird writes it (a 400 with `Content-Length: 0` and `Connection: close`, which no route
 /// of ours sends).
-final class ParseErrorBodyWriter: ChannelDuplexHandler, RemovableChannelHandler {
+final class ParseErrorBodyWriter: ChannelDuplexHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
     typealias OutboundIn = HTTPResponsePart
@@ -33,10 +33,7 @@ final class ParseErrorBodyWriter: ChannelDuplexHandler, RemovableChannelHandler 
             parseError = nil
             let body = error.body
             pendingBody = body
-            let rewritten = HTTPResponse(status: error.status, headerFields: [
-                .contentType: "application/json; charset=utf-8", .contentLength: String(body.readableBytes), .connection: "close",
-            ])
-            context.write(wrapOutboundOut(.head(rewritten)), promise: promise)
+            context.write(wrapOutboundOut(.head(error.closingHead(bodyLength: body.readableBytes))), promise: promise)
         case .end(let trailers) where pendingBody != nil:
             context.write(wrapOutboundOut(.body(pendingBody!)), promise: nil)
             pendingBody = nil

@@ -23,16 +23,14 @@ struct RequestMetricsMiddleware: RouterMiddleware {
         let active = cache.activeRequests(request.method)
         active.increment()
         defer { active.decrement() }
-        let status: HTTPResponse.Status
         do {
             let response = try await next(request, context)
-            status = response.status
-            let metrics = cache.endpoint(.init(route: context.endpointPath ?? "Unknown", method: request.method, status: status))
+            let metrics = cache.endpoint(.init(route: context.endpointPath ?? "Unknown", method: request.method, status: response.status))
             metrics.requests.increment()
             metrics.duration.recordNanoseconds(DispatchTime.now().uptimeNanoseconds - start)
             return response
         } catch {
-            status = (error as? any HTTPResponseError)?.status ?? .internalServerError
+            let status = (error as? any HTTPResponseError)?.status ?? .internalServerError
             let metrics = cache.endpoint(.init(route: context.endpointPath ?? "NotFound", method: request.method, status: status))
             metrics.requests.increment()
             metrics.errors.increment()

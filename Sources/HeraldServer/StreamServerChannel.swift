@@ -124,10 +124,7 @@ struct StreamServerChannel: ServerChildChannel, HTTPChannelHandler {
             case .refused(let asyncChannel, let error):
                 try await asyncChannel.executeThenClose { _, outbound in
                     let body = error.body
-                    let head = HTTPResponse(status: error.status, headerFields: [
-                        .contentType: "application/json; charset=utf-8", .contentLength: String(body.readableBytes), .connection: "close",
-                    ])
-                    try await outbound.write(contentsOf: [.head(head), .body(body), .end(nil)])
+                    try await outbound.write(contentsOf: [.head(error.closingHead(bodyLength: body.readableBytes)), .body(body), .end(nil)])
                 }
             }
         } catch {

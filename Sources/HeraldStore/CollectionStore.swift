@@ -131,11 +131,13 @@ public struct CollectionStore: Sendable {
         guard let first = rows.first else { return nil }
         let channel = try Self.decodeChannel(first)
         let snapshot = try Self.decodeSnapshot(first, offset: 6)
+        // After the channel's six columns and the snapshot's: position, deleted, then the item.
+        let change = 6 + Self.snapshotColumnCount
         var changes: [(position: ChangePosition, change: CollectionChange)] = []
         for row in rows {
-            guard let xid = try row.decode(column: 14, as: Int64?.self) else { continue }
-            let deleted = try row.decode(column: 15, as: Bool.self)
-            let item = try Self.decodeItem(row, offset: 16)
+            guard let xid = try row.decode(column: change, as: Int64?.self) else { continue }
+            let deleted = try row.decode(column: change + 1, as: Bool.self)
+            let item = try Self.decodeItem(row, offset: change + 2)
             changes.append((ChangePosition(xid: xid, notificationID: item.id), deleted ? .deleted(item.id) : .upserted(item)))
         }
         return Poll(channel: channel, snapshot: snapshot, changes: changes)
