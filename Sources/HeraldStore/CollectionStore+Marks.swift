@@ -8,27 +8,27 @@ extension CollectionStore {
     /// leaves the unread counter in the same transaction, so two devices marking at once never count a
     /// notification twice, and `last_read_at` only ever moves forward. Returns the state after.
     public func markRead(userKey: Int64, channelKey: Int64, ids: [Int64]?) async throws -> ChannelState {
-        try await client.withRetryingTransaction { connection in
-            let xid = try await NotificationStore.currentTransactionID(on: connection)
-            let marked = try await connection.query(
-                """
-                UPDATE notification_recipients SET status = 2, change_xid = \(xid), read_at = now()
+        // One round trip: the marks and the counter in one statement (the counter takes how many the
+        // marks changed), the live hint, and the state read by a statement of its own (see
+        // `stateQuery`).
+        let results = try await client.transaction([
+            """
+            WITH marked AS (
+                UPDATE notification_recipients SET status = 2, change_xid = \(unescaped: NotificationStore.currentTransactionIDSQL), read_at = now()
                 WHERE user_key = \(userKey) AND channel_key = \(channelKey) AND status < 2 AND NOT deleted
                     AND (\(ids)::int8[] IS NULL OR notification_id = ANY(\(ids)))
-                """
-            ).affectedRows
-            try await connection.query(
-                """
-                INSERT INTO channel_states AS s (user_key, channel_key, unread_adjustment, last_read_at, opened)
-                VALUES (\(userKey), \(channelKey), \(-Int64(marked)), \(ids == nil ? Date() : nil), true)
-                ON CONFLICT (user_key, channel_key) DO UPDATE SET
-                    unread_adjustment = s.unread_adjustment - \(Int64(marked)), opened = true,
-                    last_read_at = CASE WHEN \(ids == nil) THEN greatest(s.last_read_at, now()) ELSE s.last_read_at END
-                """
+                RETURNING 1
             )
-            try await LiveHint.channelState(userKey: userKey, channelKey: channelKey).send(on: connection)
-            return try await Self.stateAfterWrite(userKey: userKey, channelKey: channelKey, on: connection)
-        }
+            INSERT INTO channel_states AS s (user_key, channel_key, unread_adjustment, last_read_at, opened)
+            VALUES (\(userKey), \(channelKey), -(SELECT count(*) FROM marked), \(ids == nil ? Date() : nil), true)
+            ON CONFLICT (user_key, channel_key) DO UPDATE SET
+                unread_adjustment = s.unread_adjustment + EXCLUDED.unread_adjustment, opened = true,
+                last_read_at = CASE WHEN \(ids == nil) THEN greatest(s.last_read_at, now()) ELSE s.last_read_at END
+            """,
+            LiveHint.channelState(userKey: userKey, channelKey: channelKey).query,
+            Self.stateQuery(userKey: userKey, channelKey: channelKey),
+        ])
+        return try Self.decodeState(results[2].first!)
     }
 
     /// The channel state as a statement after the caller's write sees it. Not the write's own
@@ -36,28 +36,25 @@ extension CollectionStore {
     /// batch left it (one more in the adjustment) but counts broadcasts in its own older snapshot (the
     /// broadcast not yet folded), so it would count the broadcast twice. A new statement sees both
     /// halves of the batch, or neither; our own write holds the row, so nothing moves in between.
-    static func stateAfterWrite(userKey: Int64, channelKey: Int64, on connection: PostgresConnection) async throws -> ChannelState {
-        try Self.decodeState(try await connection.query(
-            """
-            SELECT s.unread_adjustment + \(unescaped: Self.broadcastsReaching(user: "s.user_key", channel: "s.channel_key")),
-                s.last_read_at, s.last_seen_at, s.reset_count
-            FROM channel_states s WHERE s.user_key = \(userKey) AND s.channel_key = \(channelKey)
-            """
-        ).first!)
+    static func stateQuery(userKey: Int64, channelKey: Int64) -> PostgresQuery {
+        """
+        SELECT s.unread_adjustment + \(unescaped: Self.broadcastsReaching(user: "s.user_key", channel: "s.channel_key")),
+            s.last_read_at, s.last_seen_at, s.reset_count
+        FROM channel_states s WHERE s.user_key = \(userKey) AND s.channel_key = \(channelKey)
+        """
     }
 
     /// Moves `last_seen_at` forward to `at` (never backwards). Returns the state after.
     public func markSeen(userKey: Int64, channelKey: Int64, at: Date) async throws -> ChannelState {
-        try await client.withRetryingTransaction { connection in
-            try await connection.query(
-                """
-                INSERT INTO channel_states AS s (user_key, channel_key, last_seen_at, opened) VALUES (\(userKey), \(channelKey), \(at), true)
-                ON CONFLICT (user_key, channel_key) DO UPDATE SET last_seen_at = greatest(s.last_seen_at, EXCLUDED.last_seen_at), opened = true
-                """
-            )
-            try await LiveHint.channelState(userKey: userKey, channelKey: channelKey).send(on: connection)
-            return try await Self.stateAfterWrite(userKey: userKey, channelKey: channelKey, on: connection)
-        }
+        let results = try await client.transaction([
+            """
+            INSERT INTO channel_states AS s (user_key, channel_key, last_seen_at, opened) VALUES (\(userKey), \(channelKey), \(at), true)
+            ON CONFLICT (user_key, channel_key) DO UPDATE SET last_seen_at = greatest(s.last_seen_at, EXCLUDED.last_seen_at), opened = true
+            """,
+            LiveHint.channelState(userKey: userKey, channelKey: channelKey).query,
+            Self.stateQuery(userKey: userKey, channelKey: channelKey),
+        ])
+        return try Self.decodeState(results[2].first!)
     }
 
     /// Records that the user opened the channel, so that it shows in their channel list. Once it is
@@ -76,28 +73,21 @@ extension CollectionStore {
     /// An admin reset of the user's channel: every copy is removed from the collection, the unread
     /// count goes to 0, and every token issued before stops being live.
     public func reset(userKey: Int64, channelKey: Int64) async throws {
-        try await client.withRetryingTransaction { connection in
-            let xid = try await NotificationStore.currentTransactionID(on: connection)
-            let removedUnread = try await connection.query(
-                """
-                WITH gone AS (
-                    UPDATE notification_recipients SET deleted = true, change_xid = \(xid), data = NULL, push_title = NULL, push_body = NULL
-                    WHERE user_key = \(userKey) AND channel_key = \(channelKey) AND NOT deleted
-                    RETURNING status
-                )
-                SELECT count(*) FILTER (WHERE status < 2) FROM gone
-                """
-            ).first!.decode(Int64.self)
-            try await connection.query(
-                """
-                INSERT INTO channel_states AS s (user_key, channel_key, unread_adjustment, reset_count)
-                VALUES (\(userKey), \(channelKey), \(-removedUnread), 1)
-                ON CONFLICT (user_key, channel_key) DO UPDATE SET
-                    unread_adjustment = s.unread_adjustment - \(removedUnread), reset_count = s.reset_count + 1
-                """
+        try await client.transaction([
+            """
+            WITH gone AS (
+                UPDATE notification_recipients SET deleted = true, change_xid = \(unescaped: NotificationStore.currentTransactionIDSQL),
+                    data = NULL, push_title = NULL, push_body = NULL
+                WHERE user_key = \(userKey) AND channel_key = \(channelKey) AND NOT deleted
+                RETURNING status
             )
-            try await LiveHint.channelState(userKey: userKey, channelKey: channelKey).send(on: connection)
-        }
+            INSERT INTO channel_states AS s (user_key, channel_key, unread_adjustment, reset_count)
+            VALUES (\(userKey), \(channelKey), -(SELECT count(*) FILTER (WHERE status < 2) FROM gone), 1)
+            ON CONFLICT (user_key, channel_key) DO UPDATE SET
+                unread_adjustment = s.unread_adjustment + EXCLUDED.unread_adjustment, reset_count = s.reset_count + 1
+            """,
+            LiveHint.channelState(userKey: userKey, channelKey: channelKey).query,
+        ])
     }
 
     /// The user's unread counts per channel (channels with a state), and their total.

@@ -31,40 +31,45 @@ extension CollectionStore {
     public func markDelivered(userKey: Int64, ids: [Int64]) async throws -> [(channelKey: Int64, ids: [Int64])] {
         let ids = Array(Set(ids)).sorted()
         guard !ids.isEmpty else { return [] }
-        return try await client.withRetryingTransaction { connection in
-            try await Self.requireCopies(userKey: userKey, ids: ids, on: connection)
-            let xid = try await NotificationStore.currentTransactionID(on: connection)
-            let rows = try await connection.query(
-                """
-                WITH target AS (
-                    SELECT r.channel_key, r.notification_id, r.status
-                    FROM unnest(\(ids)::int8[]) AS t(id) JOIN notifications n ON n.id = t.id
-                    JOIN notification_recipients r ON r.user_key = \(userKey) AND r.channel_key = n.channel_key AND r.notification_id = t.id
-                    WHERE r.delivered_at IS NULL AND NOT r.deleted
-                    ORDER BY r.channel_key, r.notification_id
-                    FOR UPDATE OF r
-                )
+        // One statement, so one round trip and atomic without a transaction around it: the check for
+        // strangers (which stops every write), the row locks in a fixed order, the update, and the
+        // live hints for what it changed. Rows come back as (nil, stranger's id) or (channel, id).
+        let rows = try await client.retryingQuery(Self.receiptQuery(
+            """
+            WITH strangers AS (\(Self.strangersSQL(userKey: "$1", ids: "$2"))),
+            target AS (
+                SELECT r.channel_key, r.notification_id, r.status
+                FROM unnest($2::int8[]) AS t(id) JOIN notifications n ON n.id = t.id
+                JOIN notification_recipients r ON r.user_key = $1 AND r.channel_key = n.channel_key AND r.notification_id = t.id
+                WHERE r.delivered_at IS NULL AND NOT r.deleted AND NOT EXISTS (SELECT 1 FROM strangers)
+                ORDER BY r.channel_key, r.notification_id
+                FOR UPDATE OF r
+            ),
+            updated AS (
                 UPDATE notification_recipients r SET status = greatest(r.status, 1), delivered_at = now(),
-                    change_xid = CASE WHEN t.status = 0 THEN \(xid) ELSE r.change_xid END
+                    change_xid = CASE WHEN t.status = 0 THEN \(NotificationStore.currentTransactionIDSQL) ELSE r.change_xid END
                 FROM target t
-                WHERE r.user_key = \(userKey) AND r.channel_key = t.channel_key AND r.notification_id = t.notification_id
-                RETURNING r.channel_key, r.notification_id, t.status = 0
-                """
-            )
-            var changed: [Int64: [Int64]] = [:]
-            for row in rows {
-                let (channel, id, upgraded) = try row.decode((Int64, Int64, Bool).self)
-                if upgraded { changed[channel, default: []].append(id) }
-            }
-            let result = changed.keys.sorted().map { (channelKey: $0, ids: changed[$0]!.sorted()) }
-            for (channelKey, ids) in result {
-                for start in stride(from: 0, to: ids.count, by: LiveHint.maximumIDs) {
-                    let chunk = Array(ids[start..<min(start + LiveHint.maximumIDs, ids.count)])
-                    try await LiveHint.delivered(userKey: userKey, channelKey: channelKey, notificationIDs: chunk).send(on: connection)
-                }
-            }
-            return result
+                WHERE r.user_key = $1 AND r.channel_key = t.channel_key AND r.notification_id = t.notification_id
+                RETURNING r.user_key, r.channel_key, r.notification_id, t.status = 0 AS upgraded
+            ),
+            hints AS (\(LiveHint.deliveredHintsSQL(from: "updated WHERE upgraded")))
+            SELECT NULL::int8, id FROM strangers
+            UNION ALL
+            SELECT channel_key, notification_id FROM updated WHERE upgraded
+            UNION ALL
+            -- A WITH query that only reads runs only when read: this reads every hint, and yields no row.
+            SELECT NULL, NULL FROM hints HAVING count(*) < 0
+            """,
+            userKey: userKey, ids: ids
+        ))
+        var strangers: [Int64] = []
+        var changed: [Int64: [Int64]] = [:]
+        for row in rows {
+            let (channel, id) = try row.decode((Int64?, Int64).self)
+            if let channel { changed[channel, default: []].append(id) } else { strangers.append(id) }
         }
+        if !strangers.isEmpty { throw NotRecipientError(ids: strangers.sorted()) }
+        return changed.keys.sorted().map { (channelKey: $0, ids: changed[$0]!.sorted()) }
     }
 
     /// Logs that the user viewed or clicked `ids` (counted per user: how often, first and last time).
@@ -72,31 +77,41 @@ extension CollectionStore {
     public func logEvent(_ kind: NotificationEventKind, userKey: Int64, ids: [Int64]) async throws {
         let ids = Array(Set(ids)).sorted()
         guard !ids.isEmpty else { return }
-        try await client.withRetryingTransaction { connection in
-            try await Self.requireCopies(userKey: userKey, ids: ids, on: connection)
-            try await connection.query(
-                """
+        // One statement: the check for strangers stops the insert within it.
+        let strangers = try await client.retryingQuery(Self.receiptQuery(
+            """
+            WITH strangers AS (\(Self.strangersSQL(userKey: "$1", ids: "$2"))),
+            logged AS (
                 INSERT INTO notification_events AS e (notification_id, kind, user_key)
-                SELECT id, \(kind.rawValue), \(userKey) FROM unnest(\(ids)::int8[]) AS t(id)
+                SELECT id, $3, $1 FROM unnest($2::int8[]) AS t(id) WHERE NOT EXISTS (SELECT 1 FROM strangers)
                 ON CONFLICT (notification_id, kind, user_key) DO UPDATE SET count = e.count + 1, last_at = now()
-                """
             )
-        }
+            SELECT id FROM strangers ORDER BY id
+            """,
+            userKey: userKey, ids: ids, kind: kind
+        )).map { try $0.decode(Int64.self) }
+        if !strangers.isEmpty { throw NotRecipientError(ids: strangers) }
     }
 
-    /// Fails with the ids the user has no copy of (deleted copies count as theirs: a late receipt for
-    /// a deleted notification is not an error).
-    static func requireCopies(userKey: Int64, ids: [Int64], on connection: PostgresConnection) async throws {
-        let strangers = try await connection.query(
-            """
-            SELECT t.id FROM unnest(\(ids)::int8[]) AS t(id)
-            WHERE NOT EXISTS (
-                SELECT 1 FROM notifications n JOIN notification_recipients r
-                    ON r.user_key = \(userKey) AND r.channel_key = n.channel_key AND r.notification_id = n.id
-                WHERE n.id = t.id)
-            ORDER BY t.id
-            """
-        ).map { try $0.decode(Int64.self) }
-        if !strangers.isEmpty { throw NotRecipientError(ids: strangers) }
+    /// A receipt's statement, which names its parameters more than once: `$1` is the user's key, `$2`
+    /// the ids (`int8[]`), `$3` the event kind when there is one.
+    private static func receiptQuery(_ sql: String, userKey: Int64, ids: [Int64], kind: NotificationEventKind? = nil) -> PostgresQuery {
+        var bindings = PostgresBindings()
+        bindings.append(userKey)
+        bindings.append(ids)
+        if let kind { bindings.append(kind.rawValue) }
+        return PostgresQuery(unsafeSQL: sql, bindings: bindings)
+    }
+
+    /// The ids of `ids` (an `int8[]` expression) the user has no copy of, as a query (deleted copies
+    /// count as theirs: a late receipt for a deleted notification is not an error).
+    static func strangersSQL(userKey: String, ids: String) -> String {
+        """
+        SELECT t.id FROM unnest(\(ids)::int8[]) AS t(id)
+        WHERE NOT EXISTS (
+            SELECT 1 FROM notifications n JOIN notification_recipients r
+                ON r.user_key = \(userKey) AND r.channel_key = n.channel_key AND r.notification_id = n.id
+            WHERE n.id = t.id)
+        """
     }
 }

@@ -75,6 +75,27 @@ public enum LiveHint: Sendable, Equatable {
 
     /// Sends the hint from the caller's transaction (delivered at its commit).
     func send(on connection: PostgresConnection) async throws {
-        try await connection.query("SELECT pg_notify(\(Self.channel), \(payload))")
+        try await connection.query(query)
+    }
+
+    /// An SQL query that sends `delivered` hints for the rows of `relation` (columns `user_key`,
+    /// `channel_key`, `notification_id`), one per user and channel and at most `maximumIDs` ids each,
+    /// with the payloads `payload` writes; it returns one row per hint. For statements that find out
+    /// themselves what they changed, so that the hint goes in the same statement.
+    static func deliveredHintsSQL(from relation: String) -> String {
+        """
+        SELECT pg_notify('\(channel)', 'd ' || user_key || ' ' || channel_key || ' ' || string_agg(notification_id::text, ',' ORDER BY notification_id))
+        FROM (
+            SELECT user_key, channel_key, notification_id,
+                (row_number() OVER (PARTITION BY user_key, channel_key ORDER BY notification_id) - 1) / \(maximumIDs) AS part
+            FROM \(relation)
+        ) AS numbered
+        GROUP BY user_key, channel_key, part
+        """
+    }
+
+    /// The statement that sends the hint, for a transaction sent in one piece.
+    var query: PostgresQuery {
+        "SELECT pg_notify(\(Self.channel), \(payload))"
     }
 }

@@ -166,8 +166,11 @@ public struct NotificationStore: Sendable {
     /// This transaction's id as a change position (see `sql/0005_notifications.sql`). Assigns the id
     /// if the transaction has none yet.
     static func currentTransactionID(on connection: PostgresConnection) async throws -> Int64 {
-        try await connection.query("SELECT pg_current_xact_id()::text::bigint").first!.decode(Int64.self)
+        try await connection.query("SELECT \(unescaped: currentTransactionIDSQL)").first!.decode(Int64.self)
     }
+
+    /// The same as an SQL expression, for statements that take their position themselves.
+    static let currentTransactionIDSQL = "pg_current_xact_id()::text::bigint"
 
     static func overridesJSON(_ perUser: [String: Template.Rendered]) throws -> PostgresJSONB {
         struct Override: Encodable {

@@ -73,6 +73,73 @@ extension LibPQConnection {
         }
     }
 
+    /// Runs `queries` as one transaction in one round trip: `BEGIN`, the statements and `COMMIT` go out
+    /// together, ending in a single sync point, and the results of the statements come back in order.
+    ///
+    /// Each statement is still its own statement (in READ COMMITTED it sees what the ones before it
+    /// wrote), but none can depend on an earlier one's result in Swift: they are all sent before any
+    /// answer arrives. When one fails the server skips the rest, `COMMIT` included, and the transaction
+    /// is rolled back; the first error is thrown. An explicit transaction stays open, aborted, past the
+    /// sync point, so the rollback costs a second round trip, on that path only.
+    func executeTransaction(_ queries: [PostgresQuery], isolation: PostgresIsolationLevel) throws(PostgresError) -> [PostgresResult] {
+        do {
+            return try executeTransactionOnce(queries, isolation: isolation)
+        } catch where error.sqlState == "0A000" && isOpen {
+            // A stale plan (see `execute`), now forgotten: nothing was committed, so running the whole
+            // transaction again, freshly prepared, is safe.
+            return try executeTransactionOnce(queries, isolation: isolation)
+        }
+    }
+
+    private func executeTransactionOnce(_ queries: [PostgresQuery], isolation: PostgresIsolationLevel) throws(PostgresError) -> [PostgresResult] {
+        let handle = try openHandle()
+        // As in `executeBatch`: statements new to the session are prepared first, outside the pipeline.
+        for query in queries { _ = try preparedName(for: StatementKey(query), handle: handle) }
+        try checkNotCanceled()
+        let statements = [PostgresQuery(unsafeSQL: "BEGIN ISOLATION LEVEL \(isolation.rawValue)")] + queries + ["COMMIT"]
+        guard PQenterPipelineMode(handle) == 1, PQsetnonblocking(handle, 1) == 0 else { throw lose() }
+        for statement in statements {
+            guard send(statement, on: handle) else { throw lose() }
+        }
+        guard PQpipelineSync(handle) == 1, flush(handle) else { throw lose() }
+        _ = PQsetnonblocking(handle, 0)
+        var results: [PostgresResult] = []
+        var firstError: PostgresError?
+        for statement in statements {
+            do {
+                let result = try checkResult(PQgetResult(handle))
+                results.append(result)
+            } catch {
+                if error.code == .connectionLost { throw lose(error) }
+                // The statements after a failed one come back "aborted": the failure itself is the
+                // error to report. A stale plan is forgotten so that the retry prepares it again.
+                if firstError == nil {
+                    firstError = error
+                    if error.sqlState == "0A000" { preparedStatements[StatementKey(statement)] = nil }
+                }
+            }
+            while let extra = PQgetResult(handle) { PQclear(extra) }
+        }
+        guard let sync = PQgetResult(handle) else { throw lose() }
+        let synced = PQresultStatus(sync) == PGRES_PIPELINE_SYNC
+        PQclear(sync)
+        guard synced, PQexitPipelineMode(handle) == 1 else { throw lose() }
+        if let firstError {
+            if PQtransactionStatus(handle) != PQTRANS_IDLE { _ = try? execute("ROLLBACK") }
+            throw firstError
+        }
+        // BEGIN's and COMMIT's results are nobody's business.
+        return Array(results.dropFirst().dropLast())
+    }
+
+    /// Drops a connection whose pipeline went wrong midway: nothing more of it can be trusted.
+    private func lose(_ error: PostgresError? = nil) -> PostgresError {
+        var error = error ?? PostgresError(code: .connectionLost, serverMessage: lastErrorMessage)
+        error.code = .connectionLost
+        close()
+        return error
+    }
+
     /// Queues one statement: by name when prepared, else with its text.
     private func send(_ query: PostgresQuery, on handle: OpaquePointer) -> Bool {
         let key = StatementKey(query)

@@ -125,6 +125,13 @@ final class LibPQConnection: @unchecked Sendable {
         }
     }
 
+    /// Fails when the caller's task was cancelled before the statement went out.
+    func checkNotCanceled() throws(PostgresError) {
+        if cancelRequested.load(ordering: .acquiring) {
+            throw PostgresError(code: .queryCanceled, sqlState: "57014", serverMessage: "canceled before execution")
+        }
+    }
+
     private var isIdleOutsideTransaction: Bool {
         handle.map { PQtransactionStatus($0) == PQTRANS_IDLE } ?? false
     }
@@ -135,9 +142,7 @@ final class LibPQConnection: @unchecked Sendable {
         let types = bindings.types.map { $0.oid }
         let key = StatementKey(sql: query.sql, types: types)
         let name = try preparedName(for: key, handle: handle)
-        if cancelRequested.load(ordering: .acquiring) {
-            throw PostgresError(code: .queryCanceled, sqlState: "57014", serverMessage: "canceled before execution")
-        }
+        try checkNotCanceled()
         let raw = withParameters(bindings) { count, values, lengths, formats in
             if let name {
                 return PQexecPrepared(handle, name, count, values, lengths, formats, 1)

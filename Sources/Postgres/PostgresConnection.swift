@@ -34,7 +34,7 @@ public struct PostgresConnection: Sendable {
     /// The server process id of this connection (for `pg_terminate_backend` in tests and diagnostics).
     public var backendPID: Int32 { raw.backendPID }
 
-    private func run<R: Sendable>(_ work: @escaping @Sendable (LibPQConnection) throws -> R) async throws -> R {
+    func run<R: Sendable>(_ work: @escaping @Sendable (LibPQConnection) throws -> R) async throws -> R {
         let raw = self.raw
         // A cancelled task sends no more statements; and a cancel meant for an earlier call must not
         // stop this one.
