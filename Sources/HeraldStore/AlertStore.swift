@@ -198,10 +198,10 @@ public struct AlertStore: Sendable {
     /// Delivered: the rows go, and their notifications count the pushes.
     public func recordDelivered(_ claims: [AlertClaim]) async throws {
         guard !claims.isEmpty else { return }
-        try await client.withRetryingTransaction { connection in
-            try await connection.query("DELETE FROM alert_pushes WHERE id = ANY(\(claims.map(\.id)))")
-            try await PushStore.countPushes(notificationIDs: claims.map(\.notificationID), on: connection)
-        }
+        try await client.transaction([
+            "DELETE FROM alert_pushes WHERE id = ANY(\(claims.map(\.id)))",
+            PushStore.countPushes(notificationIDs: claims.map(\.notificationID)),
+        ])
     }
 
     /// Try again no earlier than `after` from now.

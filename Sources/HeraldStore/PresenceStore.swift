@@ -60,29 +60,23 @@ public struct PresenceStore: Sendable {
     /// The node row is made if missing (a stream can open before the node's first heartbeat).
     public func record(node: Int64, ttl: Duration, streams: [StreamPresence]) async throws {
         guard !streams.isEmpty else { return }
-        try await client.withRetryingTransaction { connection in
-            try await connection.query(
-                """
-                INSERT INTO herald_nodes (id, expires_at) VALUES (\(node), now() + \(PushStore.interval(ttl))::interval)
-                ON CONFLICT (id) DO NOTHING
-                """
-            )
-            try await connection.query(
-                """
-                INSERT INTO stream_connections (node_id, id, user_key, device_id)
-                SELECT \(node), s.id, s.user_key, nullif(s.device_key, 0)
-                FROM unnest(\(streams.map(\.id))::int8[], \(streams.map(\.userKey))::int8[], \(streams.map { $0.deviceID ?? 0 })::int8[])
-                    AS s(id, user_key, device_key)
-                ON CONFLICT (node_id, id) DO NOTHING
-                """
-            )
-            try await connection.query(
-                """
-                UPDATE devices SET refresh_outstanding = false
-                WHERE id = ANY(\(streams.compactMap(\.deviceID))) AND refresh_outstanding
-                """
-            )
-        }
+        try await client.transaction([
+            """
+            INSERT INTO herald_nodes (id, expires_at) VALUES (\(node), now() + \(PushStore.interval(ttl))::interval)
+            ON CONFLICT (id) DO NOTHING
+            """,
+            """
+            INSERT INTO stream_connections (node_id, id, user_key, device_id)
+            SELECT \(node), s.id, s.user_key, nullif(s.device_key, 0)
+            FROM unnest(\(streams.map(\.id))::int8[], \(streams.map(\.userKey))::int8[], \(streams.map { $0.deviceID ?? 0 })::int8[])
+                AS s(id, user_key, device_key)
+            ON CONFLICT (node_id, id) DO NOTHING
+            """,
+            """
+            UPDATE devices SET refresh_outstanding = false
+            WHERE id = ANY(\(streams.compactMap(\.deviceID))) AND refresh_outstanding
+            """,
+        ])
     }
 
     /// A stream closed normally. Everything it could have shown live counts as seen: wants for changes

@@ -254,30 +254,26 @@ public struct PushStore: Sendable {
     /// arrived meanwhile; the causing notification counts the push.
     public func recordDelivered(_ claims: [DeviceClaim]) async throws {
         guard !claims.isEmpty else { return }
-        try await client.withRetryingTransaction { connection in
-            try await connection.query(
-                """
-                UPDATE devices d SET refresh_outstanding = true, last_push_at = now(), attempts = 0,
-                    next_attempt_at = '-infinity', claimed_until = NULL,
-                    refresh_wanted_xid = CASE WHEN d.refresh_wanted_xid = c.xid THEN NULL ELSE d.refresh_wanted_xid END,
-                    refresh_notification_id = CASE WHEN d.refresh_wanted_xid = c.xid THEN NULL ELSE d.refresh_notification_id END
-                FROM unnest(\(claims.map(\.deviceID))::int8[], \(claims.map(\.wantedXID))::int8[]) AS c(id, xid)
-                WHERE d.id = c.id
-                """
-            )
-            try await Self.countPushes(notificationIDs: claims.compactMap(\.notificationID), on: connection)
-        }
+        try await client.transaction([
+            """
+            UPDATE devices d SET refresh_outstanding = true, last_push_at = now(), attempts = 0,
+                next_attempt_at = '-infinity', claimed_until = NULL,
+                refresh_wanted_xid = CASE WHEN d.refresh_wanted_xid = c.xid THEN NULL ELSE d.refresh_wanted_xid END,
+                refresh_notification_id = CASE WHEN d.refresh_wanted_xid = c.xid THEN NULL ELSE d.refresh_notification_id END
+            FROM unnest(\(claims.map(\.deviceID))::int8[], \(claims.map(\.wantedXID))::int8[]) AS c(id, xid)
+            WHERE d.id = c.id
+            """,
+            Self.countPushes(notificationIDs: claims.compactMap(\.notificationID)),
+        ])
     }
 
     /// Adds one to each notification's `pushes_sent` per time it is named (refresh and alert pushes).
-    static func countPushes(notificationIDs ids: [Int64], on connection: PostgresConnection) async throws {
-        try await connection.query(
-            """
-            UPDATE notifications n SET pushes_sent = n.pushes_sent + p.count
-            FROM (SELECT id, count(*) AS count FROM unnest(\(ids)::int8[]) AS t(id) GROUP BY id) AS p
-            WHERE n.id = p.id
-            """
-        )
+    static func countPushes(notificationIDs ids: [Int64]) -> PostgresQuery {
+        """
+        UPDATE notifications n SET pushes_sent = n.pushes_sent + p.count
+        FROM (SELECT id, count(*) AS count FROM unnest(\(ids)::int8[]) AS t(id) GROUP BY id) AS p
+        WHERE n.id = p.id
+        """
     }
 
     /// Try again no earlier than `after` from now (the claim is released).
