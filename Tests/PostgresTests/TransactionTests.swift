@@ -153,4 +153,22 @@ struct TransactionTests {
             #expect(try results[1].map { try $0.decode(Int.self) } == [1, 2, 3])
         }
     }
+
+    @Test func aSentTransactionWhoseBackendDiesFailsAsALostConnectionAndTheNextGetsAFreshOne() async throws {
+        try await TestPostgres.withDatabase(migrated: false, maximumConnections: 1) { (db: TestDatabase) async throws in
+            try await db.client.query("CREATE TABLE notes (id int PRIMARY KEY)")
+            let error = try await #require(throws: PostgresError.self) {
+                try await db.client.transaction([
+                    "INSERT INTO notes VALUES (1)",
+                    "SELECT pg_terminate_backend(pg_backend_pid())",
+                    "INSERT INTO notes VALUES (2)",
+                ])
+            }
+            #expect(error.code == .connectionLost)
+            // Nothing was committed, and the pool's one connection is replaced.
+            #expect(try await db.client.query("SELECT count(*) FROM notes").first?.decode(Int.self) == 0)
+            try await db.client.transaction(["INSERT INTO notes VALUES (3)"])
+            #expect(try await db.client.query("SELECT id FROM notes").first?.decode(Int.self) == 3)
+        }
+    }
 }
