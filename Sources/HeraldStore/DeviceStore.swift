@@ -30,34 +30,29 @@ public struct DeviceStore: Sendable {
     /// other tokens. Returns the device.
     public func register(userKey: Int64, token: String, environment: String, topic: String, unique: Bool) async throws -> Device {
         let token = token.lowercased()
-        return try await client.withRetryingTransaction { connection in
+        // One round trip: none of the statements needs another's answer in Swift.
+        let results = try await client.transaction([
             // Lock the user's devices in one order so concurrent registrations for a user queue up.
-            try await connection.query("SELECT 1 FROM users WHERE key = \(userKey) FOR UPDATE")
-            let row = try await connection.query(
-                """
-                INSERT INTO devices (user_key, token, environment, topic) VALUES (\(userKey), \(token), \(environment), \(topic))
-                ON CONFLICT (token) DO UPDATE SET user_key = EXCLUDED.user_key, environment = EXCLUDED.environment,
-                    topic = EXCLUDED.topic, registered_at = now(),
-                    -- A device that moved starts clean: no refresh state from its previous user.
-                    refresh_wanted_xid = CASE WHEN devices.user_key = EXCLUDED.user_key THEN devices.refresh_wanted_xid END,
-                    refresh_notification_id = CASE WHEN devices.user_key = EXCLUDED.user_key THEN devices.refresh_notification_id END,
-                    refresh_outstanding = devices.refresh_outstanding AND devices.user_key = EXCLUDED.user_key
-                RETURNING \(unescaped: Self.columns)
-                """
-            ).first!
-            if unique {
-                try await connection.query("DELETE FROM devices WHERE user_key = \(userKey) AND token <> \(token)")
-            } else {
-                try await connection.query(
-                    """
-                    DELETE FROM devices WHERE id IN (
-                        SELECT id FROM devices WHERE user_key = \(userKey)
-                        ORDER BY registered_at DESC, id DESC OFFSET \(Self.maximumPerUser))
-                    """
-                )
-            }
-            return try Self.decode(row)
-        }
+            "SELECT 1 FROM users WHERE key = \(userKey) FOR UPDATE",
+            """
+            INSERT INTO devices (user_key, token, environment, topic) VALUES (\(userKey), \(token), \(environment), \(topic))
+            ON CONFLICT (token) DO UPDATE SET user_key = EXCLUDED.user_key, environment = EXCLUDED.environment,
+                topic = EXCLUDED.topic, registered_at = now(),
+                -- A device that moved starts clean: no refresh state from its previous user.
+                refresh_wanted_xid = CASE WHEN devices.user_key = EXCLUDED.user_key THEN devices.refresh_wanted_xid END,
+                refresh_notification_id = CASE WHEN devices.user_key = EXCLUDED.user_key THEN devices.refresh_notification_id END,
+                refresh_outstanding = devices.refresh_outstanding AND devices.user_key = EXCLUDED.user_key
+            RETURNING \(unescaped: Self.columns)
+            """,
+            unique
+                ? "DELETE FROM devices WHERE user_key = \(userKey) AND token <> \(token)"
+                : """
+                DELETE FROM devices WHERE id IN (
+                    SELECT id FROM devices WHERE user_key = \(userKey)
+                    ORDER BY registered_at DESC, id DESC OFFSET \(Self.maximumPerUser))
+                """,
+        ])
+        return try Self.decode(results[1].first!)
     }
 
     /// The user's devices, most recently registered first.

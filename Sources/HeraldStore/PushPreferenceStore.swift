@@ -63,10 +63,10 @@ public struct PushPreferenceStore: Sendable {
 
     /// Back to the defaults: the user's preferences and every channel option.
     public func reset(userKey: Int64) async throws {
-        try await client.withRetryingTransaction { connection in
-            try await connection.query("DELETE FROM push_preferences WHERE user_key = \(userKey)")
-            try await connection.query("DELETE FROM channel_push_preferences WHERE user_key = \(userKey)")
-        }
+        try await client.transaction([
+            "DELETE FROM push_preferences WHERE user_key = \(userKey)",
+            "DELETE FROM channel_push_preferences WHERE user_key = \(userKey)",
+        ])
     }
 
     /// The channel's trigger option for the user (`default` when not set).
