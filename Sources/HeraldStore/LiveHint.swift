@@ -78,17 +78,18 @@ public enum LiveHint: Sendable, Equatable {
         try await connection.query(query)
     }
 
-    /// An SQL query that sends `delivered` hints for the rows of `relation` (columns `user_key`,
-    /// `channel_key`, `notification_id`), one per user and channel and at most `maximumIDs` ids each,
-    /// with the payloads `payload` writes; it returns one row per hint. For statements that find out
-    /// themselves what they changed, so that the hint goes in the same statement.
-    static func deliveredHintsSQL(from relation: String) -> String {
+    /// An SQL query that sends `delivered` hints for the rows of `source` (what follows `FROM`: a
+    /// relation with columns `user_key`, `channel_key`, `notification_id`, and optionally a `WHERE`),
+    /// one per user and channel and at most `maximumIDs` ids each, with the payloads `payload` writes;
+    /// it returns one row per hint. For statements that find out themselves what they changed, so
+    /// that the hint goes in the same statement.
+    static func deliveredHintsSQL(from source: String) -> String {
         """
         SELECT pg_notify('\(channel)', 'd ' || user_key || ' ' || channel_key || ' ' || string_agg(notification_id::text, ',' ORDER BY notification_id))
         FROM (
             SELECT user_key, channel_key, notification_id,
                 (row_number() OVER (PARTITION BY user_key, channel_key ORDER BY notification_id) - 1) / \(maximumIDs) AS part
-            FROM \(relation)
+            FROM \(source)
         ) AS numbered
         GROUP BY user_key, channel_key, part
         """
