@@ -36,7 +36,7 @@ extension CollectionStore {
         // live hints for what it changed. Rows come back as (nil, stranger's id) or (channel, id).
         let rows = try await client.retryingQuery(Self.receiptQuery(
             """
-            WITH strangers AS (\(Self.strangersSQL(userKey: "$1", ids: "$2"))),
+            WITH strangers AS (\(Self.strangersSQL)),
             target AS (
                 SELECT r.channel_key, r.notification_id, r.status
                 FROM unnest($2::int8[]) AS t(id) JOIN notifications n ON n.id = t.id
@@ -80,7 +80,7 @@ extension CollectionStore {
         // One statement: the check for strangers stops the insert within it.
         let strangers = try await client.retryingQuery(Self.receiptQuery(
             """
-            WITH strangers AS (\(Self.strangersSQL(userKey: "$1", ids: "$2"))),
+            WITH strangers AS (\(Self.strangersSQL)),
             logged AS (
                 INSERT INTO notification_events AS e (notification_id, kind, user_key)
                 SELECT id, $3, $1 FROM unnest($2::int8[]) AS t(id) WHERE NOT EXISTS (SELECT 1 FROM strangers)
@@ -103,15 +103,13 @@ extension CollectionStore {
         return PostgresQuery(unsafeSQL: sql, bindings: bindings)
     }
 
-    /// The ids of `ids` (an `int8[]` expression) the user has no copy of, as a query (deleted copies
-    /// count as theirs: a late receipt for a deleted notification is not an error).
-    static func strangersSQL(userKey: String, ids: String) -> String {
-        """
-        SELECT t.id FROM unnest(\(ids)::int8[]) AS t(id)
+    /// The ids of `$2` the user `$1` has no copy of, as a query for `receiptQuery` statements (deleted
+    /// copies count as theirs: a late receipt for a deleted notification is not an error).
+    private static let strangersSQL = """
+        SELECT t.id FROM unnest($2::int8[]) AS t(id)
         WHERE NOT EXISTS (
             SELECT 1 FROM notifications n JOIN notification_recipients r
-                ON r.user_key = \(userKey) AND r.channel_key = n.channel_key AND r.notification_id = n.id
+                ON r.user_key = $1 AND r.channel_key = n.channel_key AND r.notification_id = n.id
             WHERE n.id = t.id)
         """
-    }
 }
