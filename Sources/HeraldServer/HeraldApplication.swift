@@ -116,7 +116,9 @@ public enum HeraldApplication {
         let (router, _, streams) = buildRouters(dependencies)
         return Application(
             router: router,
-            server: HTTPServerBuilder { responder in StreamServerChannel(responder: responder, streams: streams, idleTimeout: idleTimeout) },
+            server: HTTPServerBuilder { responder in
+                StreamServerChannel(responder: responder, streams: streams, executor: dependencies.client.executor, idleTimeout: idleTimeout)
+            },
             configuration: .init(address: .hostname(host, port: port), serverName: "Herald"),
             services: services,
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
