@@ -144,19 +144,24 @@ struct SyncBenchmark: AsyncParsableCommand {
         let ten = requests(positions.tenBack)
         let quietScript = try script(name: "quiet", position: positions.quiet)
         let tenScript = try script(name: "ten", position: positions.tenBack)
+        let quietPipelined = try script(name: "quiet-pipelined", position: positions.quiet, pipelined: true)
+        let tenPipelined = try script(name: "ten-pipelined", position: positions.tenBack, pipelined: true)
         defer {
-            try? FileManager.default.removeItem(atPath: quietScript)
-            try? FileManager.default.removeItem(atPath: tenScript)
+            for path in [quietScript, tenScript, quietPipelined, tenPipelined] { try? FileManager.default.removeItem(atPath: path) }
         }
         try await BenchServer.run(client: client, adminToken: Self.adminToken, logger: logger) { port in
             // The answers are what they should be before anything is timed.
             try await check(http: http, port: port, request: quiet[0], expected: 0)
             try await check(http: http, port: port, request: ten[0], expected: 10)
             print("")
-            // pgbench in its default protocol (`-M simple`, what `pgbench -f` does) and with prepared
-            // statements (`-M prepared`, as Herald's pool runs them).
-            print("| poll | clients | Herald (req/s) | p50 / p99 ms | pgbench prepared (tx/s) | avg ms | pgbench simple (tx/s) | Herald ÷ prepared | Herald ÷ simple |")
-            print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+            // pgbench in its default protocol (`-M simple`, what `pgbench -f` does), with prepared
+            // statements (`-M prepared`), and with prepared statements sent in one round trip
+            // (`\startpipeline`), as Herald's pool sends a poll and its session check.
+            print(
+                "| poll | clients | Herald (req/s) | p50 / p99 ms | pgbench prepared (tx/s) | avg ms | pgbench pipelined (tx/s) | pgbench simple (tx/s) "
+                    + "| Herald ÷ prepared | Herald ÷ pipelined | Herald ÷ simple |"
+            )
+            print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
             var peaks: [String: Double] = [:]
             let meter = await CPUMeter.locate(client)
             if split != nil, meter.postmaster == nil {
@@ -172,7 +177,7 @@ struct SyncBenchmark: AsyncParsableCommand {
             // Taken before the last pgbench run: the next reading waits for that run's backends to end.
             var beforeLastPGBench: CPUMeter.Reading?
             func micro(_ value: Double?) -> String { value.map { format($0) } ?? "–" }
-            for (name, list, path) in [("quiet", quiet, quietScript), ("10 changes", ten, tenScript)] {
+            for (name, list, path, pipelinedPath) in [("quiet", quiet, quietScript, quietPipelined), ("10 changes", ten, tenScript, tenPipelined)] {
                 for count in counts {
                     try pinDatabase()
                     let beforeHerald = await meter.read(after: beforeLastPGBench)
@@ -187,12 +192,14 @@ struct SyncBenchmark: AsyncParsableCommand {
                             + "| \(micro(reference.postgres)) | \(micro(reference.herald + reference.rest)) |"
                     )
                     beforeLastPGBench = afterPGBench
+                    let pipelined = try PGBench.run(conninfo: conninfo, script: pipelinedPath, clients: count, seconds: seconds, prefix: prefix)
                     let simple = try PGBench.run(conninfo: conninfo, script: path, clients: count, seconds: seconds, mode: "simple", prefix: prefix)
                     peaks[name] = max(peaks[name] ?? 0, herald.rate)
                     print(
                         "| \(name) | \(count) | \(format(herald.rate)) | \(format(herald.p50, digits: 2)) / \(format(herald.p99, digits: 2)) "
-                            + "| \(format(pgbench.tps)) | \(format(pgbench.latencyAverage ?? 0, digits: 2)) | \(format(simple.tps)) "
-                            + "| \(format(herald.rate / pgbench.tps * 100)) % | \(format(herald.rate / simple.tps * 100)) % |"
+                            + "| \(format(pgbench.tps)) | \(format(pgbench.latencyAverage ?? 0, digits: 2)) | \(format(pipelined.tps)) | \(format(simple.tps)) "
+                            + "| \(format(herald.rate / pgbench.tps * 100)) % | \(format(herald.rate / pipelined.tps * 100)) % "
+                            + "| \(format(herald.rate / simple.tps * 100)) % |"
                     )
                 }
             }
@@ -225,14 +232,16 @@ struct SyncBenchmark: AsyncParsableCommand {
 
     /// The statements one incremental poll runs (session check, then the poll with the channel lookup; the bounded
     /// gap count runs only after a full page, never in these polls), as a pgbench script with a random
-    /// polling user. Keep in step with `CollectionStore.poll`.
-    private func script(name: String, position: ChangePosition) throws -> String {
+    /// polling user. Keep in step with `CollectionStore.poll`. `pipelined` sends both in one round trip
+    /// (pgbench's `\startpipeline`, which needs `-M prepared` or `extended`), as Herald does.
+    private func script(name: String, position: ChangePosition, pipelined: Bool = false) throws -> String {
         let path = NSTemporaryDirectory() + "herald-bench-sync-\(name)-\(getpid()).sql"
+        let (start, end) = pipelined ? ("\\startpipeline\n", "\\endpipeline\n") : ("", "")
         let text = """
             \\set k random(1, \(pollers))
-            SELECT u.key FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.user_id = 'user-' || :k AND s.token_hash = sha256(convert_to(encode(convert_to('user-' || :k, 'UTF8'), 'hex') || '.' || '\(Self.tokenSecretPart)', 'UTF8')) AND s.expires_at > now();
+            \(start)SELECT u.key FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.user_id = 'user-' || :k AND s.token_hash = sha256(convert_to(encode(convert_to('user-' || :k, 'UTF8'), 'hex') || '.' || '\(Self.tokenSecretPart)', 'UTF8')) AND s.expires_at > now();
             WITH snap AS MATERIALIZED (SELECT one.channel_key, c.kind, c.name, c.cover_url, c.custom_type, c.url, coalesce(s.unread_adjustment, 0) + (SELECT count(*) FROM notifications b WHERE b.audience = 'all' AND b.deleted_at IS NULL AND b.folded_through < b.fanout_through AND b.folded_through < one.user_key AND b.fanout_after >= one.user_key AND b.channel_key = one.channel_key) AS unread_count, s.last_read_at, s.last_seen_at, s.reset_count, ((SELECT coalesce(sum(unread_adjustment), 0) FROM channel_states WHERE user_key = one.user_key) + (SELECT count(*) FROM notifications b WHERE b.audience = 'all' AND b.deleted_at IS NULL AND b.folded_through < b.fanout_through AND b.folded_through < one.user_key AND b.fanout_after >= one.user_key))::bigint AS badge, pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS horizon, pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next_xid, coalesce((SELECT ('x' || encode(value, 'hex'))::bit(64)::bigint FROM herald_settings WHERE name = 'compacted_through'), 0) AS compacted FROM channels c CROSS JOIN LATERAL (SELECT :k::bigint AS user_key, c.key AS channel_key) AS one LEFT JOIN channel_states s ON s.user_key = one.user_key AND s.channel_key = one.channel_key WHERE c.url = 'news') SELECT snap.channel_key, snap.kind, snap.name, snap.cover_url, snap.custom_type, snap.url, snap.unread_count, snap.last_read_at, snap.last_seen_at, snap.reset_count, snap.badge, snap.horizon, snap.next_xid, snap.compacted, changed.* FROM snap LEFT JOIN LATERAL (SELECT r.change_xid, r.deleted, n.id, n.template_key, n.template_version, coalesce(r.data, n.data), n.category, n.tags, n.event_deadline, n.created_at, n.updated_at, r.status FROM notification_recipients r JOIN notifications n ON n.id = r.notification_id WHERE r.user_key = :k AND r.channel_key = snap.channel_key AND (r.change_xid, r.notification_id) > (\(position.xid), \(position.notificationID)) AND r.change_xid < snap.horizon AND (NULL::text IS NULL OR n.category = NULL) ORDER BY r.change_xid, r.notification_id LIMIT 31) AS changed ON true;
-
+            \(end)
             """
         try text.write(toFile: path, atomically: true, encoding: .utf8)
         return path

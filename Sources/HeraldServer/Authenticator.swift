@@ -2,6 +2,7 @@ import Foundation
 import HeraldCore
 import HeraldStore
 import Hummingbird
+import Postgres
 
 /// Decides who a request comes from, by its `Authorization: Bearer …` header.
 struct Authenticator: Sendable {
@@ -31,13 +32,24 @@ struct Authenticator: Sendable {
 
     /// User routes: a live session token; anything else, the admin token included, is a 401.
     func requireUser(_ request: Request) async throws -> AuthenticatedUser {
-        guard let presented = Self.bearerToken(request) else {
-            throw APIError(.unauthorized, code: "unauthorized", message: "This route needs 'Authorization: Bearer <session token>'.")
-        }
+        guard let presented = Self.bearerToken(request) else { throw Self.noSessionToken }
         guard let token = SessionToken(parsing: presented), let (id, key) = try await sessions.authenticate(token) else {
-            throw APIError(.unauthorized, code: "unauthorized", message: "The session token is not valid (unknown, revoked or expired).")
+            throw Self.invalidSession
         }
         return AuthenticatedUser(id: id, key: key)
+    }
+
+    /// `requireUser`, with `companion` sent in the same round trip as the session check. Its rows come
+    /// back only when the session's user is the one the companion was built for and it succeeded.
+    func requireUser(_ request: Request, alongside companion: SessionCompanion) async throws -> (AuthenticatedUser, PostgresResult?) {
+        guard let presented = Self.bearerToken(request) else { throw Self.noSessionToken }
+        guard let token = SessionToken(parsing: presented) else { throw Self.invalidSession }
+        let (session, answer) = try await sessions.authenticate(token, alongside: companion.query)
+        guard let (id, key) = session else { throw Self.invalidSession }
+        // Another user's rows, or a failed statement (the handler runs it again, and reports what it
+        // gets): nothing for the handler.
+        guard key == companion.userKey, case .success(let rows) = answer else { return (AuthenticatedUser(id: id, key: key), nil) }
+        return (AuthenticatedUser(id: id, key: key), rows)
     }
 
     /// Admin routes: the admin token passes; a valid user session is recognised and refused (403);
@@ -52,6 +64,9 @@ struct Authenticator: Sendable {
         }
         throw APIError(.unauthorized, code: "unauthorized", message: "The bearer token is not valid.")
     }
+
+    static let noSessionToken = APIError(.unauthorized, code: "unauthorized", message: "This route needs 'Authorization: Bearer <session token>'.")
+    static let invalidSession = APIError(.unauthorized, code: "unauthorized", message: "The session token is not valid (unknown, revoked or expired).")
 
     static func bearerToken(_ request: Request) -> String? {
         bearerToken(request.headers[.authorization])

@@ -30,7 +30,7 @@ struct CollectionController: Sendable {
     static let maximumReadIDs = 100
 
     func register(in routes: RouteRegistry) {
-        routes.add(.get, "/v1/me/channels/{channel_url}/collection", access: .user) { request, context in
+        routes.add(.get, "/v1/me/channels/{channel_url}/collection", access: .user, companion: pollCompanion) { request, context in
             try await collection(request, context: context)
         }
         routes.add(.get, "/v1/me/channels/{channel_url}/notifications", access: .user) { request, context in
@@ -93,11 +93,18 @@ struct CollectionController: Sendable {
         }
         // A token that does not even parse needs no database work beyond the state in the answer.
         let token = SyncToken(decoding: tokenText, key: key)
-        let position = token?.position ?? .through(xid: 0)
         let url = try context.parameters.require("channel_url")
-        guard Channel.urlProblem(url) == nil, let poll = try await collections.poll(
-            userKey: user.key, channelURL: url, category: category, after: position, limit: token == nil ? 0 : limit + 1
-        ) else { throw Self.channelNotFound }
+        guard Channel.urlProblem(url) == nil else { throw Self.channelNotFound }
+        let asked = CollectionStore.PollRequest(
+            userKey: user.key, channelURL: url, category: category, after: token?.position ?? .through(xid: 0), limit: token == nil ? 0 : limit + 1
+        )
+        let poll: CollectionStore.Poll?
+        if let rows = context.companionAnswer?.rows(for: asked) {
+            poll = try CollectionStore.decodePoll(rows)
+        } else {
+            poll = try await collections.poll(asked)
+        }
+        guard let poll else { throw Self.channelNotFound }
         let (channel, snapshot, changes) = (poll.channel, poll.snapshot, poll.changes)
         try await deviceSynced(request, user: user, horizon: snapshot.horizon)
         var body = CollectionBody(channel: channel, snapshot: snapshot, isLive: false)
@@ -134,6 +141,22 @@ struct CollectionController: Sendable {
         next.position = reached
         body.nextToken = next.encoded(key: key)
         return body
+    }
+
+    /// The incremental poll a request's sync token asks for, to be sent with the session check (see
+    /// `SessionCompanion`): the token is signed, so the user key in it is one this server issued, and
+    /// the registry hands the rows over only if the session turns out to be that user's. Built exactly
+    /// as `collection` builds its own request, so that the two compare equal.
+    @Sendable func pollCompanion(_ request: Request, context: HeraldRequestContext) async -> SessionCompanion? {
+        let query = request.uri.queryParameters
+        // (Not `try?` for the category: it would flatten "no category" into "no companion".)
+        guard let tokenText = query["token"], let limit = try? Self.limit(query),
+            case .success(let category) = Result(catching: { try Self.category(query) }),
+            let key = try? await tokenKey.get(settings), let token = SyncToken(decoding: String(tokenText), key: key),
+            let url = context.parameters.get("channel_url"), Channel.urlProblem(url) == nil
+        else { return nil }
+        let poll = CollectionStore.PollRequest(userKey: token.userKey, channelURL: url, category: category, after: token.position, limit: limit + 1)
+        return SessionCompanion(userKey: token.userKey, query: CollectionStore.pollQuery(poll), question: poll)
     }
 
     /// A sync that names its device (`Herald-Device: <token>`) answers that device's outstanding refresh

@@ -9,6 +9,9 @@ public struct HeraldRequestContext: RequestContext {
     /// The user a session token authenticated, on user routes.
     public var user: AuthenticatedUser?
 
+    /// The rows of the route's `SessionCompanion`, when they were read for `user`.
+    var companionAnswer: SessionCompanion.Answer?
+
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
     }

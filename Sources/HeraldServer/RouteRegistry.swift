@@ -30,18 +30,30 @@ final class RouteRegistry {
         self.databaseExecutor = databaseExecutor
     }
 
+    /// Registers `handler` for `method` and `path` behind `access`. A `.user` route may name a
+    /// `companion`: its statement then goes to the database with the session check, in one round trip,
+    /// and the handler finds the rows in `context.companionAnswer` when they were read for the session's
+    /// own user.
     func add(
         _ method: HTTPRequest.Method,
         _ path: String,
         access: Authenticator.Access,
+        companion: SessionCompanion.Builder? = nil,
         use handler: @escaping @Sendable (Request, HeraldRequestContext) async throws -> some ResponseGenerator
     ) {
         let authenticator = self.authenticator
         let executor = access == .anyone ? nil : databaseExecutor
+        let companion = access == .user ? companion : nil
         router.on(RouterPath(path), method: method) { request, context in
             try await withTaskExecutorPreference(executor) {
                 var context = context
-                context.user = try await authenticator.authorize(request, for: access)
+                if let companion, let wanted = await companion(request, context) {
+                    let (user, rows) = try await authenticator.requireUser(request, alongside: wanted)
+                    context.user = user
+                    context.companionAnswer = rows.map { SessionCompanion.Answer(question: wanted.question, rows: $0) }
+                } else {
+                    context.user = try await authenticator.authorize(request, for: access)
+                }
                 return try await handler(request, context).response(from: request, context: context)
             }
         }

@@ -100,15 +100,37 @@ public struct CollectionStore: Sendable {
         public var changes: [(position: ChangePosition, change: CollectionChange)]
     }
 
+    /// What an incremental poll asks for. Two polls with equal requests run the same statement.
+    public struct PollRequest: Sendable, Hashable {
+        public var userKey: Int64
+        public var channelURL: String
+        public var category: String?
+        public var position: ChangePosition
+        /// The most changes to return (0: the channel and snapshot only).
+        public var limit: Int
+
+        public init(userKey: Int64, channelURL: String, category: String?, after position: ChangePosition, limit: Int) {
+            self.userKey = userKey
+            self.channelURL = channelURL
+            self.category = category
+            self.position = position
+            self.limit = limit
+        }
+    }
+
     /// One incremental poll in a single statement (so a single snapshot, without a transaction, and
     /// the channel looked up by URL in the same round trip): the snapshot values and up to `limit`
     /// changes after `position` below the horizon, in position order. `nil` when there is no such
     /// channel.
-    public func poll(
-        userKey: Int64, channelURL: String, category: String?, after position: ChangePosition, limit: Int
-    ) async throws -> Poll? {
-        let rows = try await client.pipelinedQuery(
-            """
+    public func poll(_ request: PollRequest) async throws -> Poll? {
+        try Self.decodePoll(try await client.pipelinedQuery(Self.pollQuery(request)))
+    }
+
+    /// The statement `poll` runs, for a caller that sends it together with another (see
+    /// `SessionStore.authenticate(_:alongside:)`); `decodePoll` reads its result.
+    public static func pollQuery(_ request: PollRequest) -> PostgresQuery {
+        let (userKey, channelURL, category, position, limit) = (request.userKey, request.channelURL, request.category, request.position, request.limit)
+        return """
             WITH snap AS MATERIALIZED (
                 SELECT one.channel_key, c.kind, c.name, c.cover_url, c.custom_type, c.url, \(unescaped: Self.snapshotColumns)
                 FROM channels c
@@ -127,7 +149,10 @@ public struct CollectionStore: Sendable {
                 ORDER BY r.change_xid, r.notification_id LIMIT \(limit)
             ) AS changed ON true
             """
-        )
+    }
+
+    /// The poll in the rows of `pollQuery`; `nil` when there is no such channel.
+    public static func decodePoll(_ rows: PostgresResult) throws -> Poll? {
         guard let first = rows.first else { return nil }
         let channel = try Self.decodeChannel(first)
         let snapshot = try Self.decodeSnapshot(first, offset: 6)

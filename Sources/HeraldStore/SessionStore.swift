@@ -47,13 +47,29 @@ public struct SessionStore: Sendable {
 
     /// `authenticate`, with the session's expiry (live streams close when it passes).
     public func authenticateWithExpiry(_ token: SessionToken) async throws -> (userID: String, userKey: Int64, expiresAt: Date)? {
-        let rows = try await client.pipelinedQuery(
-            """
-            SELECT u.key, s.expires_at FROM sessions s JOIN users u ON u.id = s.user_id
-            WHERE s.user_id = \(token.userID) AND s.token_hash = \(PostgresBytes(token.hash)) AND s.expires_at > now()
-            """
-        )
-        return try rows.first.map { row in
+        try Self.decodeSession(token, try await client.pipelinedQuery(Self.sessionQuery(token)))
+    }
+
+    /// `authenticate`, with `companion` — a statement that does not depend on the check — sent in the
+    /// same round trip. The companion's outcome comes back whatever the check found: a caller must
+    /// throw it away unless the session is live and belongs to the user the companion was built for.
+    public func authenticate(
+        _ token: SessionToken, alongside companion: PostgresQuery
+    ) async throws -> (user: (userID: String, userKey: Int64)?, companion: Result<PostgresResult, PostgresError>) {
+        let outcomes = try await client.pipelinedQueries([Self.sessionQuery(token), companion])
+        let session = try Self.decodeSession(token, try outcomes[0].get())
+        return (session.map { ($0.userID, $0.userKey) }, outcomes[1])
+    }
+
+    private static func sessionQuery(_ token: SessionToken) -> PostgresQuery {
+        """
+        SELECT u.key, s.expires_at FROM sessions s JOIN users u ON u.id = s.user_id
+        WHERE s.user_id = \(token.userID) AND s.token_hash = \(PostgresBytes(token.hash)) AND s.expires_at > now()
+        """
+    }
+
+    private static func decodeSession(_ token: SessionToken, _ rows: PostgresResult) throws -> (userID: String, userKey: Int64, expiresAt: Date)? {
+        try rows.first.map { row in
             let (key, expiresAt) = try row.decode((Int64, Date).self)
             return (token.userID, key, expiresAt)
         }

@@ -7,6 +7,13 @@ import Darwin
 #endif
 
 extension LibPQConnection {
+    /// `executeBatch`, except that a lone statement goes out as an ordinary round trip, which costs
+    /// less than entering and leaving pipeline mode.
+    func executeIndependently(_ queries: [PostgresQuery]) -> [Result<PostgresResult, PostgresError>] {
+        guard queries.count == 1 else { return executeBatch(queries) }
+        return [Result { () throws(PostgresError) -> PostgresResult in try execute(queries[0]) }]
+    }
+
     /// Runs several independent statements in one round trip (libpq's pipeline mode) and returns one
     /// outcome per statement, in order.
     ///

@@ -16,19 +16,32 @@ extension PostgresClient {
     /// Cancelling the task withdraws the statement while it waits; once sent, it runs to the end.
     @discardableResult
     public func pipelinedQuery(_ query: PostgresQuery) async throws -> PostgresResult {
+        try await pipelinedQueries([query])[0].get()
+    }
+
+    /// Runs independent statements in one round trip, each its own implicit transaction (as
+    /// `pipelinedQuery` runs one), and returns one outcome per statement, in order: one failing does
+    /// not touch the others.
+    ///
+    /// For a request whose statements do not need each other's answers — such as a session check and
+    /// the lookup it guards, whose result is thrown away when the check fails. They travel together,
+    /// with whatever other pipelined statements are waiting at that moment. Throws only when none of
+    /// them could run (the task was cancelled while they waited, or no connection could be had).
+    public func pipelinedQueries(_ queries: [PostgresQuery]) async throws -> [Result<PostgresResult, PostgresError>] {
+        precondition(!queries.isEmpty, "pipelinedQueries needs at least one statement")
         try Task.checkCancellation()
-        // Nothing waiting and a pipeline connection free: run it right away, as `query(_:)` would.
+        // Nothing waiting and a pipeline connection free: run them right away.
         let runsItself = pipeline.withLockedValue { pipeline -> Bool in
             guard pipeline.waiting.isEmpty, pipeline.drainers < configuration.pipelineConnections else { return false }
             pipeline.drainers += 1
             return true
         }
-        if runsItself { return try await runAsDrainer(query) }
+        if runsItself { return try await runAsDrainer(queries) }
         let id = nextStatementID.wrappingAdd(1, ordering: .relaxed).newValue
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<PostgresResult, any Error>) in
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[Result<PostgresResult, PostgresError>], any Error>) in
                 let startDrainer = pipeline.withLockedValue { pipeline -> Bool in
-                    pipeline.waiting.append(PipelineState.Statement(id: id, query: query, continuation: continuation))
+                    pipeline.waiting.append(PipelineState.Statement(id: id, queries: queries, continuation: continuation))
                     guard pipeline.drainers < configuration.pipelineConnections else { return false }
                     pipeline.drainers += 1
                     return true
@@ -44,9 +57,9 @@ extension PostgresClient {
         }
     }
 
-    /// Runs the caller's statement on a leased connection in the calling task, then hands the
+    /// Runs the caller's statements on a leased connection in the calling task, then hands the
     /// connection on to whatever queued meanwhile.
-    private func runAsDrainer(_ query: PostgresQuery) async throws -> PostgresResult {
+    private func runAsDrainer(_ queries: [PostgresQuery]) async throws -> [Result<PostgresResult, PostgresError>] {
         let connection: LibPQConnection
         do {
             connection = try await lease()
@@ -55,19 +68,23 @@ extension PostgresClient {
             throw error
         }
         do {
-            let result = try await PostgresConnection(raw: connection, executor: executor).query(query)
-            handOn(connection)
-            return result
+            let outcomes = try await PostgresConnection(raw: connection, executor: executor).run { raw in
+                raw.executeIndependently(queries)
+            }
+            handOn(connection, sent: queries.count)
+            return outcomes
         } catch {
             handOn(connection)
             throw error
         }
     }
 
-    /// After a drainer's own statement: works off the statements that queued meanwhile (on the pool's
-    /// threads, so the caller can go on), or gives the slot and the connection back.
-    private func handOn(_ connection: LibPQConnection?) {
+    /// After a drainer's own statements (`sent` of them in one round trip): works off the statements
+    /// that queued meanwhile (on the pool's threads, so the caller can go on), or gives the slot and the
+    /// connection back.
+    private func handOn(_ connection: LibPQConnection?, sent: Int = 0) {
         let more = pipeline.withLockedValue { pipeline -> Bool in
+            if sent > 1 { pipeline.roundTripsShared += 1 }
             if pipeline.waiting.isEmpty {
                 pipeline.drainers -= 1
                 return false
@@ -135,20 +152,16 @@ extension PostgresClient {
                 let taken = Array(pipeline.waiting.prefix(PipelineState.batchLimit))
                 pipeline.waiting.removeFirst(taken.count)
                 if taken.isEmpty { pipeline.drainers -= 1 }
-                if taken.count > 1 { pipeline.roundTripsShared += 1 }
+                if taken.count > 1 || taken.first.map({ $0.queries.count > 1 }) == true { pipeline.roundTripsShared += 1 }
                 return taken
             }
             if batch.isEmpty { break }
             connection.clearCancelRequest()
-            let outcomes: [Result<PostgresResult, PostgresError>]
-            if batch.count == 1 {
-                // Alone: an ordinary round trip costs less than entering and leaving pipeline mode.
-                outcomes = [Result { () throws(PostgresError) -> PostgresResult in try connection.execute(batch[0].query) }]
-            } else {
-                outcomes = connection.executeBatch(batch.map(\.query))
-            }
-            for (statement, outcome) in zip(batch, outcomes) {
-                statement.continuation.resume(with: outcome.mapError { $0 as any Error })
+            let outcomes = connection.executeIndependently(batch.flatMap(\.queries))
+            var next = outcomes[...]
+            for statement in batch {
+                statement.continuation.resume(returning: Array(next.prefix(statement.queries.count)))
+                next = next.dropFirst(statement.queries.count)
             }
             if !connection.isOpen {
                 // The connection broke under this batch; later statements get a fresh one.
@@ -172,24 +185,25 @@ extension PostgresClient {
 
 /// Statements waiting for a pipeline connection, and how many drainers are working them off.
 struct PipelineState: Sendable {
-    /// The most statements sent in one round trip: bounds what one batch keeps the others waiting for.
+    /// The most callers served in one round trip: bounds what one batch keeps the others waiting for.
     static let batchLimit = 16
 
+    /// One caller's statements (one, or a few that travel together) and where their outcomes go.
     struct Statement: Sendable {
         let id: Int
-        let query: PostgresQuery
-        let continuation: CheckedContinuation<PostgresResult, any Error>
+        let queries: [PostgresQuery]
+        let continuation: CheckedContinuation<[Result<PostgresResult, PostgresError>], any Error>
     }
 
     var waiting = Deque<Statement>()
     /// Connections working the queue off, including statements that run as their caller's own.
     var drainers = 0
-    /// Batches of more than one statement sent so far (for tests and diagnostics).
+    /// Round trips that carried more than one statement so far (for tests and diagnostics).
     var roundTripsShared = 0
 }
 
 extension PostgresClient {
-    /// Statements waiting, connections working them off, and batches sent so far (for tests).
+    /// Callers waiting, connections working them off, and round trips shared so far (for tests).
     var pipelineCounts: (waiting: Int, drainers: Int, roundTripsShared: Int) {
         pipeline.withLockedValue { ($0.waiting.count, $0.drainers, $0.roundTripsShared) }
     }

@@ -7,7 +7,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
-import Postgres
+@testable import Postgres
 import Prometheus
 import Testing
 
@@ -340,6 +340,42 @@ struct CollectionTests {
                 #expect(revoked.status == .unauthorized)
                 let unknown = try await client.execute(uri: "/v1/me/channels/nope/collection", method: .get, headers: jsonHeaders(bearer: world.sessions["u2"]!))
                 #expect(unknown.status == .notFound)
+            }
+        }
+    }
+
+    @Test func anIncrementalPollSharesTheSessionChecksRoundTripAndOnlyEverAnswersForItsUser() async throws {
+        try await TestPostgres.withDatabase(cluster: .horizonSensitive) { (db: TestDatabase) async throws in
+            let world = try await world(db)
+            let token = try await app(db).test(.router) { client in
+                try #require(try await collection(client, world.sessions["u1"]!)["next_token"] as? String)
+            }
+            try await world.send("for u1 only", to: ["u1"])
+            try await app(db).test(.router) { client in
+                func state(_ body: [String: Any]) -> [String: Any]? { (body["channel"] as? [String: Any])?["state"] as? [String: Any] }
+                // The owner's poll: the session check and the poll went to the server in one round trip.
+                let shared = db.client.pipelineCounts.roundTripsShared
+                let mine = try await collection(client, world.sessions["u1"]!, query: "?token=\(escaped(token))")
+                #expect(db.client.pipelineCounts.roundTripsShared == shared + 1)
+                #expect(mine["is_live"] as? Bool == true)
+                #expect(ids(mine).count == 1)
+                #expect(state(mine)?["unread_count"] as? Int == 1 && mine["badge"] as? Int == 1)
+                // The same token with another user's session: the poll read for u1 is thrown away, and u2
+                // gets u2's own state, not live.
+                let stolen = try await collection(client, world.sessions["u2"]!, query: "?token=\(escaped(token))")
+                #expect(stolen["is_live"] as? Bool == false)
+                #expect(ids(stolen).isEmpty && ids(stolen, "deleted").isEmpty)
+                #expect(state(stolen)?["unread_count"] as? Int == 0 && stolen["badge"] as? Int == 0)
+                // A revoked session with a valid token, or none at all: 401, and nothing of the poll.
+                _ = try await SessionStore(client: db.client).revokeAll(userID: "u1")
+                for bearer in [world.sessions["u1"]!, nil] {
+                    let response = try await client.execute(
+                        uri: "/v1/me/channels/feed/collection?token=\(escaped(token))", method: .get, headers: jsonHeaders(bearer: bearer)
+                    )
+                    #expect(response.status == .unauthorized)
+                    #expect(try errorCode(response) == "unauthorized")
+                    #expect(try jsonObject(response)["notifications"] == nil)
+                }
             }
         }
     }

@@ -110,6 +110,44 @@ struct PipelineTests {
         }
     }
 
+    @Test func aCallersStatementsTravelTogetherEachWithItsOwnOutcome() async throws {
+        try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
+            try await db.client.query("CREATE TABLE marks (n int PRIMARY KEY)")
+            func expectDivisionByZero(_ outcome: Result<PostgresResult, PostgresError>) {
+                guard case .failure(let error) = outcome else {
+                    Issue.record("the division by zero succeeded")
+                    return
+                }
+                #expect(error.sqlState == "22012")
+            }
+            // Alone: the caller sends them itself, in one round trip. The failure in the middle takes
+            // nothing with it, and the last statement sees what the first committed.
+            let alone = db.client.pipelineCounts.roundTripsShared
+            let outcomes = try await db.client.pipelinedQueries([
+                "INSERT INTO marks VALUES (1)", "SELECT 1 / 0", "SELECT count(*)::int FROM marks",
+            ])
+            #expect(outcomes.count == 3)
+            #expect(try outcomes[0].get().affectedRows == 1)
+            expectDivisionByZero(outcomes[1])
+            #expect(try outcomes[2].get().first?.decode(Int.self) == 1)
+            #expect(db.client.pipelineCounts.roundTripsShared == alone + 1)
+
+            // Queued behind a busy connection: they still go out together, in the caller's order.
+            try await withLockHolder(db) { holder, client in
+                let blocked = try await occupyThePipeline(client, lockedBy: holder, key: 11, db: db)
+                let pair = Task { try await client.pipelinedQueries(["SELECT 1 / 0", "INSERT INTO marks VALUES (2) RETURNING n"]) }
+                try await untilQueued(1, in: client)
+                try await holder.query("SELECT pg_advisory_unlock(11)")
+                _ = try await blocked.value
+                let outcomes = try await pair.value
+                #expect(outcomes.count == 2)
+                expectDivisionByZero(outcomes[0])
+                #expect(try outcomes[1].get().first?.decode(Int.self) == 2)
+                #expect(client.pipelineCounts.roundTripsShared == 1)
+            }
+        }
+    }
+
     @Test func cancellingAQueuedStatementWithdrawsIt() async throws {
         try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
             try await db.client.query("CREATE TABLE marks (n int)")
