@@ -20,6 +20,10 @@ public final class PostgresClient: Service, Sendable {
     /// The threads that make every libpq call. Run request handlers with this executor preference
     /// (`withTaskExecutorPreference(client.executor)`) to avoid a thread hand-off per statement.
     public let executor: PostgresExecutor
+    /// Threads of `executor` beyond one per connection. At most one thread per connection can be
+    /// blocked in libpq, so these are always free for tasks that only compute — a server's HTTP
+    /// connections, whose `/healthz` must answer while the database holds every connection.
+    static let computeThreads = 2
     private let logger: Logger
     private let state: NIOLockedValueBox<State>
     private let gauges: PoolGauges
@@ -30,7 +34,7 @@ public final class PostgresClient: Service, Sendable {
     public init(configuration: Configuration, logger: Logger = Logger(label: "herald.postgres")) {
         self.configuration = configuration
         self.logger = logger
-        self.executor = PostgresExecutor(threadCount: configuration.maximumConnections, name: "herald-pg")
+        self.executor = PostgresExecutor(threadCount: configuration.maximumConnections + Self.computeThreads, name: "herald-pg")
         self.state = NIOLockedValueBox(State())
         self.gauges = PoolGauges(maximum: configuration.maximumConnections)
     }

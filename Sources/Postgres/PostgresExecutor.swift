@@ -14,9 +14,9 @@ import Glibc
 /// threads, and its statements then call libpq in place with no hand-off at all. Tasks that do not opt
 /// in hop here for each call and back, as with any thread pool.
 ///
-/// Blocking here cannot starve the pool into a deadlock: the pool has as many threads as connections,
-/// and a thread only blocks inside libpq while holding a connection, so whenever a task that holds a
-/// connection is ready to continue, at least one thread is not blocked.
+/// Blocking here cannot starve the pool into a deadlock: the pool has more threads than connections,
+/// and a thread only blocks inside libpq while holding a connection (or opening one in its place), so
+/// whenever a task is ready to continue, at least one thread is not blocked.
 public final class PostgresExecutor: TaskExecutor, @unchecked Sendable {
     private enum Work {
         case job(UnownedJob)

@@ -4,6 +4,7 @@ import HeraldStore
 import HeraldTesting
 import Hummingbird
 import HummingbirdTesting
+import Logging
 import Postgres
 import Prometheus
 import Testing
@@ -111,6 +112,51 @@ struct OperationsRouteTests {
                     #expect(response.headers[.allow] == nil)
                 }
             }
+        }
+    }
+
+    /// HTTP connections are served on the database client's threads; a database that holds every
+    /// connection (a lock, a slow query) must not keep `/healthz` from answering.
+    @Test func healthzAnswersWhileEveryDatabaseConnectionIsBlocked() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            let dependencies = HeraldApplication.Dependencies(
+                client: db.client,
+                migrator: Migrator(client: db.client, migrations: try TestPostgres.repositoryMigrations()),
+                metricsRegistry: PrometheusCollectorRegistry(),
+                adminToken: nil
+            )
+            let app = HeraldApplication.build(dependencies, host: "127.0.0.1", port: 0, logger: Logger(label: "test.operations"))
+            let holder = PostgresClient(configuration: .init(conninfo: db.conninfo, maximumConnections: 1))
+            try await holder.query("SELECT pg_advisory_lock(4242)")
+            // Every connection of the pool, each on its thread, waits on the lock inside libpq.
+            let blocked = (0..<db.client.configuration.maximumConnections).map { _ in
+                Task { try await db.client.query("SELECT pg_advisory_xact_lock(4242)") }
+            }
+            do {
+                try await withTimeout(.seconds(10), what: "every pool connection waiting on the lock") {
+                    while try await holder.query(
+                        "SELECT count(*)::int FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'"
+                    ).first?.decode(Int.self) != blocked.count {
+                        await Task.yield()
+                    }
+                }
+                try await app.test(.live) { client in
+                    let request = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                    let outcome = try await RawHTTPExchange.send(Array(request.utf8), port: try #require(client.port), timeout: .seconds(10))
+                    // Let go before the server shuts down: a connection task stuck behind the blocked
+                    // threads would otherwise hold up the shutdown, and the test would hang, not fail.
+                    try await holder.query("SELECT pg_advisory_unlock_all()")
+                    #expect(outcome.response.hasPrefix("HTTP/1.1 200"), "\(outcome.response.prefix(200))")
+                }
+            } catch {
+                _ = try? await holder.query("SELECT pg_advisory_unlock_all()")
+                for task in blocked { _ = try? await task.value }
+                await holder.shutdown()
+                throw error
+            }
+            try await holder.query("SELECT pg_advisory_unlock_all()")
+            for task in blocked { _ = try await task.value }
+            await holder.shutdown()
         }
     }
 }
