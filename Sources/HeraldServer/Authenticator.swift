@@ -40,7 +40,7 @@ struct Authenticator: Sendable {
     }
 
     /// `requireUser`, with `companion` sent in the same round trip as the session check. Its rows come
-    /// back only when the session's user is the one the companion was built for and it succeeded.
+    /// back only when it succeeded and, if it was built for a user, the session is that user's.
     func requireUser(_ request: Request, alongside companion: SessionCompanion) async throws -> (AuthenticatedUser, PostgresResult?) {
         guard let presented = Self.bearerToken(request) else { throw Self.noSessionToken }
         guard let token = SessionToken(parsing: presented) else { throw Self.invalidSession }
@@ -48,7 +48,9 @@ struct Authenticator: Sendable {
         guard let (id, key) = session else { throw Self.invalidSession }
         // Another user's rows, or a failed statement (the handler runs it again, and reports what it
         // gets): nothing for the handler.
-        guard key == companion.userKey, case .success(let rows) = answer else { return (AuthenticatedUser(id: id, key: key), nil) }
+        guard companion.userKey == nil || companion.userKey == key, case .success(let rows) = answer else {
+            return (AuthenticatedUser(id: id, key: key), nil)
+        }
         return (AuthenticatedUser(id: id, key: key), rows)
     }
 

@@ -33,13 +33,13 @@ struct CollectionController: Sendable {
         routes.add(.get, "/v1/me/channels/{channel_url}/collection", access: .user, companion: pollCompanion) { request, context in
             try await collection(request, context: context)
         }
-        routes.add(.get, "/v1/me/channels/{channel_url}/notifications", access: .user) { request, context in
+        routes.add(.get, "/v1/me/channels/{channel_url}/notifications", access: .user, companion: Self.channelCompanion) { request, context in
             try await olderPage(request, context: context)
         }
-        routes.add(.post, "/v1/me/channels/{channel_url}/read", access: .user) { request, context in
+        routes.add(.post, "/v1/me/channels/{channel_url}/read", access: .user, companion: Self.channelCompanion) { request, context in
             try await read(request, context: context)
         }
-        routes.add(.post, "/v1/me/channels/{channel_url}/seen", access: .user) { request, context in
+        routes.add(.post, "/v1/me/channels/{channel_url}/seen", access: .user, companion: Self.channelCompanion) { request, context in
             try await seen(request, context: context)
         }
         routes.add(.get, "/v1/me/channels", access: .user) { _, context in
@@ -146,9 +146,11 @@ struct CollectionController: Sendable {
     /// The incremental poll a request's sync token asks for, to be sent with the session check (see
     /// `SessionCompanion`): the token is signed, so the user key in it is one this server issued, and
     /// the registry hands the rows over only if the session turns out to be that user's. Built exactly
-    /// as `collection` builds its own request, so that the two compare equal.
+    /// as `collection` builds its own request, so that the two compare equal. A first load (no token)
+    /// sends its channel lookup instead.
     @Sendable func pollCompanion(_ request: Request, context: HeraldRequestContext) async -> SessionCompanion? {
         let query = request.uri.queryParameters
+        guard query["token"] != nil else { return Self.channelCompanion(request, context: context) }
         // (Not `try?` for the category: it would flatten "no category" into "no companion".)
         guard let tokenText = query["token"], let limit = try? Self.limit(query),
             case .success(let category) = Result(catching: { try Self.category(query) }),
@@ -241,10 +243,31 @@ struct CollectionController: Sendable {
         return user
     }
 
+    /// The channel the path names; from the rows of `channelCompanion` when they came with the session
+    /// check.
     static func channel(_ context: HeraldRequestContext, _ collections: CollectionStore) async throws -> CollectionChannel {
         let url = try context.parameters.require("channel_url")
-        guard Channel.urlProblem(url) == nil, let channel = try await collections.channel(url) else { throw channelNotFound }
+        guard Channel.urlProblem(url) == nil else { throw channelNotFound }
+        let channel: CollectionChannel?
+        if let rows = context.companionAnswer?.rows(for: ChannelLookup(url: url)) {
+            channel = try CollectionStore.decodeChannelLookup(rows)
+        } else {
+            channel = try await collections.channel(url)
+        }
+        guard let channel else { throw channelNotFound }
         return channel
+    }
+
+    /// The channel lookup of the path's URL, to be sent with the session check: it reads nothing of any
+    /// user's, so any live session may use its answer.
+    @Sendable static func channelCompanion(_ request: Request, context: HeraldRequestContext) -> SessionCompanion? {
+        guard let url = context.parameters.get("channel_url"), Channel.urlProblem(url) == nil else { return nil }
+        return SessionCompanion(userKey: nil, query: CollectionStore.channelQuery(url), question: ChannelLookup(url: url))
+    }
+
+    /// What a channel companion asked (its own type, so that it never passes for another question).
+    struct ChannelLookup: Hashable, Sendable {
+        var url: String
     }
 
     static let channelNotFound = APIError(.notFound, code: "channel_not_found", message: "No channel with this URL.")

@@ -6,11 +6,13 @@ import Postgres
 ///
 /// It is built before anyone knows who is asking, from what the request claims (the user key inside a
 /// signed sync token, say), and it runs whatever the check finds. Its answer reaches the handler only
-/// when the session is live and belongs to `userKey` (see `RouteRegistry.add`); anything else is
-/// thrown away unread, and the handler runs its lookup the ordinary way.
+/// when the session is live and, for a statement that reads a user's data, belongs to `userKey` (see
+/// `RouteRegistry.add`); anything else is thrown away unread, and the handler runs its lookup the
+/// ordinary way.
 struct SessionCompanion: Sendable {
-    /// The user the statement reads for.
-    var userKey: Int64
+    /// The user the statement reads for; `nil` for a statement that reads nothing of any user's (a
+    /// channel looked up by URL), whose answer any live session may use.
+    var userKey: Int64?
     var query: PostgresQuery
     /// What was asked, so that the handler can tell the answer is to its own question.
     var question: any Hashable & Sendable

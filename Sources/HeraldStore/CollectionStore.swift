@@ -68,9 +68,18 @@ public struct CollectionStore: Sendable {
 
     /// The channel, by URL.
     public func channel(_ url: String) async throws -> CollectionChannel? {
-        try await client.query(
-            "SELECT key, kind, name, cover_url, custom_type, url FROM channels WHERE url = \(url)"
-        ).first.map(Self.decodeChannel)
+        try Self.decodeChannelLookup(try await client.query(Self.channelQuery(url)))
+    }
+
+    /// The statement `channel(_:)` runs, for a caller that sends it together with another;
+    /// `decodeChannelLookup` reads its result.
+    public static func channelQuery(_ url: String) -> PostgresQuery {
+        "SELECT key, kind, name, cover_url, custom_type, url FROM channels WHERE url = \(url)"
+    }
+
+    /// The channel in the rows of `channelQuery`; `nil` when there is no such channel.
+    public static func decodeChannelLookup(_ rows: PostgresResult) throws -> CollectionChannel? {
+        try rows.first.map(Self.decodeChannel)
     }
 
     /// The user's internal key, by id.

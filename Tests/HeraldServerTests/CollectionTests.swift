@@ -344,7 +344,7 @@ struct CollectionTests {
         }
     }
 
-    @Test func anIncrementalPollSharesTheSessionChecksRoundTripAndOnlyEverAnswersForItsUser() async throws {
+    @Test func lookupsSentWithTheSessionCheckShareItsRoundTripAndOnlyEverAnswerForTheirUser() async throws {
         try await TestPostgres.withDatabase(cluster: .horizonSensitive) { (db: TestDatabase) async throws in
             let world = try await world(db)
             let token = try await app(db).test(.router) { client in
@@ -366,15 +366,33 @@ struct CollectionTests {
                 #expect(stolen["is_live"] as? Bool == false)
                 #expect(ids(stolen).isEmpty && ids(stolen, "deleted").isEmpty)
                 #expect(state(stolen)?["unread_count"] as? Int == 0 && stolen["badge"] as? Int == 0)
-                // A revoked session with a valid token, or none at all: 401, and nothing of the poll.
+                // Routes that start with the channel by URL send that lookup with the session check (it
+                // reads nothing of any user's): first loads, older pages, the marks. An unknown channel is
+                // still a 404.
+                for (method, path, status) in [
+                    (HTTPRequest.Method.get, "/v1/me/channels/feed/collection", HTTPResponse.Status.ok),
+                    (.get, "/v1/me/channels/feed/notifications", .ok),
+                    (.post, "/v1/me/channels/feed/seen", .ok),
+                    (.post, "/v1/me/channels/feed/read", .ok),
+                    (.post, "/v1/me/channels/nope/read", .notFound),
+                ] {
+                    let before = db.client.pipelineCounts.roundTripsShared
+                    let response = try await client.execute(uri: path, method: method, headers: jsonHeaders(bearer: world.sessions["u2"]!))
+                    #expect(response.status == status, "\(method) \(path): \(String(buffer: response.body))")
+                    #expect(db.client.pipelineCounts.roundTripsShared == before + 1, "\(method) \(path)")
+                }
+                let unknown = try await client.execute(uri: "/v1/me/channels/nope/read", method: .post, headers: jsonHeaders(bearer: world.sessions["u2"]!))
+                #expect(try errorCode(unknown) == "channel_not_found")
+                // A revoked session with a valid token, or none at all: 401, and nothing of the poll or the
+                // channel.
                 _ = try await SessionStore(client: db.client).revokeAll(userID: "u1")
                 for bearer in [world.sessions["u1"]!, nil] {
-                    let response = try await client.execute(
-                        uri: "/v1/me/channels/feed/collection?token=\(escaped(token))", method: .get, headers: jsonHeaders(bearer: bearer)
-                    )
-                    #expect(response.status == .unauthorized)
-                    #expect(try errorCode(response) == "unauthorized")
-                    #expect(try jsonObject(response)["notifications"] == nil)
+                    for uri in ["/v1/me/channels/feed/collection?token=\(escaped(token))", "/v1/me/channels/feed/collection"] {
+                        let response = try await client.execute(uri: uri, method: .get, headers: jsonHeaders(bearer: bearer))
+                        #expect(response.status == .unauthorized)
+                        #expect(try errorCode(response) == "unauthorized")
+                        #expect(try jsonObject(response)["notifications"] == nil && jsonObject(response)["channel"] == nil)
+                    }
                 }
             }
         }
