@@ -9,7 +9,8 @@ public struct HeraldRequestContext: RequestContext {
     /// The user a session token authenticated, on user routes.
     public var user: AuthenticatedUser?
 
-    /// The rows of the route's `SessionCompanion`, when they were read for `user`.
+    /// The rows of the route's `SessionCompanion`, when the registry let them through: read for `user`,
+    /// or for no user in particular (see `RouteRegistry.add`).
     var companionAnswer: SessionCompanion.Answer?
 
     public init(source: ApplicationRequestContextSource) {

@@ -33,7 +33,7 @@ final class RouteRegistry {
     /// Registers `handler` for `method` and `path` behind `access`. A `.user` route may name a
     /// `companion`: its statement then goes to the database with the session check, in one round trip,
     /// and the handler finds the rows in `context.companionAnswer` when they were read for the session's
-    /// own user.
+    /// own user (or, for a companion built for no user, for any live session).
     func add(
         _ method: HTTPRequest.Method,
         _ path: String,

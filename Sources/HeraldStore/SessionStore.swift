@@ -52,7 +52,8 @@ public struct SessionStore: Sendable {
 
     /// `authenticate`, with `companion` — a statement that does not depend on the check — sent in the
     /// same round trip. The companion's outcome comes back whatever the check found: a caller must
-    /// throw it away unless the session is live and belongs to the user the companion was built for.
+    /// throw it away unless the session is live and, if the companion reads a user's data, is that
+    /// user's.
     public func authenticate(
         _ token: SessionToken, alongside companion: PostgresQuery
     ) async throws -> (user: (userID: String, userKey: Int64)?, companion: Result<PostgresResult, PostgresError>) {
