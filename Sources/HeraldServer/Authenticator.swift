@@ -32,19 +32,14 @@ struct Authenticator: Sendable {
 
     /// User routes: a live session token; anything else, the admin token included, is a 401.
     func requireUser(_ request: Request) async throws -> AuthenticatedUser {
-        guard let presented = Self.bearerToken(request) else { throw Self.noSessionToken }
-        guard let token = SessionToken(parsing: presented), let (id, key) = try await sessions.authenticate(token) else {
-            throw Self.invalidSession
-        }
+        guard let (id, key) = try await sessions.authenticate(try Self.sessionToken(request)) else { throw Self.invalidSession }
         return AuthenticatedUser(id: id, key: key)
     }
 
     /// `requireUser`, with `companion` sent in the same round trip as the session check. Its rows come
     /// back only when it succeeded and, if it was built for a user, the session is that user's.
     func requireUser(_ request: Request, alongside companion: SessionCompanion) async throws -> (AuthenticatedUser, PostgresResult?) {
-        guard let presented = Self.bearerToken(request) else { throw Self.noSessionToken }
-        guard let token = SessionToken(parsing: presented) else { throw Self.invalidSession }
-        let (session, answer) = try await sessions.authenticate(token, alongside: companion.query)
+        let (session, answer) = try await sessions.authenticate(try Self.sessionToken(request), alongside: companion.query)
         guard let (id, key) = session else { throw Self.invalidSession }
         // Another user's rows, or a failed statement (the handler runs it again, and reports what it
         // gets): nothing for the handler.
@@ -69,6 +64,13 @@ struct Authenticator: Sendable {
 
     static let noSessionToken = APIError(.unauthorized, code: "unauthorized", message: "This route needs 'Authorization: Bearer <session token>'.")
     static let invalidSession = APIError(.unauthorized, code: "unauthorized", message: "The session token is not valid (unknown, revoked or expired).")
+
+    /// The session token the request presents; no database work, so a request without one costs none.
+    static func sessionToken(_ request: Request) throws -> SessionToken {
+        guard let presented = bearerToken(request) else { throw noSessionToken }
+        guard let token = SessionToken(parsing: presented) else { throw invalidSession }
+        return token
+    }
 
     static func bearerToken(_ request: Request) -> String? {
         bearerToken(request.headers[.authorization])

@@ -150,9 +150,9 @@ struct CollectionController: Sendable {
     /// sends its channel lookup instead.
     @Sendable func pollCompanion(_ request: Request, context: HeraldRequestContext) async -> SessionCompanion? {
         let query = request.uri.queryParameters
-        guard query["token"] != nil else { return Self.channelCompanion(request, context: context) }
+        guard let tokenText = query["token"] else { return Self.channelCompanion(request, context: context) }
         // (Not `try?` for the category: it would flatten "no category" into "no companion".)
-        guard let tokenText = query["token"], let limit = try? Self.limit(query),
+        guard let limit = try? Self.limit(query),
             case .success(let category) = Result(catching: { try Self.category(query) }),
             let key = try? await tokenKey.get(settings), let token = SyncToken(decoding: String(tokenText), key: key),
             let url = context.parameters.get("channel_url"), Channel.urlProblem(url) == nil

@@ -152,7 +152,7 @@ extension PostgresClient {
                 let taken = Array(pipeline.waiting.prefix(PipelineState.batchLimit))
                 pipeline.waiting.removeFirst(taken.count)
                 if taken.isEmpty { pipeline.drainers -= 1 }
-                if taken.count > 1 || taken.first.map({ $0.queries.count > 1 }) == true { pipeline.roundTripsShared += 1 }
+                if taken.reduce(0, { $0 + $1.queries.count }) > 1 { pipeline.roundTripsShared += 1 }
                 return taken
             }
             if batch.isEmpty { break }

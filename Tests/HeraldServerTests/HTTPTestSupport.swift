@@ -7,15 +7,20 @@ import HummingbirdTesting
 import Prometheus
 import Testing
 
-/// Herald's router on a test database, as the HTTP tests drive it.
-func heraldApplication(_ db: TestDatabase, adminToken: String?) throws -> some ApplicationProtocol {
-    let dependencies = HeraldApplication.Dependencies(
+/// Herald's dependencies on a test database, with the repository's migrations and a fresh metrics
+/// registry.
+func heraldDependencies(_ db: TestDatabase, adminToken: String?) throws -> HeraldApplication.Dependencies {
+    HeraldApplication.Dependencies(
         client: db.client,
         migrator: Migrator(client: db.client, migrations: try TestPostgres.repositoryMigrations()),
         metricsRegistry: PrometheusCollectorRegistry(),
         adminToken: adminToken
     )
-    return Application(router: HeraldApplication.buildRouter(dependencies).router)
+}
+
+/// Herald's router on a test database, as the HTTP tests drive it.
+func heraldApplication(_ db: TestDatabase, adminToken: String?) throws -> some ApplicationProtocol {
+    Application(router: HeraldApplication.buildRouter(try heraldDependencies(db, adminToken: adminToken)).router)
 }
 
 /// JSON request headers, with a bearer token when given.

@@ -13,13 +13,7 @@ import Testing
 @Suite("Operations routes")
 struct OperationsRouteTests {
     func application(_ db: TestDatabase) throws -> some ApplicationProtocol {
-        let dependencies = HeraldApplication.Dependencies(
-            client: db.client,
-            migrator: Migrator(client: db.client, migrations: try TestPostgres.repositoryMigrations()),
-            metricsRegistry: PrometheusCollectorRegistry(),
-            adminToken: nil
-        )
-        return Application(router: HeraldApplication.buildRouter(dependencies).router)
+        try heraldApplication(db, adminToken: nil)
     }
 
     struct ErrorEnvelope: Decodable {
@@ -119,13 +113,9 @@ struct OperationsRouteTests {
     /// connection (a lock, a slow query) must not keep `/healthz` from answering.
     @Test func healthzAnswersWhileEveryDatabaseConnectionIsBlocked() async throws {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
-            let dependencies = HeraldApplication.Dependencies(
-                client: db.client,
-                migrator: Migrator(client: db.client, migrations: try TestPostgres.repositoryMigrations()),
-                metricsRegistry: PrometheusCollectorRegistry(),
-                adminToken: nil
+            let app = HeraldApplication.build(
+                try heraldDependencies(db, adminToken: nil), host: "127.0.0.1", port: 0, logger: Logger(label: "test.operations")
             )
-            let app = HeraldApplication.build(dependencies, host: "127.0.0.1", port: 0, logger: Logger(label: "test.operations"))
             let holder = PostgresClient(configuration: .init(conninfo: db.conninfo, maximumConnections: 1))
             try await holder.query("SELECT pg_advisory_lock(4242)")
             // Every connection of the pool, each on its thread, waits on the lock inside libpq.

@@ -1,11 +1,9 @@
 import Foundation
 import HeraldServer
-import HeraldStore
 import HeraldTesting
 import Hummingbird
 import HummingbirdTesting
 import Logging
-import Prometheus
 import Testing
 
 /// Requests that are not valid HTTP, sent over a real socket to Herald's own server channel (the one
@@ -14,14 +12,8 @@ import Testing
 struct ProtocolErrorTests {
     func withServer(idleTimeout: Duration = .seconds(75), _ body: @escaping @Sendable (Int) async throws -> Void) async throws {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
-            let dependencies = HeraldApplication.Dependencies(
-                client: db.client,
-                migrator: Migrator(client: db.client, migrations: try TestPostgres.repositoryMigrations()),
-                metricsRegistry: PrometheusCollectorRegistry(),
-                adminToken: nil
-            )
             let app = HeraldApplication.build(
-                dependencies, host: "127.0.0.1", port: 0, logger: Logger(label: "test.protocol"), idleTimeout: idleTimeout
+                try heraldDependencies(db, adminToken: nil), host: "127.0.0.1", port: 0, logger: Logger(label: "test.protocol"), idleTimeout: idleTimeout
             )
             try await app.test(.live) { client in
                 try await body(try #require(client.port))
