@@ -174,6 +174,8 @@ struct SyncBenchmark: AsyncParsableCommand {
                 try split.pinDatabase(postmaster: postmaster, children: CPUMeter.children(of: postmaster))
             }
             var cpu: [String] = []
+            /// Each cell's pgbench prepared rate and PostgreSQL CPU per transaction, for the bound below.
+            var references: [(name: String, clients: Int, tps: Double, herald: Double, postgres: Double?)] = []
             // Taken before the last pgbench run: the next reading waits for that run's backends to end.
             var beforeLastPGBench: CPUMeter.Reading?
             func micro(_ value: Double?) -> String { value.map { format($0) } ?? "–" }
@@ -192,6 +194,7 @@ struct SyncBenchmark: AsyncParsableCommand {
                             + "| \(micro(reference.postgres)) | \(micro(reference.herald + reference.rest)) |"
                     )
                     beforeLastPGBench = afterPGBench
+                    references.append((name, count, pgbench.tps, herald.rate, reference.postgres))
                     let pipelined = try PGBench.run(conninfo: conninfo, script: pipelinedPath, clients: count, seconds: seconds, prefix: prefix)
                     let simple = try PGBench.run(conninfo: conninfo, script: path, clients: count, seconds: seconds, mode: "simple", prefix: prefix)
                     peaks[name] = max(peaks[name] ?? 0, herald.rate)
@@ -219,6 +222,7 @@ struct SyncBenchmark: AsyncParsableCommand {
                     + "CPU per request: server \(format(floorCPU.herald)) µs, rest \(format(floorCPU.rest)) µs."
             )
             if let split { print(split.description) }
+            printBound(references, floor: floorCPU, split: split)
             print("")
             print("| poll | paced at (req/s, half of peak) | clients | achieved (req/s) | p50 / p99 ms |")
             print("|---|---:|---:|---:|---:|")
@@ -227,6 +231,39 @@ struct SyncBenchmark: AsyncParsableCommand {
                 let paced = try await load(http: http, port: port, requests: list, clients: 4, seconds: seconds, pace: target / 4)
                 print("| \(name) | \(format(target)) | 4 | \(format(paced.rate)) | \(format(paced.p50, digits: 2)) / \(format(paced.p99, digits: 2)) |")
             }
+        }
+    }
+
+    /// What the CPUs leave for a poll at best: a server that spent no more per poll than the HTTP floor
+    /// (`GET /healthz`: parsing, routing, the hand-offs, the response; nothing of its own, not even
+    /// libpq), beside a PostgreSQL that worked no harder per poll than it does for pgbench. Only CPU
+    /// time counts, so the bound is generous at one client, where waiting for each other decides.
+    /// When the bound itself is near half of pgbench's rate, no code above the floor can reach the goal.
+    private func printBound(
+        _ references: [(name: String, clients: Int, tps: Double, herald: Double, postgres: Double?)], floor: CPUMeter.PerRequest, split: CPUSplit?
+    ) {
+        // Without PostgreSQL's CPU (a server elsewhere) there is nothing to bound.
+        guard references.allSatisfy({ $0.postgres != nil }) else { return }
+        let online = Double(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+        print("")
+        print(
+            "CPU bound: the rate a server costing only the HTTP floor's \(format(floor.herald)) µs per request could reach, "
+                + "load generator \(format(floor.rest)) µs, PostgreSQL as much per poll as for pgbench prepared"
+                + (split == nil ? " (all on \(Int(online)) CPUs):" : " (server on its CPU, the rest on the others):")
+        )
+        print("")
+        print("| poll | clients | bound (req/s) | bound ÷ prepared | Herald ÷ bound |")
+        print("|---|---:|---:|---:|---:|")
+        for cell in references {
+            guard let postgres = cell.postgres else { continue }
+            let others = postgres + floor.rest
+            let bound =
+                split == nil
+                ? online * 1e6 / (floor.herald + others)
+                : min(1e6 / max(floor.herald, 1), (online - 1) * 1e6 / max(others, 1))
+            print(
+                "| \(cell.name) | \(cell.clients) | \(format(bound)) | \(format(bound / cell.tps * 100)) % | \(format(cell.herald / bound * 100)) % |"
+            )
         }
     }
 
