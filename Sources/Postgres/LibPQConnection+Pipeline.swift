@@ -15,69 +15,89 @@ extension LibPQConnection {
     }
 
     /// Runs several independent statements in one round trip (libpq's pipeline mode) and returns one
-    /// outcome per statement, in order.
+    /// outcome per statement, in order — the same outcomes as running them one after another, each in
+    /// its own implicit transaction, minus the waiting in between.
     ///
-    /// Each statement is followed by its own sync point, so each runs in its own implicit transaction
-    /// and one statement's error does not abort the others — the same outcome as running them one after
-    /// another, minus the waiting in between. The server then works through the batch without going
-    /// back to sleep between statements.
+    /// They go out behind a single sync point, so the server reads them in one go, runs them as one
+    /// implicit transaction and answers them in one write: one wake-up on each side for the batch.
+    /// (A sync point per statement would keep them apart, but libpq 15's `PQpipelineSync` flushes, so
+    /// that costs a send per statement, and the server answers each on its own.) Sharing a transaction
+    /// must not show: when a statement fails, the server rolls back the ones before it and skips the
+    /// ones after, so all of those run again, one by one, while the failure stands as that statement's
+    /// outcome. Statements fail rarely where batches are sent, so the slow way is kept simple.
     func executeBatch(_ queries: [PostgresQuery]) -> [Result<PostgresResult, PostgresError>] {
-        var outcomes = [Result<PostgresResult, PostgresError>?](repeating: nil, count: queries.count)
+        var outcomes = executeTogether(queries)
+        guard isOpen, let failed = outcomes.firstIndex(where: { if case .failure = $0 { true } else { false } }) else { return outcomes }
+        if case .failure(let error) = outcomes[failed], error.sqlState == "0A000" {
+            // A stale plan (see `execute`), forgotten so that it is prepared afresh below.
+            preparedStatements[StatementKey(queries[failed])] = nil
+            outcomes[failed] = Result { () throws(PostgresError) -> PostgresResult in try execute(queries[failed]) }
+        }
+        for index in queries.indices where index != failed {
+            outcomes[index] = Result { () throws(PostgresError) -> PostgresResult in
+                // Once the connection is gone, what is left failed with it, as in `executeTogether`.
+                guard isOpen else { throw PostgresError(code: .connectionLost, serverMessage: "connection lost earlier in the batch") }
+                return try execute(queries[index])
+            }
+        }
+        return outcomes
+    }
+
+    /// The statements behind one sync point. After a failure the rest come back as skipped (an error
+    /// of their own, replaced by `executeBatch`); when the sync point does not come back, nothing is
+    /// known to have happened and every statement failed with the lost connection.
+    private func executeTogether(_ queries: [PostgresQuery]) -> [Result<PostgresResult, PostgresError>] {
         let handle: OpaquePointer
-        do {
-            handle = try openHandle()
-            // Statements new to this session are prepared first, outside the pipeline: it happens once
-            // per statement and session, and keeps the pipeline to one result per statement.
-            for query in queries { _ = try preparedName(for: StatementKey(query), handle: handle) }
-        } catch {
-            return queries.map { _ in .failure(error) }
-        }
-        guard PQenterPipelineMode(handle) == 1, PQsetnonblocking(handle, 1) == 0 else {
-            let error = PostgresError(code: .connectionLost, serverMessage: lastErrorMessage)
-            close()
-            return queries.map { _ in .failure(error) }
-        }
-        var sent = 0
-        for query in queries {
-            guard send(query, on: handle), PQpipelineSync(handle) == 1 else { break }
-            sent += 1
-        }
-        if sent < queries.count || !flush(handle) {
+        do { handle = try enterPipeline(queries) } catch { return failAll(queries, error) }
+        guard queries.allSatisfy({ send($0, on: handle) }), PQpipelineSync(handle) == 1, flush(handle) else {
             // The socket failed mid-batch: nothing of it can be trusted, nor the connection.
-            let error = PostgresError(code: .connectionLost, serverMessage: lastErrorMessage)
-            close()
-            return queries.map { _ in .failure(error) }
+            return failAll(queries, lose())
         }
         _ = PQsetnonblocking(handle, 0)
-        var lost: PostgresError?
-        for index in queries.indices {
-            if let lost {
-                outcomes[index] = .failure(lost)
-                continue
-            }
-            var (outcome, canGoOn) = readOne(handle)
-            if !canGoOn {
-                lost = PostgresError(code: .connectionLost, serverMessage: lastErrorMessage)
-                // The error that ended the session (a terminated backend's FATAL) is a lost connection
-                // to the caller, as `execute` reports it.
-                outcome = outcome.mapError { error in
-                    var error = error
-                    error.code = .connectionLost
-                    return error
+        var outcomes: [Result<PostgresResult, PostgresError>] = []
+        for _ in queries {
+            let raw = PQgetResult(handle)
+            if let raw, PQresultStatus(raw) == PGRES_PIPELINE_ABORTED {
+                PQclear(raw)
+                outcomes.append(.failure(PostgresError(code: .other, serverMessage: "skipped after an earlier statement of its batch failed")))
+            } else {
+                let outcome = Result { () throws(PostgresError) -> PostgresResult in try checkResult(raw) }
+                if case .failure(let error) = outcome, error.code == .connectionLost {
+                    // The error that ended the session (a terminated backend's FATAL) is a lost
+                    // connection to every statement of the batch, as `execute` reports it.
+                    return failAll(queries, lose(error))
                 }
+                outcomes.append(outcome)
             }
-            outcomes[index] = outcome
+            // The end of this statement's results.
+            while let extra = PQgetResult(handle) { PQclear(extra) }
         }
-        // A connection that cannot leave pipeline mode would fail every later ordinary call: drop it.
-        if lost != nil || PQexitPipelineMode(handle) != 1 { close() }
-        return zip(queries, outcomes).map { query, outcome in
-            // A stale plan (see `execute`): run that statement again on its own, freshly prepared.
-            if case .failure(let error) = outcome!, error.sqlState == "0A000" {
-                preparedStatements[StatementKey(query)] = nil
-                return Result { () throws(PostgresError) -> PostgresResult in try execute(query) }
-            }
-            return outcome!
-        }
+        guard leavePipeline(handle) else { return failAll(queries, lose()) }
+        return outcomes
+    }
+
+    /// Prepares the statements new to this session — outside the pipeline: it happens once per
+    /// statement and session, and keeps the pipeline to one result per statement — then enters
+    /// pipeline mode with a non-blocking socket, so that a server already answering (and filling our
+    /// receive buffer) cannot deadlock against the batch going out.
+    private func enterPipeline(_ queries: [PostgresQuery]) throws(PostgresError) -> OpaquePointer {
+        let handle = try openHandle()
+        for query in queries { _ = try preparedName(for: StatementKey(query), handle: handle) }
+        guard PQenterPipelineMode(handle) == 1, PQsetnonblocking(handle, 1) == 0 else { throw lose() }
+        return handle
+    }
+
+    /// The same error for every statement.
+    private func failAll(_ queries: [PostgresQuery], _ error: PostgresError) -> [Result<PostgresResult, PostgresError>] {
+        queries.map { _ in .failure(error) }
+    }
+
+    /// Reads the sync point and leaves pipeline mode; `false` when either fails.
+    private func leavePipeline(_ handle: OpaquePointer) -> Bool {
+        guard let sync = PQgetResult(handle) else { return false }
+        let synced = PQresultStatus(sync) == PGRES_PIPELINE_SYNC
+        PQclear(sync)
+        return synced && PQexitPipelineMode(handle) == 1
     }
 
     /// Runs `queries` as one transaction in one round trip: `BEGIN`, the statements and `COMMIT` go out
@@ -99,12 +119,9 @@ extension LibPQConnection {
     }
 
     private func executeTransactionOnce(_ queries: [PostgresQuery], isolation: PostgresIsolationLevel) throws(PostgresError) -> [PostgresResult] {
-        let handle = try openHandle()
-        // As in `executeBatch`: statements new to the session are prepared first, outside the pipeline.
-        for query in queries { _ = try preparedName(for: StatementKey(query), handle: handle) }
         try checkNotCanceled()
+        let handle = try enterPipeline(queries)
         let statements = [PostgresQuery(unsafeSQL: "BEGIN ISOLATION LEVEL \(isolation.rawValue)")] + queries + ["COMMIT"]
-        guard PQenterPipelineMode(handle) == 1, PQsetnonblocking(handle, 1) == 0 else { throw lose() }
         for statement in statements {
             guard send(statement, on: handle) else { throw lose() }
         }
@@ -127,10 +144,7 @@ extension LibPQConnection {
             }
             while let extra = PQgetResult(handle) { PQclear(extra) }
         }
-        guard let sync = PQgetResult(handle) else { throw lose() }
-        let synced = PQresultStatus(sync) == PGRES_PIPELINE_SYNC
-        PQclear(sync)
-        guard synced, PQexitPipelineMode(handle) == 1 else { throw lose() }
+        guard leavePipeline(handle) else { throw lose() }
         if let firstError {
             if PQtransactionStatus(handle) != PQTRANS_IDLE { _ = try? execute("ROLLBACK") }
             throw firstError
@@ -172,16 +186,5 @@ extension LibPQConnection {
             default: return false
             }
         }
-    }
-
-    /// Reads one statement's result, the end of its results and its sync point. `false` in the second
-    /// place means the connection cannot go on (the sync point never came).
-    private func readOne(_ handle: OpaquePointer) -> (Result<PostgresResult, PostgresError>, Bool) {
-        let outcome = Result { () throws(PostgresError) -> PostgresResult in try checkResult(PQgetResult(handle)) }
-        if case .failure(let error) = outcome, error.code == .connectionLost { return (outcome, false) }
-        while let extra = PQgetResult(handle) { PQclear(extra) }
-        guard let sync = PQgetResult(handle) else { return (outcome, false) }
-        defer { PQclear(sync) }
-        return (outcome, PQresultStatus(sync) == PGRES_PIPELINE_SYNC)
     }
 }

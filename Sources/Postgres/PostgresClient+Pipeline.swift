@@ -7,12 +7,16 @@ extension PostgresClient {
     /// pipeline connections, together with whatever other such statements are waiting at that moment.
     ///
     /// Under load the statements queue up while a batch is running and then go to the server in one
-    /// round trip (libpq's pipeline mode, each with its own sync point, so one's error does not touch the
-    /// others). The server backend then runs them back to back instead of waking for each one, and one
-    /// thread hand-off serves the whole batch. At most `configuration.pipelineConnections` connections
-    /// run such batches at once; alone, a statement runs as `query(_:)` would.
+    /// round trip (libpq's pipeline mode, behind one sync point; when one fails, the others run again
+    /// apart, so one's error does not touch the others — see `LibPQConnection.executeBatch`). The
+    /// server backend then runs them back to back instead of waking for each one, and one thread
+    /// hand-off serves the whole batch. At most `configuration.pipelineConnections` connections run
+    /// such batches at once; alone, a statement runs as `query(_:)` would.
     ///
     /// Meant for the hot path's index lookups: a slow statement here delays the ones queued behind it.
+    /// A statement that cannot run inside a transaction block (`VACUUM`, `CREATE INDEX CONCURRENTLY`)
+    /// does not belong here, nor one whose effects a rollback does not undo (session advisory locks):
+    /// a batch runs as one implicit transaction until something in it fails.
     /// Cancelling the task withdraws the statement while it waits; once sent, it runs to the end.
     @discardableResult
     public func pipelinedQuery(_ query: PostgresQuery) async throws -> PostgresResult {

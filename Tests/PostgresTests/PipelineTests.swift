@@ -148,6 +148,36 @@ struct PipelineTests {
         }
     }
 
+    /// One sync point per round trip (a send and an answer each way, where a sync point per statement
+    /// costs a send and an answer per statement): a batch that succeeds was one transaction. After a
+    /// failure the others ran again apart, so none shares the failed statement's transaction.
+    @Test func aBatchGoesBehindOneSyncPointAndAFailureSendsTheOthersAgainApart() async throws {
+        try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
+            let transaction: PostgresQuery = "SELECT pg_current_xact_id()::text"
+            let together = try await db.client.pipelinedQueries([transaction, transaction]).map { try $0.get().first?.decode(String.self) }
+            #expect(together[0] != nil && together[0] == together[1])
+
+            let apart = try await db.client.pipelinedQueries([transaction, "SELECT 1 / 0", transaction])
+            let first = try apart[0].get().first?.decode(String.self)
+            let last = try apart[2].get().first?.decode(String.self)
+            #expect(first != nil && last != nil && first != last)
+            #expect(throws: PostgresError.self) { try apart[1].get() }
+
+            // Different callers' statements queued behind a busy connection share the batch's one too.
+            try await withLockHolder(db) { holder, client in
+                let blocked = try await occupyThePipeline(client, lockedBy: holder, key: 12, db: db)
+                let callers = (1...3).map { _ in Task { try await client.pipelinedQuery(transaction).first?.decode(String.self) } }
+                try await untilQueued(3, in: client)
+                try await holder.query("SELECT pg_advisory_unlock(12)")
+                _ = try await blocked.value
+                var seen = Set<String?>()
+                for caller in callers { seen.insert(try await caller.value) }
+                #expect(seen.count == 1 && !seen.contains(nil))
+                #expect(client.pipelineCounts.roundTripsShared == 1)
+            }
+        }
+    }
+
     @Test func cancellingAQueuedStatementWithdrawsIt() async throws {
         try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
             try await db.client.query("CREATE TABLE marks (n int)")
