@@ -174,8 +174,7 @@ struct SyncBenchmark: AsyncParsableCommand {
                 try split.pinDatabase(postmaster: postmaster, children: CPUMeter.children(of: postmaster))
             }
             var cpu: [String] = []
-            /// Each cell's pgbench prepared rate and PostgreSQL CPU per transaction, for the bound below.
-            var references: [(name: String, clients: Int, tps: Double, herald: Double, postgres: Double?)] = []
+            var cells: [BoundCell] = []
             // Taken before the last pgbench run: the next reading waits for that run's backends to end.
             var beforeLastPGBench: CPUMeter.Reading?
             func micro(_ value: Double?) -> String { value.map { format($0) } ?? "–" }
@@ -194,7 +193,7 @@ struct SyncBenchmark: AsyncParsableCommand {
                             + "| \(micro(reference.postgres)) | \(micro(reference.herald + reference.rest)) |"
                     )
                     beforeLastPGBench = afterPGBench
-                    references.append((name, count, pgbench.tps, herald.rate, reference.postgres))
+                    cells.append(BoundCell(poll: name, clients: count, herald: herald.rate, pgbench: pgbench.tps, pgbenchPostgres: reference.postgres))
                     let pipelined = try PGBench.run(conninfo: conninfo, script: pipelinedPath, clients: count, seconds: seconds, prefix: prefix)
                     let simple = try PGBench.run(conninfo: conninfo, script: path, clients: count, seconds: seconds, mode: "simple", prefix: prefix)
                     peaks[name] = max(peaks[name] ?? 0, herald.rate)
@@ -222,7 +221,7 @@ struct SyncBenchmark: AsyncParsableCommand {
                     + "CPU per request: server \(format(floorCPU.herald)) µs, rest \(format(floorCPU.rest)) µs."
             )
             if let split { print(split.description) }
-            printBound(references, floor: floorCPU, split: split)
+            printBound(cells, floor: floorCPU, split: split)
             print("")
             print("| poll | paced at (req/s, half of peak) | clients | achieved (req/s) | p50 / p99 ms |")
             print("|---|---:|---:|---:|---:|")
@@ -234,16 +233,24 @@ struct SyncBenchmark: AsyncParsableCommand {
         }
     }
 
+    /// One cell of the peak table, as the CPU bound needs it: rates, and PostgreSQL's CPU per pgbench
+    /// prepared transaction (`nil` when the server is not on this machine).
+    struct BoundCell {
+        var poll: String
+        var clients: Int
+        var herald: Double
+        var pgbench: Double
+        var pgbenchPostgres: Double?
+    }
+
     /// What the CPUs leave for a poll at best: a server that spent no more per poll than the HTTP floor
     /// (`GET /healthz`: parsing, routing, the hand-offs, the response; nothing of its own, not even
     /// libpq), beside a PostgreSQL that worked no harder per poll than it does for pgbench. Only CPU
     /// time counts, so the bound is generous at one client, where waiting for each other decides.
     /// When the bound itself is near half of pgbench's rate, no code above the floor can reach the goal.
-    private func printBound(
-        _ references: [(name: String, clients: Int, tps: Double, herald: Double, postgres: Double?)], floor: CPUMeter.PerRequest, split: CPUSplit?
-    ) {
+    private func printBound(_ cells: [BoundCell], floor: CPUMeter.PerRequest, split: CPUSplit?) {
         // Without PostgreSQL's CPU (a server elsewhere) there is nothing to bound.
-        guard references.allSatisfy({ $0.postgres != nil }) else { return }
+        guard cells.allSatisfy({ $0.pgbenchPostgres != nil }) else { return }
         let online = Double(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
         print("")
         print(
@@ -254,15 +261,15 @@ struct SyncBenchmark: AsyncParsableCommand {
         print("")
         print("| poll | clients | bound (req/s) | bound ÷ prepared | Herald ÷ bound |")
         print("|---|---:|---:|---:|---:|")
-        for cell in references {
-            guard let postgres = cell.postgres else { continue }
+        for cell in cells {
+            guard let postgres = cell.pgbenchPostgres else { continue }
             let others = postgres + floor.rest
             let bound =
                 split == nil
                 ? online * 1e6 / (floor.herald + others)
                 : min(1e6 / max(floor.herald, 1), (online - 1) * 1e6 / max(others, 1))
             print(
-                "| \(cell.name) | \(cell.clients) | \(format(bound)) | \(format(bound / cell.tps * 100)) % | \(format(cell.herald / bound * 100)) % |"
+                "| \(cell.poll) | \(cell.clients) | \(format(bound)) | \(format(bound / cell.pgbench * 100)) % | \(format(cell.herald / bound * 100)) % |"
             )
         }
     }
