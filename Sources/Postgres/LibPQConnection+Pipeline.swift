@@ -9,70 +9,83 @@ import Darwin
 extension LibPQConnection {
     /// `executeBatch`, except that a lone statement goes out as an ordinary round trip, which costs
     /// less than entering and leaving pipeline mode.
-    func executeIndependently(_ queries: [PostgresQuery]) -> [Result<PostgresResult, PostgresError>] {
-        guard queries.count == 1 else { return executeBatch(queries) }
-        return [Result { () throws(PostgresError) -> PostgresResult in try execute(queries[0]) }]
+    func executeIndependently(_ groups: [[PostgresQuery]]) -> [Result<PostgresResult, PostgresError>] {
+        guard groups.count == 1, groups[0].count == 1 else { return executeBatch(groups) }
+        return [Result { () throws(PostgresError) -> PostgresResult in try execute(groups[0][0]) }]
     }
 
-    /// Runs several independent statements in one round trip (libpq's pipeline mode) and returns one
-    /// outcome per statement, in order — the same outcomes as running them one after another, each in
-    /// its own implicit transaction, minus the waiting in between.
+    /// Runs groups of independent statements — each group one caller's — in one round trip (libpq's
+    /// pipeline mode) and returns one outcome per statement, in order: the same outcomes as running
+    /// them one after another, each in its own implicit transaction, minus the waiting in between.
     ///
-    /// They go out behind a single sync point, so the server reads them in one go, runs them as one
-    /// implicit transaction and answers them in one write: one wake-up on each side for the batch.
-    /// (A sync point per statement would keep them apart, but libpq 15's `PQpipelineSync` flushes, so
-    /// that costs a send per statement, and the server answers each on its own.) Sharing a transaction
-    /// must not show: when a statement fails, the server rolls back the ones before it and skips the
-    /// ones after, so all of those run again, one by one, while the failure stands as that statement's
-    /// outcome. Statements fail rarely where batches are sent, so the slow way is kept simple.
-    func executeBatch(_ queries: [PostgresQuery]) -> [Result<PostgresResult, PostgresError>] {
-        var outcomes = executeTogether(queries)
-        guard isOpen, let failed = outcomes.firstIndex(where: { if case .failure = $0 { true } else { false } }) else { return outcomes }
-        if case .failure(let error) = outcomes[failed], error.sqlState == "0A000" {
-            // A stale plan (see `execute`), forgotten so that it is prepared afresh below.
-            preparedStatements[StatementKey(queries[failed])] = nil
-            outcomes[failed] = Result { () throws(PostgresError) -> PostgresResult in try execute(queries[failed]) }
-        }
-        for index in queries.indices where index != failed {
-            outcomes[index] = Result { () throws(PostgresError) -> PostgresResult in
-                // Once the connection is gone, what is left failed with it, as in `executeTogether`.
-                guard isOpen else { throw PostgresError(code: .connectionLost, serverMessage: "connection lost earlier in the batch") }
-                return try execute(queries[index])
+    /// Each group goes out behind one sync point, so the server runs it as one implicit transaction
+    /// and answers it in one write. (A sync point per statement would keep a caller's statements
+    /// apart too, but libpq 15's `PQpipelineSync` flushes, so that costs a send per statement, and the
+    /// server answers each on its own: a wake-up more on each side for a session check with its
+    /// lookup.) Groups keep sync points of their own, so that no caller ever sees another's
+    /// uncommitted work or has its statements run again for another's failure. Sharing a transaction
+    /// within a group must not show either: when a statement fails, the server rolls back the group's
+    /// statements before it and skips the ones after, so those run again, one by one, while the
+    /// failure stands as that statement's outcome. Statements fail rarely where batches are sent, so
+    /// the slow way is kept simple.
+    func executeBatch(_ groups: [[PostgresQuery]]) -> [Result<PostgresResult, PostgresError>] {
+        var outcomes = executeTogether(groups)
+        var start = 0
+        for group in groups {
+            defer { start += group.count }
+            let range = start..<(start + group.count)
+            guard isOpen, let failed = outcomes[range].firstIndex(where: { if case .failure = $0 { true } else { false } }) else { continue }
+            let query = { (index: Int) in group[index - start] }
+            if case .failure(let error) = outcomes[failed], error.sqlState == "0A000" {
+                // A stale plan (see `execute`), forgotten so that it is prepared afresh below.
+                preparedStatements[StatementKey(query(failed))] = nil
+                outcomes[failed] = Result { () throws(PostgresError) -> PostgresResult in try execute(query(failed)) }
+            }
+            for index in range where index != failed {
+                outcomes[index] = Result { () throws(PostgresError) -> PostgresResult in
+                    // Once the connection is gone, what is left failed with it, as in `executeTogether`.
+                    guard isOpen else { throw PostgresError(code: .connectionLost, serverMessage: "connection lost earlier in the batch") }
+                    return try execute(query(index))
+                }
             }
         }
         return outcomes
     }
 
-    /// The statements behind one sync point. After a failure the rest come back as skipped (an error
-    /// of their own, replaced by `executeBatch`); when the sync point does not come back, nothing is
-    /// known to have happened and every statement failed with the lost connection.
-    private func executeTogether(_ queries: [PostgresQuery]) -> [Result<PostgresResult, PostgresError>] {
+    /// The groups, each behind one sync point. After a failure the rest of its group comes back as
+    /// skipped (an error of its own, replaced by `executeBatch`); when a sync point does not come back,
+    /// nothing is known to have happened and every statement failed with the lost connection.
+    private func executeTogether(_ groups: [[PostgresQuery]]) -> [Result<PostgresResult, PostgresError>] {
+        let queries = groups.flatMap { $0 }
         let handle: OpaquePointer
         do { handle = try enterPipeline(queries) } catch { return failAll(queries, error) }
-        guard queries.allSatisfy({ send($0, on: handle) }), PQpipelineSync(handle) == 1, flush(handle) else {
+        guard groups.allSatisfy({ $0.allSatisfy { send($0, on: handle) } && PQpipelineSync(handle) == 1 }), flush(handle) else {
             // The socket failed mid-batch: nothing of it can be trusted, nor the connection.
             return failAll(queries, lose())
         }
         _ = PQsetnonblocking(handle, 0)
         var outcomes: [Result<PostgresResult, PostgresError>] = []
-        for _ in queries {
-            let raw = PQgetResult(handle)
-            if let raw, PQresultStatus(raw) == PGRES_PIPELINE_ABORTED {
-                PQclear(raw)
-                outcomes.append(.failure(PostgresError(code: .other, serverMessage: "skipped after an earlier statement of its batch failed")))
-            } else {
-                let outcome = Result { () throws(PostgresError) -> PostgresResult in try checkResult(raw) }
-                if case .failure(let error) = outcome, error.code == .connectionLost {
-                    // The error that ended the session (a terminated backend's FATAL) is a lost
-                    // connection to every statement of the batch, as `execute` reports it.
-                    return failAll(queries, lose(error))
+        for group in groups {
+            for _ in group {
+                let raw = PQgetResult(handle)
+                if let raw, PQresultStatus(raw) == PGRES_PIPELINE_ABORTED {
+                    PQclear(raw)
+                    outcomes.append(.failure(PostgresError(code: .other, serverMessage: "skipped after an earlier statement of its group failed")))
+                } else {
+                    let outcome = Result { () throws(PostgresError) -> PostgresResult in try checkResult(raw) }
+                    if case .failure(let error) = outcome, error.code == .connectionLost {
+                        // The error that ended the session (a terminated backend's FATAL) is a lost
+                        // connection to every statement of the batch, as `execute` reports it.
+                        return failAll(queries, lose(error))
+                    }
+                    outcomes.append(outcome)
                 }
-                outcomes.append(outcome)
+                // The end of this statement's results.
+                while let extra = PQgetResult(handle) { PQclear(extra) }
             }
-            // The end of this statement's results.
-            while let extra = PQgetResult(handle) { PQclear(extra) }
+            guard readSync(handle) else { return failAll(queries, lose()) }
         }
-        guard leavePipeline(handle) else { return failAll(queries, lose()) }
+        guard PQexitPipelineMode(handle) == 1 else { return failAll(queries, lose()) }
         return outcomes
     }
 
@@ -94,10 +107,14 @@ extension LibPQConnection {
 
     /// Reads the sync point and leaves pipeline mode; `false` when either fails.
     private func leavePipeline(_ handle: OpaquePointer) -> Bool {
+        readSync(handle) && PQexitPipelineMode(handle) == 1
+    }
+
+    /// Reads the result that marks a sync point; `false` when something else came.
+    private func readSync(_ handle: OpaquePointer) -> Bool {
         guard let sync = PQgetResult(handle) else { return false }
-        let synced = PQresultStatus(sync) == PGRES_PIPELINE_SYNC
-        PQclear(sync)
-        return synced && PQexitPipelineMode(handle) == 1
+        defer { PQclear(sync) }
+        return PQresultStatus(sync) == PGRES_PIPELINE_SYNC
     }
 
     /// Runs `queries` as one transaction in one round trip: `BEGIN`, the statements and `COMMIT` go out

@@ -7,25 +7,28 @@ extension PostgresClient {
     /// pipeline connections, together with whatever other such statements are waiting at that moment.
     ///
     /// Under load the statements queue up while a batch is running and then go to the server in one
-    /// round trip (libpq's pipeline mode, behind one sync point; when one fails, the others run again
-    /// apart, so one's error does not touch the others — see `LibPQConnection.executeBatch`). The
-    /// server backend then runs them back to back instead of waking for each one, and one thread
-    /// hand-off serves the whole batch. At most `configuration.pipelineConnections` connections run
-    /// such batches at once; alone, a statement runs as `query(_:)` would.
+    /// round trip (libpq's pipeline mode, each caller's statements behind a sync point of their own,
+    /// so one's error does not touch the others — see `LibPQConnection.executeBatch`). The server
+    /// backend then runs them back to back instead of waking for each one, and one thread hand-off
+    /// serves the whole batch. At most `configuration.pipelineConnections` connections run such
+    /// batches at once; alone, a statement runs as `query(_:)` would.
     ///
     /// Meant for the hot path's index lookups: a slow statement here delays the ones queued behind it.
-    /// A statement that cannot run inside a transaction block (`VACUUM`, `CREATE INDEX CONCURRENTLY`)
-    /// does not belong here, nor one whose effects a rollback does not undo (session advisory locks):
-    /// a batch runs as one implicit transaction until something in it fails.
     /// Cancelling the task withdraws the statement while it waits; once sent, it runs to the end.
     @discardableResult
     public func pipelinedQuery(_ query: PostgresQuery) async throws -> PostgresResult {
         try await pipelinedQueries([query])[0].get()
     }
 
-    /// Runs independent statements in one round trip, each its own implicit transaction (as
-    /// `pipelinedQuery` runs one), and returns one outcome per statement, in order: one failing does
-    /// not touch the others.
+    /// Runs independent statements in one round trip and returns one outcome per statement, in order:
+    /// the outcomes of running each in its own implicit transaction, one failing touching none of the
+    /// others.
+    ///
+    /// They go behind one sync point, so the server runs them as one implicit transaction and answers
+    /// them in one write; when one fails, the others run again one by one. So none of them may be
+    /// something a rollback does not undo (a session advisory lock) or that cannot run in a
+    /// transaction block (`VACUUM`). Other callers' statements in the same round trip keep sync
+    /// points of their own: nothing of theirs is seen before it commits.
     ///
     /// For a request whose statements do not need each other's answers — such as a session check and
     /// the lookup it guards, whose result is thrown away when the check fails. They travel together,
@@ -73,7 +76,7 @@ extension PostgresClient {
         }
         do {
             let outcomes = try await PostgresConnection(raw: connection, executor: executor).run { raw in
-                raw.executeIndependently(queries)
+                raw.executeIndependently([queries])
             }
             handOn(connection, sent: queries.count)
             return outcomes
@@ -161,7 +164,7 @@ extension PostgresClient {
             }
             if batch.isEmpty { break }
             connection.clearCancelRequest()
-            let outcomes = connection.executeIndependently(batch.flatMap(\.queries))
+            let outcomes = connection.executeIndependently(batch.map(\.queries))
             var next = outcomes[...]
             for statement in batch {
                 statement.continuation.resume(returning: Array(next.prefix(statement.queries.count)))

@@ -148,10 +148,11 @@ struct PipelineTests {
         }
     }
 
-    /// One sync point per round trip (a send and an answer each way, where a sync point per statement
-    /// costs a send and an answer per statement): a batch that succeeds was one transaction. After a
-    /// failure the others ran again apart, so none shares the failed statement's transaction.
-    @Test func aBatchGoesBehindOneSyncPointAndAFailureSendsTheOthersAgainApart() async throws {
+    /// A caller's statements go behind one sync point (one send and one answer, where a sync point
+    /// per statement costs a send and an answer per statement): together they were one transaction.
+    /// After a failure the others ran again apart. Different callers' statements in one round trip
+    /// keep transactions of their own.
+    @Test func aCallersStatementsShareOneSyncPointAndOtherCallersKeepTheirOwn() async throws {
         try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
             let transaction: PostgresQuery = "SELECT pg_current_xact_id()::text"
             let together = try await db.client.pipelinedQueries([transaction, transaction]).map { try $0.get().first?.decode(String.self) }
@@ -163,16 +164,23 @@ struct PipelineTests {
             #expect(first != nil && last != nil && first != last)
             #expect(throws: PostgresError.self) { try apart[1].get() }
 
-            // Different callers' statements queued behind a busy connection share the batch's one too.
+            // Three callers queued behind a busy connection: one round trip, three transactions, and
+            // each caller's pair still shares its own.
             try await withLockHolder(db) { holder, client in
                 let blocked = try await occupyThePipeline(client, lockedBy: holder, key: 12, db: db)
-                let callers = (1...3).map { _ in Task { try await client.pipelinedQuery(transaction).first?.decode(String.self) } }
+                let callers = (1...3).map { _ in
+                    Task { try await client.pipelinedQueries([transaction, transaction]).map { try $0.get().first?.decode(String.self) } }
+                }
                 try await untilQueued(3, in: client)
                 try await holder.query("SELECT pg_advisory_unlock(12)")
                 _ = try await blocked.value
                 var seen = Set<String?>()
-                for caller in callers { seen.insert(try await caller.value) }
-                #expect(seen.count == 1 && !seen.contains(nil))
+                for caller in callers {
+                    let pair = try await caller.value
+                    #expect(pair[0] != nil && pair[0] == pair[1])
+                    seen.insert(pair[0])
+                }
+                #expect(seen.count == 3)
                 #expect(client.pipelineCounts.roundTripsShared == 1)
             }
         }
