@@ -54,7 +54,8 @@ extension LibPQConnection {
 
     /// The groups, each behind one sync point. After a failure the rest of its group comes back as
     /// skipped (an error of its own, replaced by `executeBatch`); when a sync point does not come back,
-    /// nothing is known to have happened and every statement failed with the lost connection.
+    /// nothing is known to have happened in that group or the ones after it, and their statements
+    /// failed with the lost connection.
     private func executeTogether(_ groups: [[PostgresQuery]]) -> [Result<PostgresResult, PostgresError>] {
         let queries = groups.flatMap { $0 }
         let handle: OpaquePointer
@@ -64,28 +65,35 @@ extension LibPQConnection {
             return failAll(queries, lose())
         }
         _ = PQsetnonblocking(handle, 0)
+        // The outcomes of the groups whose sync point came back: those stand whatever follows.
         var outcomes: [Result<PostgresResult, PostgresError>] = []
+        func lost(_ error: PostgresError) -> [Result<PostgresResult, PostgresError>] {
+            outcomes + failAll(Array(queries.dropFirst(outcomes.count)), error)
+        }
         for group in groups {
+            var answers: [Result<PostgresResult, PostgresError>] = []
             for _ in group {
                 let raw = PQgetResult(handle)
                 if let raw, PQresultStatus(raw) == PGRES_PIPELINE_ABORTED {
                     PQclear(raw)
-                    outcomes.append(.failure(PostgresError(code: .other, serverMessage: "skipped after an earlier statement of its group failed")))
+                    answers.append(.failure(PostgresError(code: .other, serverMessage: "skipped after an earlier statement of its group failed")))
                 } else {
                     let outcome = Result { () throws(PostgresError) -> PostgresResult in try checkResult(raw) }
                     if case .failure(let error) = outcome, error.code == .connectionLost {
                         // The error that ended the session (a terminated backend's FATAL) is a lost
-                        // connection to every statement of the batch, as `execute` reports it.
-                        return failAll(queries, lose(error))
+                        // connection to this group and the ones after it, as `execute` reports it.
+                        return lost(lose(error))
                     }
-                    outcomes.append(outcome)
+                    answers.append(outcome)
                 }
                 // The end of this statement's results.
                 while let extra = PQgetResult(handle) { PQclear(extra) }
             }
-            guard readSync(handle) else { return failAll(queries, lose()) }
+            guard readSync(handle) else { return lost(lose()) }
+            outcomes += answers
         }
-        guard PQexitPipelineMode(handle) == 1 else { return failAll(queries, lose()) }
+        // A connection that cannot leave pipeline mode would fail every later ordinary call: drop it.
+        if PQexitPipelineMode(handle) != 1 { close() }
         return outcomes
     }
 

@@ -208,21 +208,26 @@ struct PipelineTests {
     @Test func aConnectionLostUnderABatchFailsThatBatchAndTheNextStatementGetsAFreshOne() async throws {
         try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
             try await withLockHolder(db) { holder, client in
-                // The first statement waits on lock 9; behind it queue a batch whose first statement
-                // waits on lock 10, so that batch is in flight when its backend is terminated.
+                // The first statement waits on lock 9; behind it queue a batch whose second caller
+                // waits on lock 10, so that batch is in flight when its backend is terminated. The
+                // callers queue one at a time, so that the batch keeps their order.
                 try await holder.query("SELECT pg_advisory_lock(10)")
                 let first = try await occupyThePipeline(client, lockedBy: holder, key: 9, db: db)
-                let inFlight = [
-                    Task { try await client.pipelinedQuery("SELECT pg_advisory_xact_lock(10)") },
-                    Task { try await client.pipelinedQuery("SELECT 2") },
-                ]
-                try await untilQueued(2, in: client)
+                let answered = Task { try await client.pipelinedQuery("SELECT 1") }
+                try await untilQueued(1, in: client)
+                var inFlight: [Task<PostgresResult, any Error>] = []
+                for (index, sql) in ["SELECT pg_advisory_xact_lock(10)", "SELECT 2"].enumerated() {
+                    inFlight.append(Task { try await client.pipelinedQuery(PostgresQuery(unsafeSQL: sql)) })
+                    try await untilQueued(index + 2, in: client)
+                }
                 try await holder.query("SELECT pg_advisory_unlock(9)")
                 _ = try await first.value
                 try await untilWaitingOnAdvisoryLocks(1, db: db)
                 try await db.client.query(
                     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'"
                 )
+                // The caller before the loss had its answer (its sync point came back): it stands.
+                #expect(try await answered.value.first?.decode(Int.self) == 1)
                 for task in inFlight {
                     let error = try await #require(throws: PostgresError.self) { try await task.value }
                     #expect(error.code == .connectionLost)
