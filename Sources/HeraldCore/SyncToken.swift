@@ -22,8 +22,8 @@ public struct ChangePosition: Sendable, Hashable, Comparable {
 }
 
 /// The token an incremental sync continues from: whose collection it belongs to, the filter it was
-/// issued for, and the position reached. Opaque to clients: serialised with a format version and an
-/// HMAC-SHA256 tag (truncated to 128 bits) under a server key, so it cannot be forged or edited.
+/// issued for, and the position reached. Opaque to clients: sealed by `TokenSeal` (a format byte and
+/// an HMAC-SHA256 tag under a server key), so it cannot be forged, edited or passed off as another kind.
 public struct SyncToken: Sendable, Equatable {
     public var userKey: Int64
     public var channelKey: Int64
@@ -41,8 +41,8 @@ public struct SyncToken: Sendable, Equatable {
         self.position = position
     }
 
+    /// The format byte (see `TokenSeal`).
     static let version: UInt8 = 1
-    static let tagLength = 16
     static let payloadLength = 1 + 8 + 8 + 4 + 8 + 8 + 8
 
     public static func filterHash(_ category: String?) -> UInt64 {
@@ -52,39 +52,25 @@ public struct SyncToken: Sendable, Equatable {
 
     /// The token as URL-safe base64 text.
     public func encoded(key: [UInt8]) -> String {
-        var bytes: [UInt8] = [Self.version]
-        func append<I: FixedWidthInteger>(_ value: I) {
-            withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
-        }
-        append(userKey)
-        append(channelKey)
-        append(resetCount)
-        append(filter)
-        append(position.xid)
-        append(position.notificationID)
-        bytes += HMACSHA256.mac(key: key, message: bytes).prefix(Self.tagLength)
-        return Base64URL.encode(bytes)
+        var payload = TokenPayload(format: Self.version)
+        payload.append(userKey)
+        payload.append(channelKey)
+        payload.append(resetCount)
+        payload.append(filter)
+        payload.append(position.xid)
+        payload.append(position.notificationID)
+        return TokenSeal.seal(payload, key: key)
     }
 
     /// Parses and authenticates a token; `nil` when it is malformed, of another version, or its tag
     /// does not match (forged or edited).
     public init?(decoding text: String, key: [UInt8]) {
-        guard text.utf8.count <= 128, let bytes = Base64URL.decode(text),
-            bytes.count == Self.payloadLength + Self.tagLength, bytes[0] == Self.version
-        else { return nil }
-        let payload = Array(bytes.prefix(Self.payloadLength))
-        let tag = Array(bytes.suffix(Self.tagLength))
-        guard ConstantTime.equals(Array(HMACSHA256.mac(key: key, message: payload).prefix(Self.tagLength)), tag) else { return nil }
-        var offset = 1
-        func read<I: FixedWidthInteger>(_: I.Type) -> I {
-            defer { offset += MemoryLayout<I>.size }
-            return payload[offset..<offset + MemoryLayout<I>.size].reduce(I.zero) { $0 << 8 | I($1) }
-        }
-        userKey = read(Int64.self)
-        channelKey = read(Int64.self)
-        resetCount = read(Int32.self)
-        filter = read(UInt64.self)
-        position = ChangePosition(xid: read(Int64.self), notificationID: read(Int64.self))
+        guard var payload = TokenSeal.open(text, key: key, format: Self.version, payloadLength: Self.payloadLength) else { return nil }
+        userKey = payload.read(Int64.self)
+        channelKey = payload.read(Int64.self)
+        resetCount = payload.read(Int32.self)
+        filter = payload.read(UInt64.self)
+        position = ChangePosition(xid: payload.read(Int64.self), notificationID: payload.read(Int64.self))
     }
 }
 

@@ -158,16 +158,38 @@ struct UnreadBody: ResponseEncodable {
 }
 
 /// The user's channels: chat channels newest activity first, feed channels by URL.
+/// `GET /v1/me/channels`: the list or its change log. The empty body is the answer to a token that
+/// cannot continue (`is_live: false`).
 struct ChannelListBody: JSONWritable {
     var chat: [ChannelListEntry] = []
     var feed: [ChannelListEntry] = []
+    var deleted: [String] = []
+    var nextToken: String?
+    var isLive = false
+
+    init() {}
+
+    init(_ list: ChannelList, nextToken: String) {
+        for entry in list.entries {
+            if entry.channel.kind == .chat { chat.append(entry) } else { feed.append(entry) }
+        }
+        deleted = list.removed
+        self.nextToken = nextToken
+        isLive = true
+    }
 
     func write(to writer: inout JSONWriter) {
         writer.beginObject()
+        writer.key("is_live")
+        writer.bool(isLive)
         writer.key("chat")
         Self.write(chat, to: &writer)
         writer.key("feed")
         Self.write(feed, to: &writer)
+        writer.key("deleted")
+        writer.strings(deleted)
+        writer.key("next_token")
+        writer.string(nextToken)
         writer.endObject()
     }
 

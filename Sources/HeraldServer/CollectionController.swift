@@ -42,14 +42,8 @@ struct CollectionController: Sendable {
         routes.add(.post, "/v1/me/channels/{channel_url}/seen", access: .user, companion: Self.channelCompanion) { request, context in
             try await seen(request, context: context)
         }
-        routes.add(.get, "/v1/me/channels", access: .user) { _, context in
-            let user = try Self.user(context)
-            let entries = try await collections.channelList(userKey: user.key)
-            var body = ChannelListBody()
-            for entry in entries {
-                if entry.channel.kind == .chat { body.chat.append(entry) } else { body.feed.append(entry) }
-            }
-            return body
+        routes.add(.get, "/v1/me/channels", access: .user) { request, context in
+            try await channelList(request, context: context)
         }
         routes.add(.post, "/v1/users/{user_id}/channels/{channel_url}/reset", access: .admin) { _, context in
             let userID = try context.parameters.require("user_id")
@@ -141,6 +135,29 @@ struct CollectionController: Sendable {
         next.position = reached
         body.nextToken = next.encoded(key: key)
         return body
+    }
+
+    // MARK: - Channel list
+
+    /// The whole list (no token), or its change log since the token: the entries that changed, whole,
+    /// and the URLs of the channels that left the list. A token that cannot continue — malformed,
+    /// forged, another user's or another kind, from the future, or older than the retained history —
+    /// answers `is_live: false` and nothing else; the client loads the list afresh.
+    func channelList(_ request: Request, context: HeraldRequestContext) async throws -> ChannelListBody {
+        let user = try Self.user(context)
+        let key = try await tokenKey.get(settings)
+        guard let tokenText = request.uri.queryParameters["token"] else {
+            let list = try await collections.channelList(userKey: user.key)
+            return ChannelListBody(list, nextToken: ChannelListToken(userKey: user.key, horizon: list.horizon).encoded(key: key))
+        }
+        guard let token = ChannelListToken(decoding: String(tokenText), key: key), token.userKey == user.key else {
+            return ChannelListBody()
+        }
+        let list = try await collections.channelList(userKey: user.key, changedSince: token.horizon)
+        guard token.horizon >= list.compactedThrough, token.horizon <= list.nextXID else { return ChannelListBody() }
+        // Never backwards, should a snapshot ever see an older horizon than the token's.
+        let next = ChannelListToken(userKey: user.key, horizon: max(token.horizon, list.horizon))
+        return ChannelListBody(list, nextToken: next.encoded(key: key))
     }
 
     /// The incremental poll a request's sync token asks for, to be sent with the session check (see

@@ -44,11 +44,12 @@ public struct ChannelStore: Sendable {
         }
         let rows = try await connection.query(
             """
-            INSERT INTO channels AS c (url, kind, name, cover_url, custom_type, categories)
-            VALUES (\(channel.url), \(channel.kind.rawValue), \(channel.name), \(channel.coverURL), \(channel.customType), \(categories))
+            INSERT INTO channels AS c (url, kind, name, cover_url, custom_type, categories, change_xid)
+            VALUES (\(channel.url), \(channel.kind.rawValue), \(channel.name), \(channel.coverURL), \(channel.customType), \(categories),
+                \(unescaped: NotificationStore.currentTransactionIDSQL))
             ON CONFLICT (url) DO UPDATE SET
                 name = EXCLUDED.name, cover_url = EXCLUDED.cover_url, custom_type = EXCLUDED.custom_type,
-                categories = EXCLUDED.categories, updated_at = now()
+                categories = EXCLUDED.categories, updated_at = now(), change_xid = EXCLUDED.change_xid
             RETURNING \(unescaped: columns), (xmax = 0) AS created
             """
         )
@@ -80,11 +81,22 @@ public struct ChannelStore: Sendable {
             }
             try await connection.query("SELECT count(*) FROM (SELECT 1 FROM notifications WHERE channel_key = \(key) FOR UPDATE) AS locked")
             // Recipient rows carry no foreign key (it would slow every fan-out), so they go explicitly;
-            // the notifications follow by cascade.
+            // the notifications follow by cascade. Every user who had copies or a state leaves a removal
+            // behind, so that their channel list's change log can say the channel is gone (`sql/0014`).
             try await connection.query(
-                "DELETE FROM notification_recipients WHERE notification_id IN (SELECT id FROM notifications WHERE channel_key = \(key))"
+                """
+                WITH copies AS (
+                    DELETE FROM notification_recipients WHERE notification_id IN (SELECT id FROM notifications WHERE channel_key = \(key))
+                    RETURNING user_key
+                ), states AS (
+                    DELETE FROM channel_states WHERE channel_key = \(key) RETURNING user_key
+                )
+                INSERT INTO channel_list_removals (user_key, channel_url, change_xid)
+                SELECT user_key, \(url), \(unescaped: NotificationStore.currentTransactionIDSQL)
+                FROM (SELECT user_key FROM copies UNION SELECT user_key FROM states) AS users
+                ON CONFLICT (user_key, channel_url) DO UPDATE SET change_xid = EXCLUDED.change_xid
+                """
             )
-            try await connection.query("DELETE FROM channel_states WHERE channel_key = \(key)")
             return try await connection.query("DELETE FROM channels WHERE key = \(key)").affectedRows == 1
         }
     }

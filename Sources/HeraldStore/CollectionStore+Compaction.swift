@@ -8,10 +8,11 @@ extension CollectionStore {
         public var removedTombstones: Int
     }
 
-    /// Records the current change horizon with the time, then removes the tombstones (deleted copies)
-    /// older than `retention`: below the newest recorded horizon that is older than the retention. The
-    /// new bound is stored in the same transaction, so no token below it is ever answered from a
-    /// history with holes. Returns `nil` when there is nothing old enough yet.
+    /// Records the current change horizon with the time, then removes the tombstones (deleted copies,
+    /// and the channel list's removals of deleted channels) older than `retention`: below the newest
+    /// recorded horizon that is older than the retention. The new bound is stored in the same
+    /// transaction, so no token below it is ever answered from a history with holes. Returns `nil`
+    /// when there is nothing old enough yet.
     public func compact(retention: Duration) async throws -> Compaction? {
         try await client.withRetryingTransaction { connection in
             try await connection.query(
@@ -41,6 +42,7 @@ extension CollectionStore {
                         WHERE n.id = r.notification_id AND n.audience = 'all' AND n.deleted_at IS NULL AND n.fanout_after >= r.user_key)
                 """
             ).affectedRows
+            try await connection.query("DELETE FROM channel_list_removals WHERE change_xid < \(bound)")
             try await connection.query("DELETE FROM change_horizons WHERE xid < \(bound)")
             return Compaction(compactedThrough: bound, removedTombstones: removed)
         }

@@ -19,10 +19,10 @@ extension CollectionStore {
                     AND (\(ids)::int8[] IS NULL OR notification_id = ANY(\(ids)))
                 RETURNING 1
             )
-            INSERT INTO channel_states AS s (user_key, channel_key, unread_adjustment, last_read_at, opened)
-            VALUES (\(userKey), \(channelKey), -(SELECT count(*) FROM marked), \(ids == nil ? Date() : nil), true)
+            INSERT INTO channel_states AS s (user_key, channel_key, unread_adjustment, last_read_at, opened, opened_xid)
+            VALUES (\(userKey), \(channelKey), -(SELECT count(*) FROM marked), \(ids == nil ? Date() : nil), true, \(unescaped: NotificationStore.currentTransactionIDSQL))
             ON CONFLICT (user_key, channel_key) DO UPDATE SET
-                unread_adjustment = s.unread_adjustment + EXCLUDED.unread_adjustment, opened = true,
+                unread_adjustment = s.unread_adjustment + EXCLUDED.unread_adjustment, \(unescaped: Self.openedSQL),
                 last_read_at = CASE WHEN \(ids == nil) THEN greatest(s.last_read_at, now()) ELSE s.last_read_at END
             """,
             LiveHint.channelState(userKey: userKey, channelKey: channelKey).query,
@@ -48,8 +48,9 @@ extension CollectionStore {
     public func markSeen(userKey: Int64, channelKey: Int64, at: Date) async throws -> ChannelState {
         let results = try await client.transaction([
             """
-            INSERT INTO channel_states AS s (user_key, channel_key, last_seen_at, opened) VALUES (\(userKey), \(channelKey), \(at), true)
-            ON CONFLICT (user_key, channel_key) DO UPDATE SET last_seen_at = greatest(s.last_seen_at, EXCLUDED.last_seen_at), opened = true
+            INSERT INTO channel_states AS s (user_key, channel_key, last_seen_at, opened, opened_xid)
+            VALUES (\(userKey), \(channelKey), \(at), true, \(unescaped: NotificationStore.currentTransactionIDSQL))
+            ON CONFLICT (user_key, channel_key) DO UPDATE SET last_seen_at = greatest(s.last_seen_at, EXCLUDED.last_seen_at), \(unescaped: Self.openedSQL)
             """,
             LiveHint.channelState(userKey: userKey, channelKey: channelKey).query,
             Self.stateQuery(userKey: userKey, channelKey: channelKey),
@@ -62,13 +63,18 @@ extension CollectionStore {
     public func open(userKey: Int64, channelKey: Int64) async throws {
         try await client.query(
             """
-            INSERT INTO channel_states (user_key, channel_key, opened)
-            SELECT \(userKey), \(channelKey), true
+            INSERT INTO channel_states AS s (user_key, channel_key, opened, opened_xid)
+            SELECT \(userKey), \(channelKey), true, \(unescaped: NotificationStore.currentTransactionIDSQL)
             WHERE NOT EXISTS (SELECT 1 FROM channel_states WHERE user_key = \(userKey) AND channel_key = \(channelKey) AND opened)
-            ON CONFLICT (user_key, channel_key) DO UPDATE SET opened = true
+            ON CONFLICT (user_key, channel_key) DO UPDATE SET \(unescaped: Self.openedSQL)
             """
         )
     }
+
+    /// The `ON CONFLICT` assignments of a write that opens the channel (`EXCLUDED.opened_xid` its
+    /// transaction id): the opening's position for the channel list's change log is taken only when
+    /// `opened` turns true, as the list changes only then.
+    static let openedSQL = "opened = true, opened_xid = CASE WHEN s.opened THEN s.opened_xid ELSE EXCLUDED.opened_xid END"
 
     /// An admin reset of the user's channel: every copy is removed from the collection, the unread
     /// count goes to 0, and every token issued before stops being live.
@@ -105,53 +111,5 @@ extension CollectionStore {
     static func decodeState(_ row: PostgresRow) throws -> ChannelState {
         let (unread, lastRead, lastSeen, resetCount) = try row.decode((Int64, Date?, Date?, Int32).self)
         return ChannelState(unreadCount: unread, lastReadAt: lastRead, lastSeenAt: lastSeen, resetCount: resetCount)
-    }
-}
-
-/// A channel in the user's channel list.
-public struct ChannelListEntry: Sendable {
-    public var channel: CollectionChannel
-    public var unreadCount: Int64
-    public var lastActivityAt: Date
-    /// Chat channels only: the newest live notification.
-    public var lastNotification: CollectionItem?
-}
-
-extension CollectionStore {
-    /// The channels the user has notifications in or has opened: chat channels newest activity first,
-    /// then feed channels by URL.
-    public func channelList(userKey: Int64) async throws -> [ChannelListEntry] {
-        let rows = try await client.query(
-            """
-            SELECT c.key, c.kind, c.name, c.cover_url, c.custom_type, c.url, u.unread, activity.at,
-                last.id, last.template_key, last.template_version, last.data, last.category, last.tags,
-                last.event_deadline, last.created_at, last.updated_at, last.status
-            FROM (SELECT \(userKey)::bigint AS user_key, h.* FROM herald_user_channels(\(userKey)) AS h) AS u
-            JOIN channels c ON c.key = u.channel_key
-            LEFT JOIN channel_states s ON s.user_key = \(userKey) AND s.channel_key = c.key
-            CROSS JOIN LATERAL (
-                SELECT coalesce(greatest(s.last_activity_at, (SELECT max(b.created_at) FROM notifications b
-                    WHERE b.channel_key = c.key AND \(unescaped: Self.countedBroadcast("b", reaching: "u.user_key")))),
-                    'epoch'::timestamptz) AS at
-            ) AS activity
-            LEFT JOIN LATERAL (
-                SELECT n.id, n.template_key, n.template_version, coalesce(r.data, n.data) AS data, n.category, n.tags,
-                    n.event_deadline, n.created_at, n.updated_at, r.status
-                FROM notification_recipients r JOIN notifications n ON n.id = r.notification_id
-                WHERE c.kind = 'chat' AND r.user_key = \(userKey) AND r.channel_key = c.key AND NOT r.deleted
-                ORDER BY r.notification_id DESC LIMIT 1
-            ) AS last ON true
-            ORDER BY c.kind = 'chat' DESC, CASE WHEN c.kind = 'chat' THEN activity.at END DESC, c.url
-            """
-        )
-        return try rows.map { row in
-            let (unread, activity, lastID) = (try row.decode(column: 6, as: Int64.self), try row.decode(column: 7, as: Date.self), try row.decode(column: 8, as: Int64?.self))
-            return ChannelListEntry(
-                channel: try Self.decodeChannel(row),
-                unreadCount: unread,
-                lastActivityAt: activity,
-                lastNotification: lastID == nil ? nil : try Self.decodeItem(row, offset: 8)
-            )
-        }
     }
 }

@@ -237,7 +237,12 @@ public struct CollectionStore: Sendable {
     /// compaction bound.
     static let snapshotColumns = """
         coalesce(s.unread_adjustment, 0) + \(broadcastsReaching(channel: true)) AS unread_count,
-        s.last_read_at, s.last_seen_at, s.reset_count, \(badge) AS badge,
+        s.last_read_at, s.last_seen_at, s.reset_count, \(badge) AS badge, \(positionColumns)
+        """
+
+    /// Where the snapshot stands among the change positions: its horizon (every transaction below
+    /// has ended), the next transaction id, and the compaction bound.
+    static let positionColumns = """
         pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS horizon,
         pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next_xid,
         coalesce((SELECT ('x' || encode(value, 'hex'))::bit(64)::bigint FROM herald_settings WHERE name = 'compacted_through'), 0) AS compacted

@@ -67,7 +67,7 @@ extension CollectionTests {
                     let unread = try await collections.unread(userKey: keys[user]!)
                     view.unread[user] = Dictionary(uniqueKeysWithValues: unread.channels.map { ($0.url, $0.unread) })
                     view.totals[user] = unread.total
-                    view.channelOrder[user] = try await collections.channelList(userKey: keys[user]!).map(\.channel.url)
+                    view.channelOrder[user] = try await collections.channelList(userKey: keys[user]!).entries.map(\.channel.url)
                 }
                 let summaries = try await PushStore(client: db.client).refreshSummaries(userKeys: users.map { keys[$0]! })
                 for user in users {
