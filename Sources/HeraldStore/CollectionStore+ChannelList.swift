@@ -86,10 +86,14 @@ extension CollectionStore {
                 FROM held WHERE held.channel_key IS NOT NULL
             ),
             changed(channel_key) AS (
-                SELECT held.channel_key FROM held, snap WHERE held.channel_key IS NOT NULL AND EXISTS (
+                -- A lateral probe with LIMIT, not EXISTS: the planner would turn EXISTS into a semi-join
+                -- that reads every copy of the user's.
+                SELECT held.channel_key FROM held CROSS JOIN snap CROSS JOIN LATERAL (
                     SELECT 1 FROM notification_recipients r WHERE r.user_key = \(userKey) AND r.channel_key = held.channel_key
                         AND r.change_xid >= \(since) AND r.change_xid < snap.horizon
-                )
+                    LIMIT 1
+                ) AS probe
+                WHERE held.channel_key IS NOT NULL
                 UNION
                 SELECT s.channel_key FROM channel_states s, snap
                 WHERE s.user_key = \(userKey) AND s.opened_xid >= \(since) AND s.opened_xid < snap.horizon
