@@ -24,8 +24,8 @@ public struct HeraldConfiguration: Sendable {
     public var databasePoolSize: Int = 10
     /// `HERALD_FANOUT_BATCH_SIZE`: users reached per transaction by an `audience: "all"` send.
     public var fanoutBatchSize: Int = 10_000
-    /// `HERALD_CHANGE_RETENTION`: how long deleted notifications stay as tombstones in change streams;
-    /// older sync tokens stop being live.
+    /// `HERALD_CHANGE_RETENTION`: how long deleted notifications (and deleted channels, for channel
+    /// lists) stay as tombstones in change streams; older sync tokens stop being live.
     public var changeRetention: Duration = .seconds(30 * 24 * 3600)
     /// `HERALD_SYNC_HUGE_GAP`: more pending changes than this and a sync token is no longer live.
     public var syncHugeGap: Int = 300
