@@ -157,9 +157,9 @@ struct UnreadBody: ResponseEncodable {
     var channels: [ChannelUnread]
 }
 
-/// The user's channels: chat channels newest activity first, feed channels by URL.
-/// `GET /v1/me/channels`: the list or its change log. The empty body is the answer to a token that
-/// cannot continue (`is_live: false`).
+/// `GET /v1/me/channels`: the user's channels (chat channels newest activity first, feed channels by
+/// URL), or the list's change log. The empty body answers a token that cannot continue
+/// (`is_live: false`).
 struct ChannelListBody: JSONWritable {
     var chat: [ChannelListEntry] = []
     var feed: [ChannelListEntry] = []
