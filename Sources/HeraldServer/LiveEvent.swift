@@ -66,6 +66,25 @@ enum LiveEvent {
         }
     }
 
+    /// `channel.updated`: the channel's definition changed; its entry in the channel list with it.
+    static func channelUpdated(_ channel: CollectionChannel) -> String {
+        write { writer in
+            writer.key("type")
+            writer.string("channel.updated")
+            channel.writeFields(to: &writer)
+        }
+    }
+
+    /// `channel.deleted`: the channel is gone, with every notification in it.
+    static func channelDeleted(url: String) -> String {
+        write { writer in
+            writer.key("type")
+            writer.string("channel.deleted")
+            writer.key("channel_url")
+            writer.string(url)
+        }
+    }
+
     /// `badge`: the user's total unread count.
     static func badge(_ total: Int64) -> String {
         write { writer in

@@ -277,6 +277,25 @@ public final class LiveHub: Service, Sendable {
             let positions = try await collections.positions(userKey: userKey, channelKey: channelKey, ids: ids)
             let event = LiveEvent.deliveryUpdated(channelURL: url, position: positions.values.max() ?? 0, ids: ids)
             for connection in connections(of: userKey) { connection.send(event) }
+        case .channelChanged(let channelKey):
+            // Read for every hint: the cached URL never changes, the rest of the definition does.
+            guard let channel = try await collections.channel(key: channelKey) else { return }
+            let event = LiveEvent.channelUpdated(channel)
+            for user in try await collections.listers(channelKey: channelKey, among: localUsers) {
+                for connection in connections(of: user) { connection.send(event) }
+            }
+        case .channelDeleted(let url, let xid):
+            let users = try await collections.removalRecipients(channelURL: url, xid: xid, among: localUsers)
+            guard !users.isEmpty else { return }
+            let summaries = try await push.refreshSummaries(userKeys: users)
+            let event = LiveEvent.channelDeleted(url: url)
+            for user in users {
+                let badge = LiveEvent.badge(summaries[user]?.reduce(0) { $0 + $1.unread } ?? 0)
+                for connection in connections(of: user) {
+                    connection.send(event)
+                    connection.send(badge)
+                }
+            }
         case .sessionsRevoked(let userKey):
             let streams = connections(of: userKey)
             guard let userID = streams.first?.user.id else { return }

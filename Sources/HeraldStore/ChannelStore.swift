@@ -50,11 +50,15 @@ public struct ChannelStore: Sendable {
             ON CONFLICT (url) DO UPDATE SET
                 name = EXCLUDED.name, cover_url = EXCLUDED.cover_url, custom_type = EXCLUDED.custom_type,
                 categories = EXCLUDED.categories, updated_at = now(), change_xid = EXCLUDED.change_xid
-            RETURNING \(unescaped: columns), (xmax = 0) AS created
+            RETURNING \(unescaped: columns), (xmax = 0) AS created, key
             """
         )
         let stored = try decode(rows[0])
-        return (stored, try rows[0].decode(column: "created", as: Bool.self) ? .created : .updated)
+        if try rows[0].decode(column: "created", as: Bool.self) { return (stored, .created) }
+        // Open streams of the users who list the channel show the new definition (a new channel is
+        // in nobody's list yet).
+        try await LiveHint.channelChanged(channelKey: try rows[0].decode(column: "key", as: Int64.self)).send(on: connection)
+        return (stored, .updated)
     }
 
     public func get(_ url: String) async throws -> StoredChannel? {
@@ -69,8 +73,13 @@ public struct ChannelStore: Sendable {
     }
 
     /// Deletes the channel with its notifications and every recipient's copy; false when there was none.
+    ///
+    /// It is a change every user who had something in the channel must see (their list, their badge),
+    /// so, as a send does, the same transaction makes their devices want a refresh push and hints the
+    /// live hubs.
     public func delete(_ url: String) async throws -> Bool {
-        try await client.withTransaction { connection in
+        // Retried on a deadlock: its updates of device rows can cross a dispatcher's.
+        try await client.withRetryingTransaction { connection in
             // Nothing may write rows for the channel between the deletes below and the commit, or they
             // would outlive it (a user's channel state counts in their badge): lock the channel, which a
             // send's foreign-key check waits for, and its notifications, so that a fan-out or folding
@@ -80,9 +89,11 @@ public struct ChannelStore: Sendable {
                 return false
             }
             try await connection.query("SELECT count(*) FROM (SELECT 1 FROM notifications WHERE channel_key = \(key) FOR UPDATE) AS locked")
+            let xid = try await NotificationStore.currentTransactionID(on: connection)
             // Recipient rows carry no foreign key (it would slow every fan-out), so they go explicitly;
             // the notifications follow by cascade. Every user who had copies or a state leaves a removal
-            // behind, so that their channel list's change log can say the channel is gone (`sql/0014`).
+            // behind, so that their channel list's change log can say the channel is gone (`sql/0014`),
+            // and their devices want a refresh (answered, like a send's, by a sync after this commits).
             try await connection.query(
                 """
                 WITH copies AS (
@@ -90,14 +101,21 @@ public struct ChannelStore: Sendable {
                     RETURNING user_key
                 ), states AS (
                     DELETE FROM channel_states WHERE channel_key = \(key) RETURNING user_key
+                ), users AS (
+                    SELECT user_key FROM copies UNION SELECT user_key FROM states
+                ), removals AS (
+                    INSERT INTO channel_list_removals (user_key, channel_url, change_xid)
+                    SELECT user_key, \(url), \(xid) FROM users
+                    ON CONFLICT (user_key, channel_url) DO UPDATE SET change_xid = EXCLUDED.change_xid
                 )
-                INSERT INTO channel_list_removals (user_key, channel_url, change_xid)
-                SELECT user_key, \(url), \(unescaped: NotificationStore.currentTransactionIDSQL)
-                FROM (SELECT user_key FROM copies UNION SELECT user_key FROM states) AS users
-                ON CONFLICT (user_key, channel_url) DO UPDATE SET change_xid = EXCLUDED.change_xid
+                UPDATE devices d SET refresh_wanted_xid = \(xid) FROM users WHERE d.user_key = users.user_key
                 """
             )
-            return try await connection.query("DELETE FROM channels WHERE key = \(key)").affectedRows == 1
+            let deleted = try await connection.query("DELETE FROM channels WHERE key = \(key)").affectedRows == 1
+            try await connection.query(
+                "SELECT pg_notify(\(PushStore.wakeChannel), ''), pg_notify(\(LiveHint.channel), \(LiveHint.channelDeleted(url: url, xid: xid).payload))"
+            )
+            return deleted
         }
     }
 

@@ -64,4 +64,26 @@ extension CollectionStore {
         }
         return positions
     }
+
+    /// Those of `userKeys` whose channel list shows the channel (`herald_user_channels`).
+    public func listers(channelKey: Int64, among userKeys: [Int64]) async throws -> [Int64] {
+        guard !userKeys.isEmpty else { return [] }
+        return try await client.query(
+            """
+            SELECT k.user_key FROM unnest(\(userKeys)::int8[]) AS k(user_key)
+            WHERE EXISTS (SELECT 1 FROM herald_user_channels(k.user_key) AS h WHERE h.channel_key = \(channelKey))
+            """
+        ).map { try $0.decode(Int64.self) }
+    }
+
+    /// Those of `userKeys` whose list the channel `url` left when transaction `xid` deleted it.
+    public func removalRecipients(channelURL url: String, xid: Int64, among userKeys: [Int64]) async throws -> [Int64] {
+        guard !userKeys.isEmpty else { return [] }
+        return try await client.query(
+            """
+            SELECT user_key FROM channel_list_removals
+            WHERE user_key = ANY(\(userKeys)) AND channel_url = \(url) AND change_xid = \(xid)
+            """
+        ).map { try $0.decode(Int64.self) }
+    }
 }

@@ -17,6 +17,13 @@ public enum LiveHint: Sendable, Equatable {
     case delivered(userKey: Int64, channelKey: Int64, notificationIDs: [Int64])
     /// The user's sessions were revoked: sockets whose session is gone must close.
     case sessionsRevoked(userKey: Int64)
+    /// The channel's definition changed (name, cover, custom type, categories): the users who list it
+    /// see a changed entry.
+    case channelChanged(channelKey: Int64)
+    /// The channel was deleted by transaction `xid`: it left the list of every user its removals name
+    /// (`channel_list_removals` rows with that `change_xid`). The URL travels in the hint because the
+    /// channel's row is gone.
+    case channelDeleted(url: String, xid: Int64)
 
     public enum NotificationChange: String, Sendable {
         case created, updated, deleted
@@ -40,6 +47,11 @@ public enum LiveHint: Sendable, Equatable {
             return "d \(userKey) \(channelKey) " + ids.map(String.init).joined(separator: ",")
         case .sessionsRevoked(let userKey):
             return "r \(userKey)"
+        case .channelChanged(let channelKey):
+            return "c \(channelKey)"
+        case .channelDeleted(let url, let xid):
+            // A channel URL has no spaces (`Channel.urlProblem`), so it can be the last field.
+            return "x \(xid) \(url)"
         }
     }
 
@@ -68,6 +80,12 @@ public enum LiveHint: Sendable, Equatable {
         case "r" where fields.count == 2:
             guard let user = numbers[0] else { return nil }
             self = .sessionsRevoked(userKey: user)
+        case "c" where fields.count == 2:
+            guard let channel = numbers[0] else { return nil }
+            self = .channelChanged(channelKey: channel)
+        case "x" where fields.count == 3:
+            guard let xid = numbers[0] else { return nil }
+            self = .channelDeleted(url: String(fields[2]), xid: xid)
         default:
             return nil
         }

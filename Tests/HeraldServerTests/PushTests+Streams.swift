@@ -190,6 +190,69 @@ extension PushTests {
         }
     }
 
+    /// A channel renamed or deleted by an admin: the streams of the users who list it hear of it
+    /// (a deletion with their new badge), a stranger's hear nothing.
+    @Test func channelRenamesAndDeletesReachTheStreamsOfTheUsersWhoListTheChannel() async throws {
+        try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+            let world = try await world(db, users: ["u1", "u2", "u3"])
+            defer { Task { await world.shutdown() } }
+            try await withLiveServer(world) { port, _, client in
+                let admin = jsonHeaders(bearer: Self.adminToken)
+                // u2 lists the channel by having opened it (a first load), with nothing in it.
+                let load = try await client.execute(uri: "/v1/me/channels/feed/collection", method: .get, headers: jsonHeaders(bearer: world.sessions["u2"]))
+                #expect(load.status == .ok)
+                let (s1, s2, s3) = (
+                    try await TestStream.open(port: port, session: world.sessions["u1"]!),
+                    try await TestStream.open(port: port, session: world.sessions["u2"]!),
+                    try await TestStream.open(port: port, session: world.sessions["u3"]!)
+                )
+                try await world.send("hello", to: ["u1"])
+                #expect(try await s1.next()["type"] as? String == "notification.created")
+                #expect(try await s1.next()["badge"] as? Int == 1)
+
+                let renamed = try await client.execute(
+                    uri: "/v1/channels/feed", method: .put, headers: admin,
+                    body: ByteBuffer(string: #"{"kind":"feed","name":"Renamed","cover_url":"https://cdn.example.com/feed.png","custom_type":"promo","categories":[{"id":"news","name":"News","is_default":true}]}"#)
+                )
+                #expect(renamed.status == .ok, "\(String(buffer: renamed.body))")
+                for stream in [s1, s2] {
+                    let event = try await stream.next()
+                    #expect(event["type"] as? String == "channel.updated")
+                    #expect(event["channel_url"] as? String == "feed")
+                    #expect(event["kind"] as? String == "feed")
+                    #expect(event["name"] as? String == "Renamed")
+                    #expect(event["cover_url"] as? String == "https://cdn.example.com/feed.png")
+                    #expect(event["custom_type"] as? String == "promo")
+                }
+
+                #expect(try await client.execute(uri: "/v1/channels/feed", method: .delete, headers: admin).status == .ok)
+                for stream in [s1, s2] {
+                    let event = try await stream.next()
+                    #expect(event["type"] as? String == "channel.deleted")
+                    #expect(event["channel_url"] as? String == "feed")
+                    #expect(Set(event.keys) == ["type", "channel_url"])
+                    #expect(try await stream.next()["badge"] as? Int == 0)
+                }
+
+                // u3 heard none of it: its first event is its own, in the channel made again.
+                _ = try await ChannelStore(client: db.client).put(HeraldCore.Channel(url: "feed", kind: .feed, name: "Feed", categories: [.init(id: "news", name: "News", isDefault: true)]))
+                try await world.send("for u3", to: ["u3"])
+                let first = try await s3.next()
+                #expect(first["type"] as? String == "notification.created")
+                #expect((first["notification"] as? [String: Any])?["data"] as? [String: String] == ["title": "for u3"])
+                #expect(try await s3.next()["badge"] as? Int == 1)
+
+                // Deleted again: now it is u3's, and not u1's, whose earlier removal names the same URL.
+                #expect(try await client.execute(uri: "/v1/channels/feed", method: .delete, headers: admin).status == .ok)
+                #expect(try await s3.next()["type"] as? String == "channel.deleted")
+                _ = try await ChannelStore(client: db.client).put(HeraldCore.Channel(url: "feed", kind: .feed, name: "Feed", categories: [.init(id: "news", name: "News", isDefault: true)]))
+                try await world.send("for u1", to: ["u1"])
+                #expect(try await s1.next()["type"] as? String == "notification.created")
+                for stream in [s1, s2, s3] { await stream.close() }
+            }
+        }
+    }
+
     @Test func revokingSessionsClosesTheirStreams() async throws {
         try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
             let world = try await world(db, users: ["u1"])

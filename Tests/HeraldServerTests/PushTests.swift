@@ -336,6 +336,39 @@ struct PushTests {
         }
     }
 
+    /// Deleting a channel changes the list and the badge of everyone who had copies or a state in it:
+    /// their devices get a refresh push (naming what is left), a stranger's do not.
+    @Test func deletingAChannelPushesTheDevicesOfEveryoneWhoHadSomethingInIt() async throws {
+        try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+            let (d1, d2, d3) = (Self.token(1), Self.token(2), Self.token(3))
+            let world = try await world(db, users: ["u1", "u2", "u3"], devices: ["u1": [d1], "u2": [d2], "u3": [d3]])
+            defer { Task { await world.shutdown() } }
+            try await world.send("hello", to: ["u1"])
+            try await world.drain()
+            #expect(world.mock.requests.map(\.deviceToken) == [d1])
+            try await world.app().test(.router) { client in
+                // u1 syncs (its push is answered); u2 only opens the channel; u3 never touches it.
+                for (user, device) in [("u1", d1), ("u2", d2)] {
+                    var headers = jsonHeaders(bearer: world.sessions[user])
+                    headers[HTTPField.Name("Herald-Device")!] = device
+                    #expect(try await client.execute(uri: "/v1/me/channels/feed/collection", method: .get, headers: headers).status == .ok)
+                }
+                let delete = try await client.execute(uri: "/v1/channels/feed", method: .delete, headers: jsonHeaders(bearer: Self.adminToken))
+                #expect(delete.status == .ok)
+            }
+            try await world.drain()
+            let pushes = world.mock.requests.dropFirst()
+            #expect(pushes.map(\.deviceToken).sorted() == [d1, d2])
+            for push in pushes {
+                #expect(push.status == 200)
+                let herald = try #require((try JSONSerialization.jsonObject(with: Data(push.body)) as? [String: Any])?["herald"] as? [String: Any])
+                #expect(herald["type"] as? String == "refresh")
+                #expect(herald["badge"] as? Int == 0)
+                #expect((herald["channels"] as? [Any])?.isEmpty == true)
+            }
+        }
+    }
+
     @Test func deadTokensAreRemovedUnlessRegisteredAgainAfterTheirTimestamp() async throws {
         try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
             let world = try await world(db, devices: ["u1": [Self.token(1), Self.token(2), Self.token(3)]])
