@@ -32,6 +32,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-atomics.git", from: "1.3.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
+        // Tests only: reading openapi.yaml to generate requests from it.
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
     ],
     targets: [
         // System libraries: the card asks for libpq and libssl, linked through pkg-config.
@@ -222,6 +224,7 @@ let package = Package(
         .testTarget(
             name: "HeraldServerTests",
             dependencies: [
+                .product(name: "Yams", package: "Yams"),
                 "APNs",
                 "HeraldServer",
                 "HeraldTesting",

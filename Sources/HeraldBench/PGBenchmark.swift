@@ -1,6 +1,7 @@
 import ArgumentParser
 import ChildProcess
 import Foundation
+import HeraldTesting
 import Postgres
 
 /// The `pg` case: the same one-row indexed `SELECT` through Herald's pool and through `pgbench`, at
@@ -125,20 +126,5 @@ struct PGBenchmark: AsyncParsableCommand {
 
     private func runPGBench(conninfo: String, script: String, clients: Int, mode: String) throws -> Double {
         try PGBench.run(conninfo: conninfo, script: script, clients: clients, seconds: seconds, mode: mode).tps
-    }
-}
-
-/// SplitMix64: a tiny, fast pseudo-random generator for picking benchmark keys.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -27,7 +27,7 @@ enum RequestBody {
         }
         switch error {
         case .typeMismatch(let type, let context):
-            return "\(path(context.codingPath)) must be of type \(type)."
+            return "\(path(context.codingPath)) must be \(jsonKind(type))."
         case .valueNotFound(_, let context):
             return "\(path(context.codingPath)) must not be null."
         case .keyNotFound(let key, let context):
@@ -36,6 +36,21 @@ enum RequestBody {
             return context.codingPath.isEmpty ? "The request body is not valid JSON." : "\(path(context.codingPath)) is invalid."
         @unknown default:
             return "The request body is not valid JSON."
+        }
+    }
+
+    /// What a client must send for a Swift type, in JSON's words (not Swift's `Dictionary<String, Any>`).
+    static func jsonKind(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: return "a string"
+        case is Bool.Type: return "true or false"
+        case is any BinaryInteger.Type: return "an integer"
+        case is any BinaryFloatingPoint.Type: return "a number"
+        default:
+            let name = String(describing: type)
+            if name.hasPrefix("Dictionary") { return "an object" }
+            if name.hasPrefix("Array") { return "an array" }
+            return "a value of another type"
         }
     }
 }

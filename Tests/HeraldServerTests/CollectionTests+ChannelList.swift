@@ -371,7 +371,7 @@ extension CollectionTests {
             let feeds = ["feed", "other"]
             let all = feeds + ["support", "sales"]
             try await tests.app(db).test(.router) { client in
-                var random = SplitMix64(state: seed)
+                var random = SplitMix64(seed: seed)
                 var lists = [ListClient(session: world.sessions["u1"]!), ListClient(session: world.sessions["u1"]!)]
                 var sent: [(id: Int64, channel: String)] = []
                 var counter = 0

@@ -18,18 +18,6 @@ import Testing
 /// tests on the horizon-sensitive cluster: an open transaction anywhere in the cluster holds back
 /// what a sync may return, and "drained" must mean "everything committed so far".
 extension CollectionTests {
-    /// A tiny seeded generator, so a failing seed can be replayed.
-    struct SplitMix64: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// What a client keeps per notification.
     struct Copy: Equatable, CustomStringConvertible {
         var status: String
@@ -81,7 +69,7 @@ extension CollectionTests {
             let userKey = try await db.client.query("SELECT key FROM users WHERE id = 'u1'").first!.decode(Int64.self)
             let channelKey = try await db.client.query("SELECT key FROM channels WHERE url = 'feed'").first!.decode(Int64.self)
             try await tests.app(db, hugeGap: 40).test(.router) { client in
-                var random = SplitMix64(state: seed)
+                var random = SplitMix64(seed: seed)
                 // Two devices of u1; u2 and u3 only receive (their counters are checked too).
                 var devices = [Device(session: world.sessions["u1"]!), Device(session: world.sessions["u1"]!)]
                 var sent: [Int64] = []

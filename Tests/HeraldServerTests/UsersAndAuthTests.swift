@@ -82,7 +82,9 @@ struct UsersAndAuthTests {
                     uri: "/v1/users/carol", method: .put, headers: headers(Self.adminToken),
                     body: ByteBuffer(string: #"{"nickname":42}"#)
                 )
-                #expect((try json(wrongType)["error"] as? [String: Any])?["message"] as? String == "$.nickname must be of type String.")
+                #expect((try json(wrongType)["error"] as? [String: Any])?["message"] as? String == "$.nickname must be a string.")
+                let notAnObject = try await client.execute(uri: "/v1/users/carol", method: .put, headers: headers(Self.adminToken), body: ByteBuffer(string: "[1]"))
+                #expect((try json(notAnObject)["error"] as? [String: Any])?["message"] as? String == "the body must be an object.")
                 let huge = try await client.execute(
                     uri: "/v1/users/carol", method: .put, headers: headers(Self.adminToken),
                     body: ByteBuffer(string: "{\"nickname\":\"\(String(repeating: "n", count: 1 << 20))\"}")
