@@ -14,7 +14,8 @@ import Testing
 
 /// DESIGN's bad-input bar: thousands of requests generated from `openapi.yaml` (`OpenAPIRequestGenerator`),
 /// sent over real HTTP to a server on a real database. None may get a 5xx; every rejection must be the
-/// documented JSON error; no answer may carry a secret.
+/// documented JSON error; no answer may carry a secret; and the unread counters still equal the
+/// true counts afterwards.
 @Suite("Generated requests", .timeLimit(.minutes(5)))
 struct GeneratedRequestsTests {
     static let adminToken = "test-admin-token-generated-0123456789"
@@ -79,6 +80,8 @@ struct GeneratedRequestsTests {
                 #expect(neverRejected.isEmpty, "operations never refused: \(neverRejected)")
                 #expect(succeeded.values.reduce(0, +) + rejected.values.reduce(0, +) == rounds * operations.count)
             }
+            // Nothing was half-written: after all of it, every unread counter still equals the truth.
+            try await CollectionTests.expectUnreadCountsMatchCopies(db)
         }
     }
 
