@@ -130,6 +130,7 @@ struct GeneratedRequestsTests {
             "channel_url": ["feed", "chat", "nope"], "key": ["plain", "nope"], "template_key": ["plain"],
             "device_token": [device, String(repeating: "cd", count: 32)], "Herald-Device": [device],
             "name": ["main", "other"], "category": ["news"], "token": [syncToken, listToken],
+            "updateNotification.body": [["variables": ["title": "changed"]]],
             "sendNotification.variables": [["title": "hello"]], "updateNotification.variables": [["title": "changed"]],
             "sendNotification.channel_url": ["feed"], "sendNotification.audience": [OpenAPIRequestGenerator.Absent()],
             "sendNotification.user_variables": [OpenAPIRequestGenerator.Absent()], "updateNotification.user_variables": [OpenAPIRequestGenerator.Absent()],
@@ -153,17 +154,18 @@ struct GeneratedRequestsTests {
         return Fixtures(session: token, pools: pools)
     }
 
-    /// Points the pools that name a notification at `id` (one of the session user's).
-    static func pointPools(_ pools: inout [String: [Any]], at id: String) {
-        pools["notification_id"] = [id, "999999"]
-        pools["ids[]"] = [id]
-        pools["notification_ids[]"] = [id]
-        pools["markDelivered.herald"] = [["type": "refresh", "notification_id": id]]
+    /// Points the pools that name a notification at `ids` (the session user's).
+    static func pointPools(_ pools: inout [String: [Any]], at ids: [String]) {
+        pools["notification_id"] = ids + ["999999"]
+        pools["ids[]"] = ids
+        pools["notification_ids[]"] = ids
+        pools["markDelivered.herald"] = ids.map { ["type": "refresh", "notification_id": $0] }
     }
 
     /// Puts the channels, the template and the credential back as the fixtures made them (no-ops
-    /// when unchanged), and sends the session user a notification; returns its id.
-    static func restore(_ client: some TestClientProtocol) async throws -> String {
+    /// when unchanged), and sends the session user three notifications (a generated request may
+    /// delete one); returns their ids.
+    static func restore(_ client: some TestClientProtocol) async throws -> [String] {
         let admin = jsonHeaders(bearer: adminToken)
         for (url, body) in [
             ("feed", #"{"kind":"feed","name":"Feed","categories":[{"id":"news","name":"News","is_default":true}]}"#),
@@ -190,11 +192,15 @@ struct GeneratedRequestsTests {
             ]))
         )
         #expect(credential.status.code < 300, "\(String(buffer: credential.body))")
-        let sent = try await client.execute(
-            uri: "/v1/notifications", method: .post, headers: admin,
-            body: ByteBuffer(string: #"{"channel_url":"feed","template_key":"plain","variables":{"title":"hello"},"targets":["me","u1"]}"#)
-        )
-        #expect(sent.status == .created, "\(String(buffer: sent.body))")
-        return try #require(try jsonObject(sent)["id"] as? String)
+        var ids: [String] = []
+        for _ in 0..<3 {
+            let sent = try await client.execute(
+                uri: "/v1/notifications", method: .post, headers: admin,
+                body: ByteBuffer(string: #"{"channel_url":"feed","template_key":"plain","variables":{"title":"hello"},"targets":["me","u1"]}"#)
+            )
+            #expect(sent.status == .created, "\(String(buffer: sent.body))")
+            ids.append(try #require(try jsonObject(sent)["id"] as? String))
+        }
+        return ids
     }
 }
