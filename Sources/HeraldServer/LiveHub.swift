@@ -278,10 +278,11 @@ public final class LiveHub: Service, Sendable {
             let event = LiveEvent.deliveryUpdated(channelURL: url, position: positions.values.max() ?? 0, ids: ids)
             for connection in connections(of: userKey) { connection.send(event) }
         case .channelChanged(let channelKey):
+            let users = try await collections.listers(channelKey: channelKey, among: localUsers)
             // Read for every hint: the cached URL never changes, the rest of the definition does.
-            guard let channel = try await collections.channel(key: channelKey) else { return }
+            guard !users.isEmpty, let channel = try await collections.channel(key: channelKey) else { return }
             let event = LiveEvent.channelUpdated(channel)
-            for user in try await collections.listers(channelKey: channelKey, among: localUsers) {
+            for user in users {
                 for connection in connections(of: user) { connection.send(event) }
             }
         case .channelDeleted(let url, let xid):
