@@ -25,13 +25,7 @@ struct GeneratedRequestsTests {
     func requestsGeneratedFromTheDocumentNeverFailTheServer(seed: UInt64) async throws {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
             let box = try SecretBox(hexKey: Hex.encode(SecureRandom.bytes(32)))
-            let dependencies = HeraldApplication.Dependencies(
-                client: db.client,
-                migrator: Migrator(client: db.client, migrations: try TestPostgres.repositoryMigrations()),
-                metricsRegistry: PrometheusCollectorRegistry(),
-                adminToken: Self.adminToken,
-                secrets: box
-            )
+            let dependencies = try heraldDependencies(db, adminToken: Self.adminToken, secrets: box)
             let app = HeraldApplication.build(dependencies, host: "127.0.0.1", port: 0, logger: Logger(label: "test.generated"), services: [])
             try await app.test(.live) { client in
                 let fixtures = try await Self.makeFixtures(client)

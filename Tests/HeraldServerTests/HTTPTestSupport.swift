@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import HeraldServer
 import HeraldStore
 import HeraldTesting
@@ -8,13 +9,14 @@ import Prometheus
 import Testing
 
 /// Herald's dependencies on a test database, with the repository's migrations and a fresh metrics
-/// registry.
-func heraldDependencies(_ db: TestDatabase, adminToken: String?) throws -> HeraldApplication.Dependencies {
+/// registry (and `secrets` sealing APNs credentials, for the routes that store them).
+func heraldDependencies(_ db: TestDatabase, adminToken: String?, secrets: SecretBox? = nil) throws -> HeraldApplication.Dependencies {
     HeraldApplication.Dependencies(
         client: db.client,
         migrator: Migrator(client: db.client, migrations: try TestPostgres.repositoryMigrations()),
         metricsRegistry: PrometheusCollectorRegistry(),
-        adminToken: adminToken
+        adminToken: adminToken,
+        secrets: secrets
     )
 }
 

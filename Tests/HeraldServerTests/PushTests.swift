@@ -50,14 +50,7 @@ struct PushTests {
         }
 
         func app() throws -> some ApplicationProtocol {
-            let dependencies = HeraldApplication.Dependencies(
-                client: db.client,
-                migrator: Migrator(client: db.client, migrations: try TestPostgres.repositoryMigrations()),
-                metricsRegistry: PrometheusCollectorRegistry(),
-                adminToken: PushTests.adminToken,
-                secrets: box
-            )
-            return Application(router: HeraldApplication.buildRouter(dependencies).router)
+            Application(router: HeraldApplication.buildRouter(try heraldDependencies(db, adminToken: PushTests.adminToken, secrets: box)).router)
         }
 
         /// Sends a notification to `users` through the store (the same transaction writes the outbox).
