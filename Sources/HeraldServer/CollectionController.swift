@@ -146,8 +146,11 @@ struct CollectionController: Sendable {
     func channelList(_ request: Request, context: HeraldRequestContext) async throws -> ChannelListBody {
         let user = try Self.user(context)
         let key = try await tokenKey.get(settings)
+        // A list that names its device answers its refresh push like a collection sync: a push about a
+        // deleted channel can only be answered here (its collection is gone).
         guard let tokenText = request.uri.queryParameters["token"] else {
             let list = try await collections.channelList(userKey: user.key)
+            try await deviceSynced(request, user: user, horizon: list.horizon)
             return ChannelListBody(list, nextToken: ChannelListToken(userKey: user.key, horizon: list.horizon).encoded(key: key))
         }
         guard let token = ChannelListToken(decoding: String(tokenText), key: key), token.userKey == user.key else {
@@ -155,6 +158,7 @@ struct CollectionController: Sendable {
         }
         let list = try await collections.channelList(userKey: user.key, changedSince: token.horizon)
         guard token.horizon >= list.compactedThrough, token.horizon <= list.nextXID else { return ChannelListBody() }
+        try await deviceSynced(request, user: user, horizon: list.horizon)
         // Never backwards, should a snapshot ever see an older horizon than the token's.
         let next = ChannelListToken(userKey: user.key, horizon: max(token.horizon, list.horizon))
         return ChannelListBody(list, nextToken: next.encoded(key: key))

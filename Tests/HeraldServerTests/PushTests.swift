@@ -330,7 +330,8 @@ struct PushTests {
     }
 
     /// Deleting a channel changes the list and the badge of everyone who had copies or a state in it:
-    /// their devices get a refresh push (naming what is left), a stranger's do not.
+    /// their devices get a refresh push (naming what is left), a stranger's do not; the channel list,
+    /// naming the device, answers that push.
     @Test func deletingAChannelPushesTheDevicesOfEveryoneWhoHadSomethingInIt() async throws {
         try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
             let (d1, d2, d3) = (Self.token(1), Self.token(2), Self.token(3))
@@ -359,6 +360,26 @@ struct PushTests {
                 #expect(herald["badge"] as? Int == 0)
                 #expect((herald["channels"] as? [Any])?.isEmpty == true)
             }
+
+            // There is no collection left to sync: the devices answer the push with the channel list —
+            // u1's whole, u2's change log — and the next change pushes them again. u3's device, which
+            // was not pushed, is pushed too.
+            try await world.app().test(.router) { client in
+                func list(_ user: String, device: String?, token: String? = nil) async throws -> [String: Any] {
+                    var headers = jsonHeaders(bearer: world.sessions[user])
+                    if let device { headers[HTTPField.Name("Herald-Device")!] = device }
+                    let response = try await client.execute(uri: "/v1/me/channels" + (token.map { "?token=\($0)" } ?? ""), method: .get, headers: headers)
+                    #expect(response.status == .ok)
+                    return try jsonObject(response)
+                }
+                _ = try await list("u1", device: d1)
+                let token = try #require(try await list("u2", device: nil)["next_token"] as? String)
+                #expect(try await list("u2", device: d2, token: token)["is_live"] as? Bool == true)
+            }
+            _ = try await ChannelStore(client: db.client).put(HeraldCore.Channel(url: "feed", kind: .feed, name: "Feed", categories: [.init(id: "news", name: "News", isDefault: true)]))
+            try await world.send("again", to: ["u1", "u2", "u3"])
+            try await world.drain()
+            #expect(world.mock.requests.dropFirst(3).map(\.deviceToken).sorted() == [d1, d2, d3])
         }
     }
 
