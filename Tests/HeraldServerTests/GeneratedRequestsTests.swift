@@ -12,10 +12,10 @@ import Postgres
 import Prometheus
 import Testing
 
-/// DESIGN's bad-input bar: thousands of requests generated from `openapi.yaml` (`OpenAPIRequestGenerator`),
-/// sent over real HTTP to a server on a real database. None may get a 5xx; every rejection must be the
-/// documented JSON error; no answer may carry a secret; and the unread counters still equal the
-/// true counts afterwards.
+/// DESIGN's bad-input and isolation bars: thousands of requests generated from `openapi.yaml`
+/// (`OpenAPIRequestGenerator`), sent over real HTTP to a server on a real database. None may get a 5xx;
+/// every rejection must be the documented JSON error; no answer may carry a secret; the unread counters
+/// still equal the true counts afterwards; and one user's requests leave another's rows as they were.
 @Suite("Generated requests", .timeLimit(.minutes(5)))
 struct GeneratedRequestsTests {
     static let adminToken = "test-admin-token-generated-0123456789"
@@ -24,10 +24,7 @@ struct GeneratedRequestsTests {
     @Test(arguments: [UInt64(0x4845_5241_4C44), 20_261_123])
     func requestsGeneratedFromTheDocumentNeverFailTheServer(seed: UInt64) async throws {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
-            let box = try SecretBox(hexKey: Hex.encode(SecureRandom.bytes(32)))
-            let dependencies = try heraldDependencies(db, adminToken: Self.adminToken, secrets: box)
-            let app = HeraldApplication.build(dependencies, host: "127.0.0.1", port: 0, logger: Logger(label: "test.generated"), services: [])
-            try await app.test(.live) { client in
+            try await Self.server(db).test(.live) { client in
                 let fixtures = try await Self.makeFixtures(client)
                 var generator = try OpenAPIRequestGenerator(
                     documentPath: TestPostgres.repositoryRoot() + "/openapi.yaml", seed: seed,
@@ -47,15 +44,7 @@ struct GeneratedRequestsTests {
                     if round % 5 == 0 { Self.pointPools(&generator.pools, at: try await Self.restore(client)) }
                     for operation in operations.shuffled(using: &shuffler) {
                         let request = generator.request(for: operation)
-                        var headers = HTTPFields()
-                        for (name, value) in request.headers {
-                            guard let field = HTTPField.Name(name) else { continue }
-                            headers[field] = value
-                        }
-                        let response = try await client.execute(
-                            uri: request.uri, method: HTTPRequest.Method(request.method)!, headers: headers,
-                            body: request.body.map { ByteBuffer(bytes: $0) }
-                        )
+                        let response = try await Self.send(request, with: client)
                         let status = response.status.code
                         let text = String(buffer: response.body)
                         if let problem = Self.problem(status: status, contentType: response.headers[.contentType], body: text, secrets: [Self.adminToken]) {
@@ -77,6 +66,86 @@ struct GeneratedRequestsTests {
             // Nothing was half-written: after all of it, every unread counter still equals the truth.
             try await CollectionTests.expectUnreadCountsMatchCopies(db)
         }
+    }
+
+    /// DESIGN's isolation bar: generated user requests with another user's session — aimed at the first
+    /// user's notification ids, sync and list tokens, device token and channels — change nothing of the
+    /// first user's. (Registering a device is left out: a token registered again moves to the new
+    /// user, as APNs tokens follow the device's current user.)
+    @Test func oneUsersRequestsNeverChangeAnothersData() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            try await Self.server(db).test(.live) { client in
+                let fixtures = try await Self.makeFixtures(client)
+                // Marks and receipts of the owner's own, so that there is state to protect.
+                for path in ["/v1/me/channels/feed/seen", "/v1/me/channels/feed/read"] {
+                    let mark = try await client.execute(uri: path, method: .post, headers: jsonHeaders(bearer: fixtures.session), body: ByteBuffer(string: "{}"))
+                    #expect(mark.status == .ok)
+                }
+                let intruder = try #require(try jsonObject(
+                    try await client.execute(uri: "/v1/users/u1/sessions", method: .post, headers: jsonHeaders(bearer: Self.adminToken))
+                )["token"] as? String)
+                let before = try await Self.snapshot(of: "me", db)
+                #expect(before.count > 5)
+
+                var generator = try OpenAPIRequestGenerator(
+                    documentPath: TestPostgres.repositoryRoot() + "/openapi.yaml", seed: 0x1501,
+                    pools: fixtures.pools, credentials: ["session": intruder]
+                )
+                let operations = generator.operations.filter { $0.schemes == ["session"] && !["registerDevice", "openStream"].contains($0.id) }
+                #expect(operations.count >= 15)
+                var succeeded = 0
+                for _ in 0..<40 {
+                    for operation in operations {
+                        let request = generator.request(for: operation)
+                        let response = try await Self.send(request, with: client)
+                        #expect(response.status.code < 500, "\(response.status) for \(request)")
+                        if response.status.code < 300 { succeeded += 1 }
+                    }
+                }
+                // The intruder did act (on its own data), and nothing of the owner's moved.
+                #expect(succeeded > operations.count * 10)
+                let after = try await Self.snapshot(of: "me", db)
+                let changed = Set(after).symmetricDifference(before)
+                #expect(changed.isEmpty && after.count == before.count, "the owner's rows changed: \(changed.sorted().prefix(10))")
+            }
+        }
+    }
+
+    /// Every row of the user's in every per-user table, as text.
+    static func snapshot(of user: String, _ db: TestDatabase) async throws -> [String] {
+        let key = try #require(try await db.client.query("SELECT key FROM users WHERE id = \(user)").first?.decode(Int64.self))
+        return try await db.client.query(
+            """
+            SELECT 'user ' || u::text FROM users u WHERE u.key = \(key)
+            UNION ALL SELECT 'session ' || s::text FROM sessions s WHERE s.user_id = \(user)
+            UNION ALL SELECT 'copy ' || r::text FROM notification_recipients r WHERE r.user_key = \(key)
+            UNION ALL SELECT 'state ' || c::text FROM channel_states c WHERE c.user_key = \(key)
+            UNION ALL SELECT 'device ' || d::text FROM devices d WHERE d.user_key = \(key)
+            UNION ALL SELECT 'event ' || e::text FROM notification_events e WHERE e.user_key = \(key)
+            UNION ALL SELECT 'preferences ' || p::text FROM push_preferences p WHERE p.user_key = \(key)
+            UNION ALL SELECT 'channel preferences ' || p::text FROM channel_push_preferences p WHERE p.user_key = \(key)
+            UNION ALL SELECT 'removal ' || g::text FROM channel_list_removals g WHERE g.user_key = \(key)
+            ORDER BY 1
+            """
+        ).map { try $0.decode(String.self) }
+    }
+
+    /// Herald on the test database, served over real HTTP (with a key for APNs credentials).
+    static func server(_ db: TestDatabase) throws -> some ApplicationProtocol {
+        let box = try SecretBox(hexKey: Hex.encode(SecureRandom.bytes(32)))
+        let dependencies = try heraldDependencies(db, adminToken: adminToken, secrets: box)
+        return HeraldApplication.build(dependencies, host: "127.0.0.1", port: 0, logger: Logger(label: "test.generated"), services: [])
+    }
+
+    static func send(_ request: GeneratedRequest, with client: some TestClientProtocol) async throws -> TestResponse {
+        var headers = HTTPFields()
+        for (name, value) in request.headers {
+            guard let field = HTTPField.Name(name) else { continue }
+            headers[field] = value
+        }
+        return try await client.execute(
+            uri: request.uri, method: HTTPRequest.Method(request.method)!, headers: headers, body: request.body.map { ByteBuffer(bytes: $0) }
+        )
     }
 
     /// What is wrong with an answer, if anything.
