@@ -538,6 +538,79 @@ struct PushTests {
         }
     }
 
+    /// DESIGN's crash bar: `herald serve` is killed (SIGKILL) at seeded random points while three
+    /// broadcasts fan out, fold into the counters and push, and started again each time. In the end no
+    /// copy is lost (none can be doubled: the recipients' key forbids it), every unread counter equals
+    /// the truth, and every device got its refresh push.
+    @Test func killedAtRandomPointsDuringFanoutAndDispatchNothingIsLost() async throws {
+        try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+            let owners = (1...12).map { "d\($0)" }
+            let tokens = (1...12).map(Self.token)
+            let world = try await world(db, users: owners, devices: Dictionary(uniqueKeysWithValues: zip(owners, tokens.map { [$0] })))
+            defer { Task { await world.shutdown() } }
+            let bulk = 6_000
+            _ = try await world.query("INSERT INTO users (id) SELECT 'bulk-' || g FROM generate_series(1, \(bulk)) AS g")
+            let users = bulk + owners.count
+            let template = try #require(try await TemplateStore(client: db.client).get("plain"))
+            var ids: [Int64] = []
+            for index in 0..<3 {
+                let draft = NotificationDraft(
+                    channelURL: "feed", templateKey: "plain", templateVersion: template.version, variables: ["title": .string("all \(index)")],
+                    content: try template.template.renderNotification(variables: ["title": .string("all \(index)")], userVariables: [:]),
+                    category: "news", tags: [], eventDeadline: nil, push: PushOptions(), audience: .all
+                )
+                guard case .created(let stored, _) = try await NotificationStore(client: db.client).send(
+                    draft, idempotency: nil, respond: { _ in StoredResponse(status: 202, body: []) }
+                ) else { throw CancellationError() }
+                ids.append(stored.id)
+            }
+            @Sendable func copies() async throws -> Int {
+                try await world.query("SELECT count(*) FROM notification_recipients").first!.decode(Int.self)
+            }
+            let total = 3 * users
+            let environment = [
+                "DATABASE_URL": db.conninfo, "HERALD_SECRET_KEY": world.secretKeyHex, "HERALD_ADMIN_TOKEN": Self.adminToken,
+                "HERALD_APNS_URL": world.mock.baseURL, "HERALD_APNS_CA_FILE": world.mock.trustRootFile,
+                "HERALD_REFRESH_MIN_INTERVAL": "0s", "HERALD_PUSH_LEASE": "2s", "HERALD_FANOUT_BATCH_SIZE": "100",
+            ]
+            let arguments = ["serve", "--port", "0", "--sql-dir", TestPostgres.repositoryRoot() + "/sql"]
+            var random = SplitMix64(seed: 0xC4A5_4ED)
+            var killedMidway = 0
+            for _ in 0..<3 {
+                let process = try HeraldProcess(arguments: arguments, environment: environment)
+                _ = try await process.waitForLine(containing: "Herald listening on")
+                let reached = try await copies()
+                // Somewhere in the next fifth of what is left: while a batch is being written, folded or pushed.
+                let threshold = reached + Int.random(in: 1...max(1, (total - reached) / 5), using: &random)
+                try await eventually("the fan-out to pass \(threshold) copies") { try await copies() >= threshold }
+                process.signal(SIGKILL)
+                _ = try await process.waitForExit()
+                if try await copies() < total { killedMidway += 1 }
+            }
+            #expect(killedMidway >= 2)
+
+            let last = try HeraldProcess(arguments: arguments, environment: environment)
+            _ = try await last.waitForLine(containing: "Herald listening on")
+            try await eventually("every broadcast fanned out and folded, every device pushed") {
+                let unfinished = try await world.query(
+                    "SELECT count(*) FROM notifications WHERE fanout_state <> 'done' OR folded_through < fanout_through"
+                ).first!.decode(Int.self)
+                let pushed = Set(world.mock.requests.filter { $0.status == 200 }.map(\.deviceToken))
+                return unfinished == 0 && pushed == Set(tokens)
+            }
+            last.signal(SIGTERM)
+            #expect(try await last.waitForExit() == 0)
+
+            for id in ids {
+                let counted = try await world.query(
+                    "SELECT count(*), count(DISTINCT user_key) FROM notification_recipients WHERE notification_id = \(id)"
+                ).first!.decode((Int, Int).self)
+                #expect(counted == (users, users), "notification \(id)")
+            }
+            try await CollectionTests.expectUnreadCountsMatchCopies(db)
+        }
+    }
+
     /// `herald push test --user` pushes every device of the user at once and prints each answer.
     @Test func pushTestCommandReportsEachDevice() async throws {
         try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
