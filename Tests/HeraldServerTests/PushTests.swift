@@ -544,12 +544,14 @@ struct PushTests {
     /// the truth, and every device got its refresh push.
     @Test func killedAtRandomPointsDuringFanoutAndDispatchNothingIsLost() async throws {
         try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+            // The device owners' keys sit in the middle, so that their pushes go out mid-fan-out.
+            let bulk = 6_000
+            _ = try await db.client.query("INSERT INTO users (id) SELECT 'bulk-' || g FROM generate_series(1, \(bulk / 2)) AS g")
             let owners = (1...12).map { "d\($0)" }
             let tokens = (1...12).map(Self.token)
             let world = try await world(db, users: owners, devices: Dictionary(uniqueKeysWithValues: zip(owners, tokens.map { [$0] })))
             defer { Task { await world.shutdown() } }
-            let bulk = 6_000
-            _ = try await world.query("INSERT INTO users (id) SELECT 'bulk-' || g FROM generate_series(1, \(bulk)) AS g")
+            _ = try await world.query("INSERT INTO users (id) SELECT 'bulk-' || g FROM generate_series(\(bulk / 2 + 1), \(bulk)) AS g")
             let users = bulk + owners.count
             let template = try #require(try await TemplateStore(client: db.client).get("plain"))
             var ids: [Int64] = []
