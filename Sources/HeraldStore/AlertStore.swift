@@ -178,7 +178,9 @@ public struct AlertStore: Sendable {
         return result
     }
 
-    /// Each user's unread copies of notifications that ask not to count in the badge.
+    /// Each user's unread copies of notifications that ask not to count in the badge. The conditions
+    /// on `n` are the predicate of `notifications_uncounted` (`sql/0015`), which lets the planner
+    /// start from those notifications: keep them in step.
     public func uncountedUnread(userKeys: [Int64]) async throws -> [Int64: Int64] {
         var result: [Int64: Int64] = [:]
         for row in try await client.query(
