@@ -186,7 +186,7 @@ struct OpenAPIRequestGenerator {
 
     private mutating func bodyBytes(schema: [String: Any]) -> [UInt8] {
         // Whole example bodies, for operations whose rules span fields (the schema cannot say them).
-        if let examples = pool("body"), chance(0.3) { return json(oneOf(examples)) }
+        if let examples = pool("body"), chance(0.5) { return json(oneOf(examples)) }
         switch Double.random(in: 0..<1, using: &random) {
         case ..<0.65: return json(validValue(schema: schema, name: nil, depth: 0))
         case ..<0.9: return json(brokenValue(schema: schema, name: nil, depth: 0))
