@@ -108,7 +108,12 @@ public struct ChannelStore: Sendable {
                     SELECT user_key, \(url), \(xid) FROM users
                     ON CONFLICT (user_key, channel_url) DO UPDATE SET change_xid = EXCLUDED.change_xid
                 )
-                UPDATE devices d SET refresh_wanted_xid = \(xid) FROM users WHERE d.user_key = users.user_key
+                -- A want that named one of the channel's notifications no longer can (a receipt for it
+                -- would name nothing).
+                UPDATE devices d SET refresh_wanted_xid = \(xid),
+                    refresh_notification_id = CASE WHEN d.refresh_notification_id IN (SELECT id FROM notifications WHERE channel_key = \(key))
+                        THEN NULL ELSE d.refresh_notification_id END
+                FROM users WHERE d.user_key = users.user_key
                 """
             )
             let deleted = try await connection.query("DELETE FROM channels WHERE key = \(key)").affectedRows == 1
