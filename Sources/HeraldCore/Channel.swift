@@ -93,6 +93,8 @@ public struct Channel: Sendable, Equatable, Codable {
     /// Channel URLs are 1–128 characters from `A–Z a–z 0–9 . _ ~ -`, so they need no escaping in paths.
     public static func urlProblem(_ url: String) -> String? {
         if url.isEmpty || url.count > maximumURLLength { return "must be 1–\(maximumURLLength) characters" }
+        // Path segments a URL resolver removes: a channel so named could not be addressed.
+        if url == "." || url == ".." { return "must not be '.' or '..'" }
         let allowed = url.unicodeScalars.allSatisfy { scalar in
             scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "._~-".unicodeScalars.contains(scalar))
         }

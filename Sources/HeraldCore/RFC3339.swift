@@ -61,9 +61,32 @@ public enum RFC3339 {
     }
 
     /// Parses an RFC 3339 date-time with or without fractional seconds, in UTC (`Z`) or with an offset.
+    /// Fields out of range (`2024-02-30`, `24:00`) are refused: Foundation's parser rolls them over into
+    /// the next day or month.
     public static func date(from text: String) -> Date? {
-        guard text.count <= 64 else { return nil }
+        guard text.count <= 64, fieldsInRange(Array(text.utf8)) else { return nil }
         let fractional = text.contains(".")
         return try? Date.ISO8601FormatStyle(includingFractionalSeconds: fractional).parse(text)
+    }
+
+    /// Whether `YYYY-MM-DDThh:mm:ss` at the start of `bytes` names a real day and time of day (RFC 3339
+    /// §5.7; a leap second is not accepted).
+    static func fieldsInRange(_ bytes: [UInt8]) -> Bool {
+        guard bytes.count >= 19 else { return false }
+        func number(_ range: Range<Int>) -> Int? {
+            var value = 0
+            for byte in bytes[range] {
+                guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+                value = value * 10 + Int(byte - UInt8(ascii: "0"))
+            }
+            return value
+        }
+        guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
+            let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
+            (1...12).contains(month), (0...23).contains(hour), (0...59).contains(minute), (0...59).contains(second)
+        else { return false }
+        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+        let days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]
+        return (1...days).contains(day)
     }
 }

@@ -131,9 +131,25 @@ extension Template {
         } catch {
             throw TemplateProblem(path: path, message: "is not a valid template: \(parseProblem(error))")
         }
+        // The parser drops a `{{` at the end of the text or of a line without a word: it is a tag
+        // that was never finished (unless a set-delimiter tag changed what opens one).
+        if !text.contains("{{="), hasDanglingOpener(text) {
+            throw TemplateProblem(path: path, message: "is not a valid template: a tag is not finished")
+        }
         let recorder = LookupRecorder()
         _ = template.render(recorder)
         return recorder.names
+    }
+
+    /// Whether a `{{` is followed by nothing, or by a line break, in `text`.
+    static func hasDanglingOpener(_ text: String) -> Bool {
+        let scalars = Array(text.unicodeScalars)
+        for index in scalars.indices.dropLast() where scalars[index] == "{" && scalars[index + 1] == "{" {
+            var next = index + 2
+            while next < scalars.count, scalars[next] == "{" { next += 1 }
+            if next == scalars.count || scalars[next] == "\n" || scalars[next] == "\r" { return true }
+        }
+        return false
     }
 
     /// What is wrong and where, in the template's own terms: the parser's error value names its internal

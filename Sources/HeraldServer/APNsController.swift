@@ -29,7 +29,7 @@ struct APNsController: Sendable {
             let page = try PageRequest(request, maximum: 100, default: 50)
             var before: Int64?
             if let text = request.uri.queryParameters["before"] {
-                guard let value = Int64(String(text)), value > 0 else {
+                guard let value = CanonicalInteger.id(text) else {
                     throw APIError(.badRequest, code: "invalid_before", message: "before must be a failure id (the next_before of a page).")
                 }
                 before = value

@@ -23,6 +23,7 @@ struct CollectionController: Sendable {
     let settings: SettingsStore
     let sync: SyncSettings
     let push: PushStore
+    let devices: DeviceStore
     let tokenKey = TokenKeyCache()
 
     static let defaultLimit = 30
@@ -69,8 +70,11 @@ struct CollectionController: Sendable {
         let limit = try Self.limit(query)
         let category = try Self.category(query)
         let key = try await tokenKey.get(settings)
+        let device = try DeviceNaming.reference(in: request)
         guard let tokenText = query["token"].map(String.init) else {
             let channel = try await Self.channel(context, collections)
+            // Refused before the channel is marked opened, so that a refused load changes nothing.
+            if let device, try await devices.find(userKey: user.key, reference: device) == nil { throw DeviceNaming.notFound }
             try await collections.open(userKey: user.key, channelKey: channel.key)
             let (snapshot, page) = try await collections.load(userKey: user.key, channelKey: channel.key, category: category, limit: limit + 1)
             // Everything below the horizon is in this snapshot; later changes come incrementally.
@@ -82,7 +86,7 @@ struct CollectionController: Sendable {
             for item in page.prefix(limit) { body.notifications.append(NotificationItem(item)) }
             body.prevCursor = page.count > limit ? page[limit - 1].id.description : nil
             body.nextToken = token.encoded(key: key)
-            try await deviceSynced(request, user: user, horizon: snapshot.horizon)
+            try await deviceSynced(device, user: user, horizon: snapshot.horizon)
             return body
         }
         // A token that does not even parse needs no database work beyond the state in the answer.
@@ -100,7 +104,7 @@ struct CollectionController: Sendable {
         }
         guard let poll else { throw Self.channelNotFound }
         let (channel, snapshot, changes) = (poll.channel, poll.snapshot, poll.changes)
-        try await deviceSynced(request, user: user, horizon: snapshot.horizon)
+        try await deviceSynced(device, user: user, horizon: snapshot.horizon)
         var body = CollectionBody(channel: channel, snapshot: snapshot, isLive: false)
         guard let token,
             token.userKey == user.key, token.channelKey == channel.key,
@@ -148,17 +152,22 @@ struct CollectionController: Sendable {
         let key = try await tokenKey.get(settings)
         // A list that names its device answers its refresh push like a collection sync: a push about a
         // deleted channel can only be answered here (its collection is gone).
+        let device = try DeviceNaming.reference(in: request)
         guard let tokenText = request.uri.queryParameters["token"] else {
             let list = try await collections.channelList(userKey: user.key)
-            try await deviceSynced(request, user: user, horizon: list.horizon)
+            try await deviceSynced(device, user: user, horizon: list.horizon)
             return ChannelListBody(list, nextToken: ChannelListToken(userKey: user.key, horizon: list.horizon).encoded(key: key))
         }
         guard let token = ChannelListToken(decoding: String(tokenText), key: key), token.userKey == user.key else {
+            try await deviceKnown(device, user: user)
             return ChannelListBody()
         }
         let list = try await collections.channelList(userKey: user.key, changedSince: token.horizon)
-        guard token.horizon >= list.compactedThrough, token.horizon <= list.nextXID else { return ChannelListBody() }
-        try await deviceSynced(request, user: user, horizon: list.horizon)
+        guard token.horizon >= list.compactedThrough, token.horizon <= list.nextXID else {
+            try await deviceKnown(device, user: user)
+            return ChannelListBody()
+        }
+        try await deviceSynced(device, user: user, horizon: list.horizon)
         // Never backwards, should a snapshot ever see an older horizon than the token's.
         let next = ChannelListToken(userKey: user.key, horizon: max(token.horizon, list.horizon))
         return ChannelListBody(list, nextToken: next.encoded(key: key))
@@ -182,14 +191,19 @@ struct CollectionController: Sendable {
         return SessionCompanion(userKey: token.userKey, query: CollectionStore.pollQuery(poll), question: poll)
     }
 
-    /// A sync that names its device (`Herald-Device: <token>`) answers that device's outstanding refresh
-    /// push and every refresh want its snapshot covers (see `PushStore.markSynced`).
-    func deviceSynced(_ request: Request, user: AuthenticatedUser, horizon: Int64) async throws {
-        guard let device = request.headers[Self.deviceHeader], DevicesController.isDeviceToken(device) else { return }
-        try await push.markSynced(userKey: user.key, token: device, horizon: horizon)
+    /// A sync that names its device (`DeviceNaming`) answers that device's outstanding refresh push and
+    /// every refresh want its snapshot covers (see `PushStore.markSynced`).
+    func deviceSynced(_ device: DeviceReference?, user: AuthenticatedUser, horizon: Int64) async throws {
+        guard let device else { return }
+        guard try await push.markSynced(userKey: user.key, device: device, horizon: horizon) else { throw DeviceNaming.notFound }
     }
 
-    static let deviceHeader = HTTPField.Name("Herald-Device")!
+    /// An answer that does not count as a sync (a list token that cannot continue) still refuses a
+    /// device that is not the caller's, as every other answer does.
+    func deviceKnown(_ device: DeviceReference?, user: AuthenticatedUser) async throws {
+        guard let device else { return }
+        guard try await devices.find(userKey: user.key, reference: device) != nil else { throw DeviceNaming.notFound }
+    }
 
     func olderPage(_ request: Request, context: HeraldRequestContext) async throws -> PageBody {
         let user = try Self.user(context)
@@ -199,7 +213,7 @@ struct CollectionController: Sendable {
         let category = try Self.category(query)
         var before: Int64?
         if let text = query["before"] {
-            guard let value = Int64(String(text)), value > 0 else {
+            guard let value = CanonicalInteger.id(text) else {
                 throw APIError(.badRequest, code: "invalid_before", message: "before must be a notification id (the prev_cursor of a page).")
             }
             before = value
@@ -213,7 +227,11 @@ struct CollectionController: Sendable {
     // MARK: - Marks
 
     struct ReadRequest: Decodable {
-        var ids: [String]?
+        var notificationIDs: [String]?
+
+        enum CodingKeys: String, CodingKey {
+            case notificationIDs = "notification_ids"
+        }
     }
 
     func read(_ request: Request, context: HeraldRequestContext) async throws -> StateBody {
@@ -221,13 +239,16 @@ struct CollectionController: Sendable {
         let channel = try await Self.channel(context, collections)
         let body = try await RequestBody.decode(ReadRequest.self, from: request, context: context)
         var ids: [Int64]?
-        if let given = body?.ids {
+        if let given = body?.notificationIDs {
             guard (1...Self.maximumReadIDs).contains(given.count) else {
-                throw APIError(.badRequest, code: "invalid_ids", message: "ids must list 1–\(Self.maximumReadIDs) notification ids; omit it to mark all read.")
+                throw APIError(
+                    .badRequest, code: "invalid_notification_ids",
+                    message: "notification_ids must list 1–\(Self.maximumReadIDs) notification ids; send no body to mark all read."
+                )
             }
             ids = try given.enumerated().map { index, text in
-                guard let id = Int64(text), id > 0 else {
-                    throw APIError(.badRequest, code: "invalid_ids", message: "ids[\(index)] is not a notification id.")
+                guard let id = CanonicalInteger.id(text) else {
+                    throw APIError(.badRequest, code: "invalid_notification_ids", message: "notification_ids[\(index)] is not a notification id.")
                 }
                 return id
             }

@@ -20,10 +20,10 @@ struct DevicesController: Sendable {
             guard Self.isTopic(body.topic) else {
                 throw APIError(.badRequest, code: "invalid_device", message: "topic must be the app's bundle id (1–255 letters, digits, '.', '-' or '_').")
             }
-            let device = try await devices.register(
+            let (device, created) = try await devices.register(
                 userKey: user.key, token: token, environment: body.environment, topic: body.topic, unique: body.unique ?? false
             )
-            return DeviceBody(device)
+            return EditedResponse(status: created ? .created : .ok, response: DeviceBody(device))
         }
         routes.add(.get, "/v1/me/devices", access: .user) { _, context in
             let user = try CollectionController.user(context)
@@ -100,18 +100,13 @@ struct DevicesController: Sendable {
         var removed: Int
     }
 
-    /// An APNs device token: hex, an even number of digits, 32 to 200 bytes once decoded (Apple's are
-    /// 32 today; nothing promises they stay so).
+    /// The path's APNs device token (`DeviceReference.isToken`).
     static func token(_ context: HeraldRequestContext) throws -> String {
         let token = try context.parameters.require("device_token")
-        guard Self.isDeviceToken(token) else {
+        guard DeviceReference.isToken(token) else {
             throw APIError(.badRequest, code: "invalid_device_token", message: "A device token is hex with an even number of digits, 32 to 200 bytes decoded.")
         }
         return token.lowercased()
-    }
-
-    static func isDeviceToken(_ token: String) -> Bool {
-        (64...400).contains(token.utf8.count) && token.utf8.count.isMultiple(of: 2) && token.allSatisfy(\.isHexDigit) && token.allSatisfy(\.isASCII)
     }
 
     static func isTopic(_ topic: String) -> Bool {

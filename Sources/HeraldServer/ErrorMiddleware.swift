@@ -1,6 +1,7 @@
 import Hummingbird
-import NIOCore
 import Logging
+import NIOCore
+import NIOHTTP1
 import Postgres
 
 /// Turns every error a handler throws into Herald's JSON error shape.
@@ -18,7 +19,11 @@ struct ErrorMiddleware: RouterMiddleware {
         } catch let error as HTTPError {
             throw APIError(error.status, code: Self.code(for: error.status), message: error.body ?? Self.message(for: error.status))
         } catch is NIOTooManyBytesError {
-            throw APIError(.contentTooLarge, code: "payload_too_large", message: "The request body is larger than \(context.maxUploadSize) bytes.")
+            throw RequestBody.tooLarge(context.maxUploadSize)
+        } catch let error as HTTPParserError {
+            // The body could not be read as HTTP/1.1 (a malformed chunk, a chunk longer than it said):
+            // the client's fault, and the connection closes after the answer.
+            throw ParseErrorResponder.apiError(for: error)
         } catch let error as PostgresError where error.sqlState?.hasPrefix("22") == true {
             // Class 22 is "data exception": a value from the request that the database cannot hold (a
             // NUL character in text, a number out of range). The statement failed, nothing was written.

@@ -93,6 +93,12 @@ public struct FixtureLoader: Sendable {
             do {
                 let data = try Data(contentsOf: URL(fileURLWithPath: (directory as NSString).appendingPathComponent(file)))
                 content = try JSONDecoder().decode(FixtureFile.self, from: data)
+                // As on the API, a misspelt field is refused rather than ignored.
+                if let tree = StrictJSON.parse(data), let unknown = UnknownFields.first(in: tree, decoding: FixtureFile.self) {
+                    throw Problem(file: file, path: unknown.path, message: RequestBody.unknownField(unknown).message.dropFirst(unknown.path.count + 1).description)
+                }
+            } catch let problem as Problem {
+                throw problem
             } catch let error as DecodingError {
                 let path = Self.path(of: error)
                 throw Problem(file: file, path: path, message: RequestBody.describe(error).replacingOccurrences(of: path + " ", with: ""))

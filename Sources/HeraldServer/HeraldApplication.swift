@@ -83,7 +83,8 @@ public enum HeraldApplication {
             collections: CollectionStore(client: dependencies.client),
             settings: SettingsStore(client: dependencies.client),
             sync: dependencies.sync,
-            push: PushStore(client: dependencies.client)
+            push: PushStore(client: dependencies.client),
+            devices: DeviceStore(client: dependencies.client)
         ).register(in: registry)
         DevicesController(devices: DeviceStore(client: dependencies.client))
             .register(in: registry)

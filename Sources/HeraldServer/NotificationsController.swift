@@ -51,7 +51,7 @@ struct NotificationsController: Sendable {
         let page = try PageRequest(request)
         var after: Int64?
         if let text = page.after {
-            guard let key = Int64(text), key >= 0 else {
+            guard let key = CanonicalInteger.parse(text) else {
                 throw APIError(.badRequest, code: "invalid_after", message: "after must be the next value of a previous page.")
             }
             after = key
@@ -138,18 +138,27 @@ struct NotificationsController: Sendable {
         return IdempotencyKey(key: key, requestHash: try body.canonicalDigest())
     }
 
-    /// The category given (it must be one of the channel's), else the template's when the channel has
-    /// it, else the channel's default; empty for a channel without categories.
+    /// The category given, else the template's, else the channel's default; empty for a channel without
+    /// categories. A category the channel does not have is refused, the template's too: dropping it
+    /// would file the notification where its author did not mean it to go.
     static func category(_ requested: String?, channel: Channel, template: Template) throws -> String {
         let ids = channel.categories.map(\.id)
+        let known = ids.isEmpty ? "it has none" : "it has \(ids.joined(separator: ", "))"
         if let requested {
             guard ids.contains(requested) else {
-                let known = ids.isEmpty ? "it has none" : "it has \(ids.joined(separator: ", "))"
                 throw APIError(.badRequest, code: "unknown_category", message: "category '\(requested)' is not a category of channel '\(channel.url)'; \(known).")
             }
             return requested
         }
-        if let own = template.category, ids.contains(own) { return own }
+        if let own = template.category {
+            guard ids.contains(own) else {
+                throw APIError(
+                    .badRequest, code: "unknown_category",
+                    message: "template '\(template.key)' has category '\(own)', which channel '\(channel.url)' does not have (\(known)); name one of the channel's in category, or add it to the channel."
+                )
+            }
+            return own
+        }
         return channel.categories.first(where: \.isDefault)?.id ?? ""
     }
 
@@ -195,7 +204,9 @@ struct NotificationsController: Sendable {
 
     static func notificationID(_ context: HeraldRequestContext) throws -> Int64 {
         let text = try context.parameters.require("notification_id")
-        guard let id = Int64(text), id > 0 else { throw notFound }
+        guard let id = CanonicalInteger.id(text) else {
+            throw APIError(.badRequest, code: "invalid_notification_id", message: "notification_id must be a positive integer written in plain decimal (no sign, no leading zero).")
+        }
         return id
     }
 

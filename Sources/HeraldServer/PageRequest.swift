@@ -1,3 +1,4 @@
+import HeraldCore
 import Hummingbird
 import HummingbirdCore
 
@@ -18,7 +19,7 @@ struct PageRequest {
     init(query: FlatDictionary<Substring, Substring>, maximum: Int = maximumLimit, default defaultLimit: Int = defaultLimit) throws {
         limit = defaultLimit
         if let text = query["limit"] {
-            guard let value = Int(String(text)), (1...maximum).contains(value) else {
+            guard let value = CanonicalInteger.parse(text).map(Int.init), (1...maximum).contains(value) else {
                 throw APIError(.badRequest, code: "invalid_limit", message: "limit must be between 1 and \(maximum).")
             }
             limit = value

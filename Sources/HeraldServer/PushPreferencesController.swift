@@ -98,7 +98,7 @@ struct PushPreferencesController: Sendable {
         /// `push_sound` was in the body (`null` clears it).
         var setsSound = false
 
-        enum CodingKeys: String, CodingKey, CaseIterable {
+        enum CodingKeys: String, CodingKey {
             case pushTriggerOption = "push_trigger_option"
             case doNotDisturb = "do_not_disturb"
             case startHour = "start_hour"
@@ -114,11 +114,6 @@ struct PushPreferencesController: Sendable {
         }
 
         init(from decoder: any Decoder) throws {
-            // Every field is optional, so a misspelt one would otherwise be a 200 that changed nothing.
-            let names = try decoder.container(keyedBy: AnyCodingKey.self).allKeys.map(\.stringValue)
-            if let unknown = names.filter({ CodingKeys(rawValue: $0) == nil }).sorted().first {
-                throw invalid(unknown, "is not a push preference; the fields are \(CodingKeys.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
             let container = try decoder.container(keyedBy: CodingKeys.self)
             pushTriggerOption = try container.decodeIfPresent(String.self, forKey: .pushTriggerOption)
             doNotDisturb = try container.decodeIfPresent(Bool.self, forKey: .doNotDisturb)

@@ -74,7 +74,7 @@ struct ReceiptsController {
     }
 
     static func parseID(_ text: String) throws -> Int64 {
-        guard let id = Int64(text), id > 0 else {
+        guard let id = CanonicalInteger.id(text) else {
             throw APIError(.badRequest, code: "invalid_notification_id", message: "Notification ids are positive integers as strings.")
         }
         return id

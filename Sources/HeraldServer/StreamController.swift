@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldStore
+import HTTPTypes
 import Hummingbird
 import HummingbirdCore
 
@@ -8,7 +9,8 @@ import HummingbirdCore
 ///
 /// The upgrade request is authenticated like any user route — `Authorization: Bearer <session>` or,
 /// for browsers that cannot set headers on a WebSocket, `?access_token=` — and may name its device
-/// (`?device=` with the device's token or id): that device counts as online while the stream is open.
+/// (`DeviceNaming`: `Herald-Device` or `?device=`): that device counts as online while the stream is
+/// open.
 /// A request that cannot be upgraded (bad credentials, unknown device, not a WebSocket request)
 /// reaches the HTTP router's route of the same path, which answers with the JSON error.
 struct StreamController {
@@ -21,6 +23,12 @@ struct StreamController {
     func register(in routes: RouteRegistry) {
         routes.add(.get, "/v1/me/stream", access: .anyone) { request, _ -> Response in
             _ = try await authenticate(request)
+            if request.headers[HTTPField.Name(RequestHeadFilter.brokenWebSocketHeader)!] != nil {
+                throw APIError(
+                    .badRequest, code: "invalid_websocket_handshake",
+                    message: "A WebSocket upgrade needs one Sec-WebSocket-Key and Sec-WebSocket-Version: 13 (RFC 6455 §4.1)."
+                )
+            }
             throw APIError(
                 .upgradeRequired, code: "upgrade_required",
                 message: "/v1/me/stream is a WebSocket: send the upgrade request (Connection: Upgrade, Upgrade: websocket)."
@@ -30,20 +38,20 @@ struct StreamController {
 
     /// The client behind the request, or the 4xx that refuses it.
     func authenticate(_ request: Request) async throws -> StreamClient {
-        try await authenticate(authorization: request.headers[.authorization], query: request.uri.queryParameters)
+        try await authenticate(authorization: request.headers[.authorization], device: request.headers[DeviceNaming.header], query: request.uri.queryParameters)
     }
 
     /// For the upgrade: the client behind an upgrade request for this route; throws for any other path.
-    func authenticate(uri: String, authorization: String?) async throws -> StreamClient {
+    func authenticate(uri: String, authorization: String?, device: String?) async throws -> StreamClient {
         let parsed = URI(uri)
         guard parsed.path == "/v1/me/stream" else { throw APIError(.notFound, code: "not_found", message: "Not a stream.") }
         guard hub != nil else {
             throw APIError(.serviceUnavailable, code: "streams_unavailable", message: "This server does not serve live streams.")
         }
-        return try await authenticate(authorization: authorization, query: parsed.queryParameters)
+        return try await authenticate(authorization: authorization, device: device, query: parsed.queryParameters)
     }
 
-    private func authenticate(authorization: String?, query: Parameters) async throws -> StreamClient {
+    private func authenticate(authorization: String?, device: String?, query: Parameters) async throws -> StreamClient {
         guard let presented = Authenticator.bearerToken(authorization) ?? query["access_token"].map(String.init), !presented.isEmpty else {
             throw APIError(.unauthorized, code: "unauthorized", message: "The stream needs 'Authorization: Bearer <session token>' or ?access_token=.")
         }
@@ -51,13 +59,8 @@ struct StreamController {
             throw APIError(.unauthorized, code: "unauthorized", message: "The session token is not valid (unknown, revoked or expired).")
         }
         var deviceID: Int64?
-        if let reference = query["device"].map(String.init) {
-            guard (1...400).contains(reference.count) else {
-                throw APIError(.badRequest, code: "invalid_device", message: "device must be a device token or a device id.")
-            }
-            guard let found = try await devices.find(userKey: key, reference: reference) else {
-                throw APIError(.notFound, code: "device_not_found", message: "This user has no device with this token or id; register it first.")
-            }
+        if let reference = try DeviceNaming.reference(header: device, query: query["device"].map(String.init)) {
+            guard let found = try await devices.find(userKey: key, reference: reference) else { throw DeviceNaming.notFound }
             deviceID = found
         }
         return StreamClient(user: AuthenticatedUser(id: id, key: key), deviceID: deviceID, sessionHash: Hex.encode(token.hash), sessionExpiresAt: expiresAt)

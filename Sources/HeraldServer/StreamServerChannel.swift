@@ -53,16 +53,17 @@ struct StreamServerChannel: ServerChildChannel, HTTPChannelHandler {
             let accepted = NIOLoopBoundBox<StreamClient?>(nil, eventLoop: channel.eventLoop)
             // Bound to the loop: the upgrade's callbacks are `@Sendable`, and all run on this loop.
             let parseErrors = NIOLoopBound(ParseErrorResponder(), eventLoop: channel.eventLoop)
+            let headFilter = NIOLoopBound(RequestHeadFilter(), eventLoop: channel.eventLoop)
             let refusal = NIOLoopBoundBox<APIError?>(nil, eventLoop: channel.eventLoop)
             let streams = self.streams
             let upgrader = NIOTypedWebSocketServerUpgrader<Negotiated>(
                 maxFrameSize: Self.maximumFrameSize,
                 shouldUpgrade: { channel, head in
-                    let (uri, authorization) = (head.uri, head.headers["Authorization"].first)
+                    let (uri, authorization, device) = (head.uri, head.headers["Authorization"].first, head.headers["Herald-Device"].first)
                     let promise = channel.eventLoop.makePromise(of: Result<StreamClient, APIError>.self)
                     promise.completeWithTask {
                         do {
-                            return .success(try await streams.authenticate(uri: uri, authorization: authorization))
+                            return .success(try await streams.authenticate(uri: uri, authorization: authorization, device: device))
                         } catch let error as APIError {
                             return .failure(error)
                         } catch {
@@ -84,6 +85,7 @@ struct StreamServerChannel: ServerChildChannel, HTTPChannelHandler {
                 upgradePipelineHandler: { channel, _ in
                     channel.eventLoop.makeCompletedFuture {
                         channel.pipeline.syncOperations.removeHandler(parseErrors.value, promise: nil)
+                        channel.pipeline.syncOperations.removeHandler(headFilter.value, promise: nil)
                         guard let client = accepted.value, let hub = streams.hub else { throw StreamUpgradeError.notAccepted }
                         try hub.attach(client, to: channel)
                         return Negotiated.stream
@@ -111,6 +113,8 @@ struct StreamServerChannel: ServerChildChannel, HTTPChannelHandler {
             configuration.enableErrorHandling = false  // Hummingbird answers errors
             configuration.enableResponseHeaderValidation = false  // swift-http-types validates
             let negotiated = try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(configuration: configuration)
+            let upgradeHandler = try channel.pipeline.syncOperations.handler(type: NIOTypedHTTPServerUpgradeHandler<Negotiated>.self)
+            try channel.pipeline.syncOperations.addHandler(headFilter.value, position: .before(upgradeHandler))
             try channel.pipeline.syncOperations.addHandler(parseErrors.value)
             // Until the upgrade is decided no handler watches the clock: a client that connects and
             // sends nothing (or a head a byte at a time) would hold the connection and its task forever.

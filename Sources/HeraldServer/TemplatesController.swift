@@ -20,7 +20,7 @@ struct TemplatesController: Sendable {
             let key = try Self.key(context)
             var version: Int?
             if let text = request.uri.queryParameters["version"] {
-                guard let number = Int(String(text)), number > 0 else {
+                guard let number = CanonicalInteger.id(text).map(Int.init) else {
                     throw APIError(.badRequest, code: "invalid_version", message: "version must be a positive integer.")
                 }
                 version = number

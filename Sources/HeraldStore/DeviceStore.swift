@@ -27,14 +27,16 @@ public struct DeviceStore: Sendable {
 
     /// Registers (or re-registers) `token` for the user. A token registered by another user moves to
     /// this one (a device changes hands when someone else signs in on it). `unique` removes the user's
-    /// other tokens. Returns the device.
-    public func register(userKey: Int64, token: String, environment: String, topic: String, unique: Bool) async throws -> Device {
+    /// other tokens. Returns the device, and whether it is new to this user (not registered before, or
+    /// until now another user's).
+    public func register(userKey: Int64, token: String, environment: String, topic: String, unique: Bool) async throws -> (device: Device, created: Bool) {
         let token = token.lowercased()
         // One round trip: none of the statements needs another's answer in Swift.
         let results = try await client.transaction([
             // Lock the user's devices in one order so concurrent registrations for a user queue up.
             "SELECT 1 FROM users WHERE key = \(userKey) FOR UPDATE",
             """
+            WITH previous AS (SELECT user_key FROM devices WHERE token = \(token))
             INSERT INTO devices (user_key, token, environment, topic) VALUES (\(userKey), \(token), \(environment), \(topic))
             ON CONFLICT (token) DO UPDATE SET user_key = EXCLUDED.user_key, environment = EXCLUDED.environment,
                 topic = EXCLUDED.topic, registered_at = now(),
@@ -42,7 +44,7 @@ public struct DeviceStore: Sendable {
                 refresh_wanted_xid = CASE WHEN devices.user_key = EXCLUDED.user_key THEN devices.refresh_wanted_xid END,
                 refresh_notification_id = CASE WHEN devices.user_key = EXCLUDED.user_key THEN devices.refresh_notification_id END,
                 refresh_outstanding = devices.refresh_outstanding AND devices.user_key = EXCLUDED.user_key
-            RETURNING \(unescaped: Self.columns)
+            RETURNING \(unescaped: Self.columns), NOT EXISTS (SELECT 1 FROM previous WHERE previous.user_key = \(userKey))
             """,
             unique
                 ? "DELETE FROM devices WHERE user_key = \(userKey) AND token <> \(token)"
@@ -52,7 +54,9 @@ public struct DeviceStore: Sendable {
                     ORDER BY registered_at DESC, id DESC OFFSET \(Self.maximumPerUser))
                 """,
         ])
-        return try Self.decode(results[1].first!)
+        // The INSERT … RETURNING always answers one row.
+        let row = results[1].first!
+        return (try Self.decode(row), try row.decode(column: 8, as: Bool.self))
     }
 
     /// The user's devices, most recently registered first.
@@ -80,13 +84,11 @@ public struct DeviceStore: Sendable {
         }
     }
 
-    /// The id of the user's device named by `reference`: its id (decimal) or its token (hex); `nil`
-    /// when the user has no such device.
-    public func find(userKey: Int64, reference: String) async throws -> Int64? {
-        let id = reference.count <= 18 ? Int64(reference) : nil
-        return try await client.query(
+    /// The id of the user's device named by `reference`; `nil` when the user has no such device.
+    public func find(userKey: Int64, reference: DeviceReference) async throws -> Int64? {
+        try await client.query(
             """
-            SELECT id FROM devices WHERE user_key = \(userKey) AND (id = \(id) OR token = \(reference.lowercased())) LIMIT 1
+            SELECT id FROM devices WHERE user_key = \(userKey) AND (id = \(reference.id) OR token = \(reference.token))
             """
         ).first?.decode(Int64.self)
     }

@@ -339,17 +339,24 @@ public struct PushStore: Sendable {
     /// version and, with a durable commit, a wait for the WAL flush on the poll's path. So the row is
     /// written only when the sync answers something, or when `last_synced_at` is older than
     /// `syncedAtResolution`.
-    public func markSynced(userKey: Int64, token: String, horizon: Int64) async throws {
+    ///
+    /// Returns `false` when the user has no such device (nothing is written).
+    public func markSynced(userKey: Int64, device: DeviceReference, horizon: Int64) async throws -> Bool {
         try await client.query(
             """
-            UPDATE devices SET refresh_outstanding = false, last_synced_at = now(),
-                refresh_wanted_xid = CASE WHEN refresh_wanted_xid < \(horizon) THEN NULL ELSE refresh_wanted_xid END,
-                refresh_notification_id = CASE WHEN refresh_wanted_xid < \(horizon) THEN NULL ELSE refresh_notification_id END
-            WHERE user_key = \(userKey) AND token = \(token.lowercased())
-                AND (refresh_outstanding OR refresh_wanted_xid < \(horizon) OR last_synced_at IS NULL
-                    OR last_synced_at < now() - \(Self.interval(Self.syncedAtResolution))::interval)
+            WITH device AS (
+                SELECT id FROM devices WHERE user_key = \(userKey) AND (id = \(device.id) OR token = \(device.token))
+            ), synced AS (
+                UPDATE devices SET refresh_outstanding = false, last_synced_at = now(),
+                    refresh_wanted_xid = CASE WHEN refresh_wanted_xid < \(horizon) THEN NULL ELSE refresh_wanted_xid END,
+                    refresh_notification_id = CASE WHEN refresh_wanted_xid < \(horizon) THEN NULL ELSE refresh_notification_id END
+                FROM device WHERE devices.id = device.id
+                    AND (refresh_outstanding OR refresh_wanted_xid < \(horizon) OR last_synced_at IS NULL
+                        OR last_synced_at < now() - \(Self.interval(Self.syncedAtResolution))::interval)
+            )
+            SELECT EXISTS (SELECT 1 FROM device)
             """
-        )
+        )[0].decode(Bool.self)
     }
 
     /// How stale a device's `last_synced_at` may be when nothing else about the device changed.

@@ -414,7 +414,7 @@ extension CollectionTests {
                         _ = try await world.notifications.delete(sent.remove(at: Int.random(in: 0..<sent.count, using: &random)).id)
                     case 36..<44:
                         let ids = sent.filter { $0.channel == channel }.map(\.id).shuffled(using: &random).prefix(Int.random(in: 0...2, using: &random))
-                        let body = ids.isEmpty ? "" : #"{"ids":[\#(ids.map { "\"\($0)\"" }.joined(separator: ","))]}"#
+                        let body = ids.isEmpty ? "" : #"{"notification_ids":[\#(ids.map { "\"\($0)\"" }.joined(separator: ","))]}"#
                         let response = try await client.execute(
                             uri: "/v1/me/channels/\(channel)/read", method: .post, headers: jsonHeaders(bearer: world.sessions["u1"]!),
                             body: ByteBuffer(string: body)

@@ -179,7 +179,7 @@ extension CollectionTests {
                             body = ""
                         } else {
                             let picked = (0..<Int.random(in: 1...3, using: &random)).map { _ in known.randomElement(using: &random)! }
-                            body = #"{"ids":[\#(picked.map { "\"\($0)\"" }.joined(separator: ","))]}"#
+                            body = #"{"notification_ids":[\#(picked.map { "\"\($0)\"" }.joined(separator: ","))]}"#
                         }
                         let response = try await client.execute(
                             uri: "/v1/me/channels/feed/read", method: .post, headers: jsonHeaders(bearer: devices[device].session),

@@ -116,7 +116,7 @@ struct CollectionTests {
                 #expect(try await world.notifications.delete(second))
                 let read = try await client.execute(
                     uri: "/v1/me/channels/feed/read", method: .post, headers: jsonHeaders(bearer: session),
-                    body: ByteBuffer(string: #"{"ids":["\#(third)"]}"#)
+                    body: ByteBuffer(string: #"{"notification_ids":["\#(third)"]}"#)
                 )
                 #expect(try jsonObject(read)["unread_count"] as? Int == 1)
 
@@ -282,9 +282,9 @@ struct CollectionTests {
             try await app(db).test(.router) { client in
                 let session = world.sessions["u1"]!
                 let bodies = [
-                    #"{"ids":[\#(sent[0..<12].map { "\"\($0)\"" }.joined(separator: ","))]}"#,
-                    #"{"ids":[\#(sent[6..<20].map { "\"\($0)\"" }.joined(separator: ","))]}"#,
-                    "", #"{"ids":["\#(sent[3])"]}"#,
+                    #"{"notification_ids":[\#(sent[0..<12].map { "\"\($0)\"" }.joined(separator: ","))]}"#,
+                    #"{"notification_ids":[\#(sent[6..<20].map { "\"\($0)\"" }.joined(separator: ","))]}"#,
+                    "", #"{"notification_ids":["\#(sent[3])"]}"#,
                 ]
                 let answers = try await withThrowingTaskGroup(of: Int?.self) { group in
                     for body in bodies {
@@ -306,7 +306,7 @@ struct CollectionTests {
                 // Marking specific ids later does not move last_read_at back or anywhere.
                 let again = try await client.execute(
                     uri: "/v1/me/channels/feed/read", method: .post, headers: jsonHeaders(bearer: session),
-                    body: ByteBuffer(string: #"{"ids":["\#(sent[0])"]}"#)
+                    body: ByteBuffer(string: #"{"notification_ids":["\#(sent[0])"]}"#)
                 )
                 #expect(try jsonObject(again)["last_read_at"] as? String == lastRead)
                 let truth = try await db.client.query(

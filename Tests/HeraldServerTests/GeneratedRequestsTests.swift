@@ -181,7 +181,7 @@ struct GeneratedRequestsTests {
             uri: "/v1/me/devices/\(device)", method: .put, headers: jsonHeaders(bearer: token),
             body: ByteBuffer(string: #"{"environment":"sandbox","topic":"com.example.app"}"#)
         )
-        #expect(registered.status == .ok, "\(String(buffer: registered.body))")
+        #expect(registered.status == .created, "\(String(buffer: registered.body))")
         let load = try await client.execute(uri: "/v1/me/channels/feed/collection", method: .get, headers: jsonHeaders(bearer: token))
         let syncToken = try #require(try jsonObject(load)["next_token"] as? String)
         let list = try await client.execute(uri: "/v1/me/channels", method: .get, headers: jsonHeaders(bearer: token))

@@ -343,7 +343,12 @@ struct NotificationsTests {
                 let again = try await client.execute(uri: "/v1/notifications/\(id)", method: .delete, headers: jsonHeaders(bearer: Self.adminToken))
                 #expect(again.status == .notFound)
                 #expect(try errorCode(again) == "notification_not_found")
-                #expect(try await get(client, "not-a-number").status == .notFound)
+                // Ids are plain decimal: anything else is a 400 naming the field, not some other id.
+                for bad in ["not-a-number", "+\(id)", "0\(id)", "0", "99999999999999999999"] {
+                    let response = try await get(client, bad)
+                    #expect(response.status == .badRequest, "\(bad)")
+                    #expect(try errorCode(response) == "invalid_notification_id")
+                }
             }
         }
     }

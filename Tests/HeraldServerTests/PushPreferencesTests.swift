@@ -81,12 +81,13 @@ struct PushPreferencesTests {
                     (#"{"snooze_enabled":true,"snooze_start_ts":5000,"snooze_end_ts":4000}"#, "snooze_end_ts"),
                     (#"{"push_sound":""}"#, "push_sound"),
                     // A misspelt field is refused, not ignored, even beside valid ones.
-                    (#"{"snooze_enabeld":true}"#, "snooze_enabeld is not a push preference"),
-                    (#"{"timezone":"UTC","Push_Sound":"a.caf"}"#, "Push_Sound"),
+                    (#"{"snooze_enabeld":true}"#, "$.snooze_enabeld is not a known field"),
+                    (#"{"timezone":"UTC","Push_Sound":"a.caf"}"#, "$.Push_Sound"),
+                    (#"{"dnd_schedules":[{"day":"monday","time_windows":[],"tz":"UTC"}]}"#, "$.dnd_schedules[0].tz"),
                 ] {
                     let response = try await call(client, .put, path, sessions["u1"], body)
                     #expect(response.status == .badRequest, "\(body)")
-                    #expect(try errorCode(response) == "invalid_push_preferences")
+                    #expect(try errorCode(response) == (field.hasPrefix("$") ? "unknown_field" : "invalid_push_preferences"))
                     let message = (try jsonObject(response)["error"] as? [String: Any])?["message"] as? String ?? ""
                     #expect(message.hasPrefix(field), "\(body): \(message)")
                 }

@@ -136,7 +136,7 @@ struct PushTests {
                         uri: "/v1/me/devices/\(token)", method: .put, headers: jsonHeaders(bearer: sessionsByUser[user]),
                         body: ByteBuffer(string: #"{"environment":"sandbox","topic":"\#(Self.topic)"}"#)
                     )
-                    #expect(response.status == .ok, "\(String(buffer: response.body))")
+                    #expect(response.status == .created, "\(String(buffer: response.body))")
                 }
             }
         }
@@ -160,19 +160,21 @@ struct PushTests {
                     let response = try await client.execute(uri: "/v1/me/devices", method: .get, headers: jsonHeaders(bearer: world.sessions[user]))
                     return (try jsonObject(response)["devices"] as? [[String: Any]] ?? []).compactMap { $0["device_token"] as? String }
                 }
-                for index in 0..<22 { #expect(try await register("u1", Self.token(index)).status == .ok) }
+                // A new device is 201; registering it again (an app does on every launch) 200.
+                for index in 0..<22 { #expect(try await register("u1", Self.token(index)).status == .created) }
+                #expect(try await register("u1", Self.token(21)).status == .ok)
                 let listed = try await list("u1")
                 #expect(listed.count == 20)
                 #expect(listed.first == Self.token(21))
                 #expect(!listed.contains(Self.token(0)) && !listed.contains(Self.token(1)))  // the oldest two went
 
-                // A token another user registers moves to them.
-                #expect(try await register("u2", Self.token(21)).status == .ok)
+                // A token another user registers moves to them: new to them, so 201.
+                #expect(try await register("u2", Self.token(21)).status == .created)
                 #expect(try await list("u2") == [Self.token(21)])
                 #expect(!(try await list("u1")).contains(Self.token(21)))
 
                 // unique: the user's other tokens go.
-                #expect(try await register("u1", Self.token(30), unique: true).status == .ok)
+                #expect(try await register("u1", Self.token(30), unique: true).status == .created)
                 #expect(try await list("u1") == [Self.token(30)])
 
                 // Uppercase is the same token; bad tokens and bodies are 400s.
