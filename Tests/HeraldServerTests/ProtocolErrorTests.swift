@@ -1,5 +1,7 @@
 import Foundation
+import HeraldCore
 import HeraldServer
+import HeraldStore
 import HeraldTesting
 import Hummingbird
 import HummingbirdTesting
@@ -74,6 +76,91 @@ struct ProtocolErrorTests {
             let answered = try await RawHTTPExchange.send(Array("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".utf8), port: port)
             #expect(answered.response.hasPrefix("HTTP/1.1 200"))
             #expect(answered.closedByServer)
+        }
+    }
+
+    /// A server with an admin token and one user session, for the requests that must get past
+    /// authentication before they can go wrong.
+    func withSessionServer(_ body: @escaping @Sendable (_ port: Int, _ session: String) async throws -> Void) async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            _ = try await UserStore(client: db.client).upsert(id: "u1", nickname: nil, profileURL: nil)
+            _ = try await ChannelStore(client: db.client).put(Channel(url: "feed", kind: .feed, name: "Feed"))
+            let session = try #require(try await SessionStore(client: db.client).create(userID: "u1", lifetime: 3600)).token.text
+            let app = HeraldApplication.build(
+                try heraldDependencies(db, adminToken: Self.adminToken), host: "127.0.0.1", port: 0, logger: Logger(label: "test.protocol")
+            )
+            try await app.test(.live) { client in
+                try await body(try #require(client.port), session)
+            }
+        }
+    }
+
+    static let adminToken = "test-admin-token-protocol-0123456"
+
+    /// A body that cannot be read as HTTP/1.1 is the client's fault: a JSON 400, then the connection
+    /// closes (before, the handler's read threw and it was a 500).
+    @Test func aMalformedChunkedBodyIsA400() async throws {
+        try await withSessionServer { port, session in
+            for chunks in ["zz\r\nabc\r\n0\r\n\r\n", "ffffffffffffffffffff\r\nabc\r\n0\r\n\r\n", "2\r\nabcdef\r\n0\r\n\r\n"] {
+                let request = "POST /v1/me/channels/feed/read HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(session)\r\nTransfer-Encoding: chunked\r\n\r\n\(chunks)"
+                let outcome = try await RawHTTPExchange.send(Array(request.utf8), port: port)
+                #expect(outcome.response.hasPrefix("HTTP/1.1 400"), "\(outcome.response.prefix(200))")
+                #expect(outcome.response.contains(#"{"error":{"code":"bad_request","#))
+                #expect(outcome.closedByServer)
+            }
+        }
+    }
+
+    /// An `Upgrade` the server does not serve is ignored (RFC 9110 §7.8): the request is answered as a
+    /// plain one, and the connection closes after it. A WebSocket handshake without its key is a 400.
+    @Test func upgradesTheServerDoesNotServeAreAnswered() async throws {
+        try await withSessionServer { port, session in
+            for upgrade in ["Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA", "Connection: Upgrade\r\nUpgrade: foo/1"] {
+                for prefix in ["", "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"] {
+                    let outcome = try await RawHTTPExchange.send(Array((prefix + "GET /readyz HTTP/1.1\r\nHost: x\r\n\(upgrade)\r\n\r\n").utf8), port: port)
+                    #expect(outcome.response.contains(#"{"status":"ready"}"#), "\(upgrade): \(outcome.response.prefix(300))")
+                    #expect(outcome.closedByServer)
+                }
+            }
+            for handshake in ["Sec-WebSocket-Version: 13", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 8"] {
+                let request = "GET /v1/me/stream HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(session)\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\(handshake)\r\n\r\n"
+                let outcome = try await RawHTTPExchange.send(Array(request.utf8), port: port)
+                #expect(outcome.response.hasPrefix("HTTP/1.1 400"), "\(outcome.response.prefix(300))")
+                #expect(outcome.response.contains(#"{"error":{"code":"invalid_websocket_handshake","#))
+                #expect(outcome.closedByServer)
+            }
+        }
+    }
+
+    /// `CONNECT` gets the usual JSON error with a body (NIO's encoder writes none for it), first on a
+    /// connection or after an answered request.
+    @Test func connectIsAnsweredWithTheUsualErrorBody() async throws {
+        try await withServer { port in
+            for prefix in ["", "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"] {
+                let outcome = try await RawHTTPExchange.send(Array((prefix + "CONNECT localhost:80 HTTP/1.1\r\nHost: localhost:80\r\n\r\n").utf8), port: port)
+                let answer = try #require(outcome.response.range(of: "HTTP/1.1 405"), "\(outcome.response.prefix(300))")
+                #expect(outcome.response[answer.lowerBound...].contains(#"{"error":{"code":"method_not_allowed","#))
+                #expect(prefix.isEmpty || outcome.response.hasPrefix("HTTP/1.1 200"))
+                #expect(outcome.closedByServer)
+            }
+        }
+    }
+
+    /// A declared body over the route's limit is refused before it is sent — with or without
+    /// `Expect: 100-continue` — naming that route's limit, and the connection closes.
+    @Test func aDeclaredBodyOverTheLimitIsA413AtOnce() async throws {
+        try await withSessionServer { port, session in
+            for (path, bearer, size, limit) in [
+                ("/v1/me/channels/feed/read", session, 5_000_000, 1_048_576), ("/v1/notifications", Self.adminToken, 9_000_000, 8_388_608),
+            ] {
+                for expect in ["", "Expect: 100-continue\r\n"] {
+                    let head = "POST \(path) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(bearer)\r\nContent-Type: application/json\r\nContent-Length: \(size)\r\n\(expect)\r\n"
+                    let outcome = try await RawHTTPExchange.send(Array(head.utf8), port: port)
+                    #expect(outcome.response.hasPrefix("HTTP/1.1 413"), "\(path): \(outcome.response.prefix(300))")
+                    #expect(outcome.response.contains("larger than \(limit) bytes"), "\(outcome.response)")
+                    #expect(outcome.closedByServer)
+                }
+            }
         }
     }
 }
