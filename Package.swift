@@ -10,10 +10,13 @@ let swiftSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "herald",
-    platforms: [.macOS(.v15)],
+    platforms: [.macOS(.v15), .iOS(.v17)],
     products: [
         .executable(name: "herald", targets: ["herald"]),
         .executable(name: "herald-bench", targets: ["HeraldBench"]),
+        // What an app embeds: nothing of the server's (no libpq, libssl, Hummingbird) in its graph.
+        .library(name: "HeraldClient", targets: ["HeraldClient"]),
+        .executable(name: "herald-feed", targets: ["HeraldFeed"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -32,6 +35,13 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-atomics.git", from: "1.3.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
+        // The client library: its HTTP layer generated from openapi.yaml, its cache in SQLite, and on
+        // Linux (where FoundationNetworking has no WebSocket) a NIO WebSocket client.
+        .package(url: "https://github.com/apple/swift-openapi-generator.git", from: "1.14.3"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
+        .package(url: "https://github.com/apple/swift-openapi-urlsession.git", from: "1.4.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.2"),
         // Tests only: reading openapi.yaml to generate requests from it.
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
     ],
@@ -169,6 +179,34 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // The app-side library (iOS, macOS; Linux for its tests and terminal clients).
+        .target(
+            name: "HeraldClient",
+            dependencies: [
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "OpenAPIURLSession", package: "swift-openapi-urlsession"),
+                .product(name: "WSClient", package: "swift-websocket", condition: .when(platforms: [.linux])),
+                .product(name: "Logging", package: "swift-log", condition: .when(platforms: [.linux])),
+                .product(name: "NIOWebSocket", package: "swift-nio", condition: .when(platforms: [.linux])),
+            ],
+            // Imports are internal unless a file says `public import`: the generated HTTP layer and
+            // the database stay out of the library's interface.
+            swiftSettings: swiftSettings + [.enableUpcomingFeature("InternalImportsByDefault")],
+            plugins: [.plugin(name: "OpenAPIGenerator", package: "swift-openapi-generator")]
+        ),
+
+        // `herald-feed`: a channel's feed, live in the terminal, on the client library alone.
+        .executableTarget(
+            name: "HeraldFeed",
+            dependencies: [
+                "HeraldClient",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // Test support: throwaway Postgres cluster, process and HTTP helpers.
         .target(
             name: "HeraldTesting",
@@ -194,6 +232,17 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        .testTarget(
+            name: "HeraldClientTests",
+            dependencies: [
+                "HeraldClient",
+                "HeraldTesting",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "HeraldCoreTests",
             dependencies: ["HeraldCore"],

@@ -38,6 +38,8 @@ struct NotificationItem {
         writer.string(RFC3339.string(from: item.updatedAt))
         writer.key("updated_at_ms")
         writer.integer(RFC3339.milliseconds(from: item.updatedAt))
+        writer.key("position")
+        writer.string(String(item.position))
         writer.endObject()
     }
 }

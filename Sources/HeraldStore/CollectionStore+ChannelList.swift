@@ -60,7 +60,7 @@ extension CollectionStore {
         return list
     }
 
-    static let channelListEntryColumnCount = 18
+    static let channelListEntryColumnCount = 19
 
     /// One statement, so one snapshot. The whole list and the change log are two texts (each keeps a
     /// plan of its own) around the same constant parts: the snapshot `snap`, and the final select over
@@ -123,7 +123,7 @@ extension CollectionStore {
     static let channelListSelect = """
         SELECT c.key, c.kind, c.name, c.cover_url, c.custom_type, c.url, u.unread, activity.at,
             last.id, last.template_key, last.template_version, last.data, last.category, last.tags,
-            last.event_deadline, last.created_at, last.updated_at, last.status,
+            last.event_deadline, last.created_at, last.updated_at, last.status, last.change_xid,
             snap.horizon, snap.next_xid, snap.compacted, (SELECT array_agg(url ORDER BY url) FROM removed)
         FROM snap
         LEFT JOIN u ON true
@@ -136,7 +136,7 @@ extension CollectionStore {
         ) AS activity ON true
         LEFT JOIN LATERAL (
             SELECT n.id, n.template_key, n.template_version, coalesce(r.data, n.data) AS data, n.category, n.tags,
-                n.event_deadline, n.created_at, n.updated_at, r.status
+                n.event_deadline, n.created_at, n.updated_at, r.status, r.change_xid
             FROM notification_recipients r JOIN notifications n ON n.id = r.notification_id
             WHERE c.kind = 'chat' AND r.user_key = u.user_key AND r.channel_key = c.key AND NOT r.deleted
             ORDER BY r.notification_id DESC LIMIT 1

@@ -47,6 +47,10 @@ public struct CollectionItem: Sendable, Equatable {
     public var createdAt: Date
     public var updatedAt: Date
     public var status: Status
+    /// The position of the copy's latest change in the user's change stream (the id of the
+    /// transaction that made it): a client keeps, of two versions of a notification, the one with the
+    /// higher position.
+    public var position: Int64
 }
 
 /// A change in a user's stream: a notification's current state, or its removal.
@@ -308,7 +312,7 @@ public struct CollectionStore: Sendable {
 
     static let itemColumns = """
         n.id, n.template_key, n.template_version, coalesce(r.data, n.data), n.category, n.tags, n.event_deadline, \
-        n.created_at, n.updated_at, r.status
+        n.created_at, n.updated_at, r.status, r.change_xid
         """
 
     static func decodeItem(_ row: PostgresRow) throws -> CollectionItem {
@@ -326,7 +330,8 @@ public struct CollectionStore: Sendable {
             eventDeadline: try row.decode(column: offset + 6, as: Date?.self),
             createdAt: try row.decode(column: offset + 7, as: Date.self),
             updatedAt: try row.decode(column: offset + 8, as: Date.self),
-            status: CollectionItem.Status(rawValue: try row.decode(column: offset + 9, as: Int16.self)) ?? .sent
+            status: CollectionItem.Status(rawValue: try row.decode(column: offset + 9, as: Int16.self)) ?? .sent,
+            position: try row.decode(column: offset + 10, as: Int64.self)
         )
     }
 

@@ -1,0 +1,115 @@
+import Foundation
+import OpenAPIRuntime
+import OpenAPIURLSession
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The user routes the library calls, over the client generated from `openapi.yaml`: every call
+/// carries the session (`SessionMiddleware`) and turns any answer other than the expected one into a
+/// `HeraldClientError`.
+struct HeraldAPI: Sendable {
+    let client: Client
+    let credentials: SessionCredentials
+
+    init(serverURL: URL, credentials: SessionCredentials, session: URLSession = .shared) {
+        self.credentials = credentials
+        client = Client(
+            serverURL: serverURL,
+            // Herald writes every time with milliseconds.
+            configuration: Configuration(dateTranscoder: .iso8601WithFractionalSeconds),
+            transport: URLSessionTransport(configuration: .init(session: session)),
+            middlewares: [SessionMiddleware(credentials: credentials)]
+        )
+    }
+
+    /// A first load (no token) or an incremental sync, naming the device when there is one.
+    func sync(channelURL: String, token: String?, limit: Int, category: String?, device: String?) async throws -> Components.Schemas.Collection {
+        let output = try await client.syncCollection(
+            path: .init(channelUrl: channelURL),
+            query: .init(token: token, limit: limit, category: category),
+            headers: .init(heraldDevice: device)
+        )
+        guard case .ok(let ok) = output else { throw HeraldClientError.unexpected(output) }
+        return try ok.body.json
+    }
+
+    func older(channelURL: String, before: String, limit: Int, category: String?) async throws -> Operations.OlderNotifications.Output.Ok.Body.JsonPayload {
+        let output = try await client.olderNotifications(
+            path: .init(channelUrl: channelURL), query: .init(before: before, limit: limit, category: category)
+        )
+        guard case .ok(let ok) = output else { throw HeraldClientError.unexpected(output) }
+        return try ok.body.json
+    }
+
+    func markRead(channelURL: String, ids: [String]?) async throws -> ChannelState {
+        // No ids: an empty body, which is what "all" is.
+        let output = try await client.markRead(path: .init(channelUrl: channelURL), body: ids.map { .json(.init(notificationIds: $0)) })
+        guard case .ok(let ok) = output else { throw HeraldClientError.unexpected(output) }
+        return ChannelState(try ok.body.json)
+    }
+
+    func markSeen(channelURL: String, at: Date?) async throws -> ChannelState {
+        let output = try await client.markSeen(path: .init(channelUrl: channelURL), body: at.map { .json(.init(seenAt: $0)) })
+        guard case .ok(let ok) = output else { throw HeraldClientError.unexpected(output) }
+        return ChannelState(try ok.body.json)
+    }
+
+    func unread() async throws -> Operations.UnreadCounts.Output.Ok.Body.JsonPayload {
+        let output = try await client.unreadCounts()
+        guard case .ok(let ok) = output else { throw HeraldClientError.unexpected(output) }
+        return try ok.body.json
+    }
+
+    func channels(token: String?, device: String?) async throws -> Operations.MyChannels.Output.Ok.Body.JsonPayload {
+        let output = try await client.myChannels(query: .init(token: token), headers: .init(heraldDevice: device))
+        guard case .ok(let ok) = output else { throw HeraldClientError.unexpected(output) }
+        return try ok.body.json
+    }
+
+    func registerDevice(token: String, environment: APNsEnvironment, topic: String, unique: Bool) async throws -> Components.Schemas.Device {
+        let output = try await client.registerDevice(
+            path: .init(deviceToken: token),
+            body: .json(.init(environment: environment == .production ? .production : .sandbox, topic: topic, unique: unique))
+        )
+        switch output {
+        case .ok(let ok): return try ok.body.json
+        case .created(let created): return try created.body.json
+        default: throw HeraldClientError.unexpected(output)
+        }
+    }
+
+    func unregisterDevice(token: String) async throws {
+        let output = try await client.unregisterDevice(path: .init(deviceToken: token))
+        switch output {
+        case .noContent: return
+        case .notFound: return  // already gone: what was asked for is true
+        default: throw HeraldClientError.unexpected(output)
+        }
+    }
+
+    /// A delivery receipt: the `herald` object of the push the device got.
+    func markDelivered(herald: Operations.MarkDelivered.Input.Body.JsonPayload.HeraldPayload) async throws -> [String] {
+        let output = try await client.markDelivered(body: .json(.init(herald: herald)))
+        guard case .ok(let ok) = output else { throw HeraldClientError.unexpected(output) }
+        return try ok.body.json.updated
+    }
+
+    func logEvents(_ kind: NotificationEvent, ids: [String]) async throws {
+        let output = try await client.logEvents(body: .json(.init(_type: kind == .clicked ? .clicked : .viewed, notificationIds: ids)))
+        guard case .noContent = output else { throw HeraldClientError.unexpected(output) }
+    }
+}
+
+/// Which APNs environment a device token belongs to (a development build's is `sandbox`).
+public enum APNsEnvironment: String, Sendable, Codable {
+    case sandbox
+    case production
+}
+
+/// What the user did with a notification, for the server's statistics.
+public enum NotificationEvent: String, Sendable {
+    case viewed
+    case clicked
+}

@@ -1,0 +1,185 @@
+import Foundation
+import GRDB
+
+/// What the client keeps between runs, in SQLite (GRDB): each collection's notifications, token,
+/// cursor and state, the channel list with its token, the unread counts and the device token. A cold
+/// start shows the last state before any request, and each collection resumes from its saved token:
+/// what changed meanwhile comes by the sync like any other change.
+///
+/// Writes follow each applied answer, one transaction each, and touch only the notifications that
+/// changed. A write that fails is dropped: the cache is a copy, and the server remains the truth.
+final class HeraldCache: Sendable {
+    private let queue: DatabaseQueue
+
+    init(url: URL) throws {
+        queue = try DatabaseQueue(path: url.path)
+        try Self.migrator.migrate(queue)
+    }
+
+    private static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE collection (
+                    key TEXT PRIMARY KEY NOT NULL,
+                    token TEXT,
+                    previous_cursor TEXT,
+                    has_previous INTEGER NOT NULL,
+                    state BLOB NOT NULL,
+                    channel BLOB,
+                    removed BLOB NOT NULL
+                );
+                CREATE TABLE notification (
+                    collection TEXT NOT NULL,
+                    id INTEGER NOT NULL,
+                    body BLOB NOT NULL,
+                    PRIMARY KEY (collection, id)
+                );
+                CREATE TABLE meta (name TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL);
+                """)
+        }
+        return migrator
+    }
+
+    // MARK: - Collections
+
+    /// The collection's row, as values taken on the main actor.
+    private struct Header: Sendable {
+        var key: String
+        var token: String?
+        var previousCursor: String?
+        var hasPrevious: Bool
+        var state: Data
+        var channel: Data?
+        var removed: Data
+
+        @MainActor init(_ collection: NotificationCollection) {
+            let encoder = JSONEncoder()
+            key = collection.key.text
+            token = collection.token
+            previousCursor = collection.previousCursor
+            hasPrevious = collection.hasPrevious
+            state = (try? encoder.encode(collection.state)) ?? Data()
+            channel = collection.channel.flatMap { try? encoder.encode($0) }
+            removed = (try? encoder.encode(collection.removedIDs.sorted())) ?? Data()
+        }
+
+        func write(_ db: Database) throws {
+            try db.execute(
+                sql: """
+                    INSERT INTO collection (key, token, previous_cursor, has_previous, state, channel, removed) VALUES (?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (key) DO UPDATE SET token = excluded.token, previous_cursor = excluded.previous_cursor,
+                        has_previous = excluded.has_previous, state = excluded.state, channel = excluded.channel, removed = excluded.removed
+                    """,
+                arguments: [key, token, previousCursor, hasPrevious, state, channel, removed]
+            )
+        }
+    }
+
+    /// Saves the collection's header and the given versions, and drops `removed`.
+    @MainActor func save(_ collection: NotificationCollection, upserted: [HeraldNotification], removed: [String]) async {
+        let header = Header(collection)
+        let rows = upserted.compactMap { notification in (try? JSONEncoder().encode(notification)).map { (notification.number, $0) } }
+        _ = try? await queue.write { db in
+            try header.write(db)
+            for (id, body) in rows {
+                try db.execute(sql: "INSERT OR REPLACE INTO notification (collection, id, body) VALUES (?, ?, ?)", arguments: [header.key, id, body])
+            }
+            for id in removed {
+                try db.execute(sql: "DELETE FROM notification WHERE collection = ? AND id = ?", arguments: [header.key, Int64(id) ?? 0])
+            }
+        }
+    }
+
+    /// Saves the header only (a seen mark).
+    @MainActor func saveMeta(_ collection: NotificationCollection) async {
+        await save(collection, upserted: [], removed: [])
+    }
+
+    /// Replaces everything saved of the collection with what it holds (after a reload).
+    @MainActor func replace(_ collection: NotificationCollection) async {
+        let key = collection.key.text
+        _ = try? await queue.write { db in
+            try db.execute(sql: "DELETE FROM notification WHERE collection = ?", arguments: [key])
+        }
+        await save(collection, upserted: collection.notifications, removed: [])
+    }
+
+    /// What was saved of one collection.
+    private struct Saved: Sendable {
+        var token: String?
+        var previousCursor: String?
+        var hasPrevious: Bool
+        var state: Data
+        var channel: Data?
+        var removed: Data
+        var bodies: [Data]
+    }
+
+    /// Fills a new collection with what was saved of it, if anything.
+    @MainActor func restore(_ collection: NotificationCollection) async {
+        let key = collection.key.text
+        let found = try? await queue.read { db -> Saved? in
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM collection WHERE key = ?", arguments: [key]) else { return nil }
+            return Saved(
+                token: row["token"], previousCursor: row["previous_cursor"], hasPrevious: row["has_previous"], state: row["state"],
+                channel: row["channel"], removed: row["removed"],
+                bodies: try Data.fetchAll(db, sql: "SELECT body FROM notification WHERE collection = ? ORDER BY id DESC", arguments: [key])
+            )
+        }
+        guard let saved = found ?? nil else { return }
+        let decoder = JSONDecoder()
+        collection.notifications = saved.bodies.compactMap { try? decoder.decode(HeraldNotification.self, from: $0) }
+        collection.token = saved.token
+        collection.previousCursor = saved.previousCursor
+        collection.hasPrevious = saved.hasPrevious
+        if let state = try? decoder.decode(ChannelState.self, from: saved.state) { collection.state = state }
+        collection.channel = saved.channel.flatMap { try? decoder.decode(ChannelInfo.self, from: $0) }
+        collection.removedIDs = Set((try? decoder.decode([String].self, from: saved.removed)) ?? [])
+        collection.isLive = saved.token != nil
+    }
+
+    // MARK: - The rest
+
+    struct Meta: Sendable {
+        var deviceToken: String?
+        var unread: UnreadCounts?
+        var channelList: ChannelList.Snapshot?
+    }
+
+    func loadMeta() async throws -> Meta {
+        try await queue.read { db in
+            let decoder = JSONDecoder()
+            func value(_ name: String) throws -> Data? {
+                try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = ?", arguments: [name])
+            }
+            return Meta(
+                deviceToken: try value("device_token").map { String(decoding: $0, as: UTF8.self) },
+                unread: try value("unread").flatMap { try? decoder.decode(UnreadCounts.self, from: $0) },
+                channelList: try value("channel_list").flatMap { try? decoder.decode(ChannelList.Snapshot.self, from: $0) }
+            )
+        }
+    }
+
+    func saveUnread(_ unread: UnreadCounts) async {
+        await put("unread", try? JSONEncoder().encode(unread))
+    }
+
+    func saveChannelList(_ snapshot: ChannelList.Snapshot) async {
+        await put("channel_list", try? JSONEncoder().encode(snapshot))
+    }
+
+    func saveDeviceToken(_ token: String?) async {
+        await put("device_token", token.map { Data($0.utf8) })
+    }
+
+    private func put(_ name: String, _ value: Data?) async {
+        _ = try? await queue.write { db in
+            if let value {
+                try db.execute(sql: "INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)", arguments: [name, value])
+            } else {
+                try db.execute(sql: "DELETE FROM meta WHERE name = ?", arguments: [name])
+            }
+        }
+    }
+}

@@ -1,0 +1,100 @@
+public import Foundation
+public import Observation
+
+/// The user's channels — chat channels newest activity first, then feed channels — kept up to date by
+/// the list's own change log: a refresh asks only for what changed since its token, and starts over
+/// when the server cannot continue it.
+@MainActor
+@Observable
+public final class ChannelList {
+    /// One channel of the list.
+    public struct Entry: Sendable, Hashable, Identifiable, Codable {
+        public var channel: ChannelInfo
+        public var unreadCount: Int
+        public var lastActivityAt: Date
+        /// A chat channel's newest notification.
+        public var lastNotification: HeraldNotification?
+        public var id: String { channel.url }
+    }
+
+    public internal(set) var chat: [Entry] = []
+    public internal(set) var feed: [Entry] = []
+
+    /// Called on the main actor after each change.
+    @ObservationIgnored public var onUpdate: (@MainActor () -> Void)?
+
+    @ObservationIgnored var token: String?
+    @ObservationIgnored weak var client: HeraldClient?
+
+    init() {}
+
+    /// The whole list (no token yet, or the token cannot continue) or the changes since the token.
+    /// Returns whether anything changed.
+    @discardableResult
+    public func refresh() async throws -> Bool {
+        guard let client else { return false }
+        var answer = try await client.api.channels(token: token, device: client.deviceReference)
+        var whole = token == nil
+        if !answer.isLive {
+            answer = try await client.api.channels(token: nil, device: client.deviceReference)
+            whole = true
+        }
+        let before = (chat, feed)
+        var entries = whole ? [:] : Dictionary(uniqueKeysWithValues: (chat + feed).map { ($0.id, $0) })
+        for url in answer.deleted { entries[url] = nil }
+        for wire in answer.chat + answer.feed {
+            let entry = try Entry(wire)
+            entries[entry.id] = entry
+        }
+        arrange(Array(entries.values))
+        token = answer.nextToken
+        await client.cache?.saveChannelList(snapshot)
+        let changed = before != (chat, feed)
+        if changed { onUpdate?() }
+        return changed
+    }
+
+    /// Orders entries as the server does: chat by newest activity, then feed by URL.
+    func arrange(_ entries: [Entry]) {
+        chat = entries.filter { $0.channel.kind == .chat }.sorted { ($0.lastActivityAt, $1.id) > ($1.lastActivityAt, $0.id) }
+        feed = entries.filter { $0.channel.kind == .feed }.sorted { $0.id < $1.id }
+    }
+
+    /// What the cache keeps.
+    struct Snapshot: Codable {
+        var entries: [Entry]
+        var token: String?
+    }
+
+    var snapshot: Snapshot { Snapshot(entries: chat + feed, token: token) }
+
+    func restore(_ snapshot: Snapshot) {
+        arrange(snapshot.entries)
+        token = snapshot.token
+    }
+
+    /// A live `channel.updated`: the entry's definition, if listed.
+    func update(_ info: ChannelInfo) {
+        var entries = chat + feed
+        guard let index = entries.firstIndex(where: { $0.id == info.url }) else { return }
+        entries[index].channel = info
+        arrange(entries)
+        onUpdate?()
+    }
+
+    /// A live `channel.deleted`.
+    func remove(_ url: String) {
+        guard (chat + feed).contains(where: { $0.id == url }) else { return }
+        arrange((chat + feed).filter { $0.id != url })
+        onUpdate?()
+    }
+}
+
+extension ChannelList.Entry {
+    init(_ wire: Components.Schemas.ChannelListEntry) throws {
+        self.init(
+            channel: ChannelInfo(url: wire.channelUrl, kind: wire.kind == .chat ? .chat : .feed, name: wire.name, coverURL: wire.coverUrl, customType: wire.customType),
+            unreadCount: wire.unreadCount, lastActivityAt: wire.lastActivityAt, lastNotification: try wire.lastNotification.map(HeraldNotification.init)
+        )
+    }
+}

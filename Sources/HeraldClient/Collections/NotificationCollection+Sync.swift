@@ -1,0 +1,97 @@
+import Foundation
+
+extension NotificationCollection {
+    /// Syncs until the server has no more (`has_more`), or reloads when it cannot continue the token.
+    /// Returns whether anything changed.
+    func sync() async throws -> Bool {
+        guard let client else { return false }
+        guard var current = token else {
+            try await reload()
+            return true
+        }
+        var changed = false
+        while true {
+            let answer = try await client.api.sync(
+                channelURL: channelURL, token: current, limit: pageSize, category: category, device: client.deviceReference
+            )
+            guard answer.isLive, let next = answer.nextToken else {
+                isLive = false
+                try await reload()
+                return true
+            }
+            let versions = try answer.notifications.map(HeraldNotification.init)
+            let (inserted, updated, removed) = apply(versions, removed: answer.deleted)
+            takeChannel(answer)
+            client.noteBadge(answer.badge)
+            token = next
+            await client.cache?.save(self, upserted: held(inserted + updated), removed: removed)
+            notify(.changed(inserted: inserted, updated: updated, removed: removed))
+            changed = changed || !(inserted.isEmpty && updated.isEmpty && removed.isEmpty)
+            guard answer.hasMore else { return changed }
+            current = next
+        }
+    }
+
+    /// Loads the newest page afresh, dropping everything held.
+    func reload() async throws {
+        guard let client else { return }
+        let answer = try await client.api.sync(channelURL: channelURL, token: nil, limit: pageSize, category: category, device: client.deviceReference)
+        let wasLoaded = token != nil
+        notifications = try answer.notifications.map(HeraldNotification.init).sorted { $0.number > $1.number }
+        previousCursor = answer.prevCursor
+        hasPrevious = answer.prevCursor != nil
+        removedIDs = []
+        token = answer.nextToken
+        isLive = answer.nextToken != nil
+        takeChannel(answer)
+        client.noteBadge(answer.badge)
+        if wasLoaded { reloadCount += 1 }
+        await client.cache?.replace(self)
+        notify(.reloaded)
+    }
+
+    /// The versions held now of these ids.
+    func held(_ ids: [String]) -> [HeraldNotification] {
+        ids.compactMap { id in index(of: id).map { notifications[$0] } }
+    }
+
+    private func takeChannel(_ answer: Components.Schemas.Collection) {
+        state = ChannelState(answer.channel.state)
+        channel = ChannelInfo(
+            url: answer.channel.channelUrl, kind: answer.channel.kind == .chat ? .chat : .feed, name: answer.channel.name,
+            coverURL: answer.channel.coverUrl, customType: answer.channel.customType
+        )
+    }
+
+    /// Applies versions of notifications and removals by position: a version replaces the one held
+    /// only if its position is not lower; a removed id never comes back; a notification older than the
+    /// oldest held while older pages exist is left for `loadPrevious()` (holding it would leave a gap).
+    /// Returns the ids inserted, updated and removed.
+    func apply(_ versions: [HeraldNotification], removed ids: [String]) -> (inserted: [String], updated: [String], removed: [String]) {
+        var inserted: [String] = []
+        var updated: [String] = []
+        var removed: [String] = []
+        for version in versions {
+            if let category, version.category != category { continue }
+            if removedIDs.contains(version.id) { continue }
+            if let index = index(of: version.id) {
+                guard version.position >= notifications[index].position, version != notifications[index] else { continue }
+                notifications[index] = version
+                updated.append(version.id)
+            } else {
+                if hasPrevious, let oldest = notifications.last, version.number < oldest.number { continue }
+                let at = notifications.firstIndex { $0.number < version.number } ?? notifications.endIndex
+                notifications.insert(version, at: at)
+                inserted.append(version.id)
+            }
+        }
+        for id in ids {
+            removedIDs.insert(id)
+            if let index = index(of: id) {
+                notifications.remove(at: index)
+                removed.append(id)
+            }
+        }
+        return (inserted, updated, removed)
+    }
+}

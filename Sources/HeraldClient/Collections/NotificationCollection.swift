@@ -1,0 +1,153 @@
+public import Foundation
+public import Observation
+
+/// One channel's notifications for the signed-in user (optionally one category), newest first, kept
+/// in step with the server.
+///
+/// The collection carries the sync protocol's duties so the app does not: it keeps the sync token,
+/// applies every change by its position (a version older than the one held changes nothing), never
+/// holds a notification twice, removes deleted ones, and when the server says the token cannot go on
+/// (`is_live: false`: the channel was reset, the gap grew too large, the token expired) it reloads
+/// from the newest page and says so through `onUpdate` (`.reloaded`).
+///
+/// It is `@Observable`: SwiftUI views that read `notifications`, `state` or `hasPrevious` update by
+/// themselves. UIKit code sets `onUpdate`, which is called after every change with what changed.
+/// Get one from `HeraldClient.collection(channelURL:category:)`; the client refreshes it on a silent
+/// push and applies live stream events to it while connected.
+@MainActor
+@Observable
+public final class NotificationCollection {
+    /// What a change did, for apps that update their views by hand.
+    public enum Update: Sendable, Equatable {
+        /// Notifications came, changed or went (ids).
+        case changed(inserted: [String], updated: [String], removed: [String])
+        /// The collection was loaded afresh from the newest page: the server could not continue the
+        /// old token (`is_live: false`), or this was the first load.
+        case reloaded
+    }
+
+    public let channelURL: String
+    /// Only notifications of this category, when set.
+    public let category: String?
+
+    /// Newest first.
+    public internal(set) var notifications: [HeraldNotification] = []
+    /// Older notifications exist on the server that `loadPrevious()` would bring.
+    public internal(set) var hasPrevious = false
+    /// The user's unread count, last read and last seen in this channel.
+    public internal(set) var state = ChannelState()
+    /// The channel as the server last described it.
+    public internal(set) var channel: ChannelInfo?
+    /// Whether the collection continues from a token the server accepted (false until the first load,
+    /// and while a reload is due).
+    public internal(set) var isLive = false
+    /// How many times the collection was reloaded from the newest page because the server could not
+    /// continue its token.
+    public internal(set) var reloadCount = 0
+
+    /// Called on the main actor after each change.
+    @ObservationIgnored public var onUpdate: (@MainActor (Update) -> Void)?
+
+    /// The page size of loads and syncs (the server allows up to 100).
+    @ObservationIgnored public var pageSize = 30
+
+    @ObservationIgnored var token: String?
+    @ObservationIgnored var previousCursor: String?
+    /// Ids removed by a deletion, so that an older version arriving late cannot bring them back.
+    @ObservationIgnored var removedIDs: Set<String> = []
+    @ObservationIgnored weak var client: HeraldClient?
+    /// One sync at a time; a refresh asked for during one runs once more after it.
+    @ObservationIgnored private var running: Task<Bool, any Error>?
+    @ObservationIgnored private var again = false
+
+    init(channelURL: String, category: String?, client: HeraldClient) {
+        self.channelURL = channelURL
+        self.category = category
+        self.client = client
+    }
+
+    var key: CollectionKey { CollectionKey(channelURL: channelURL, category: category) }
+
+    /// Brings the collection up to date: the first page when it has none (or after the server refused
+    /// its token), else every change since its token. Returns whether anything changed.
+    @discardableResult
+    public func refresh() async throws -> Bool {
+        // One sync at a time: a refresh asked for while one runs makes it go round once more (what
+        // changed meanwhile is then in hand) and shares its outcome.
+        if let running {
+            again = true
+            return try await running.value
+        }
+        let task = Task { @MainActor in try await self.runSyncs() }
+        running = task
+        defer { running = nil }
+        return try await task.value
+    }
+
+    /// Loads the page of notifications older than the oldest held.
+    public func loadPrevious() async throws {
+        guard hasPrevious, let cursor = previousCursor, let client else { return }
+        let page = try await client.api.older(channelURL: channelURL, before: cursor, limit: pageSize, category: category)
+        let older = try page.notifications.map(HeraldNotification.init).filter { !removedIDs.contains($0.id) && index(of: $0.id) == nil }
+        notifications.append(contentsOf: older)
+        notifications.sort { $0.number > $1.number }
+        previousCursor = page.prevCursor
+        hasPrevious = page.prevCursor != nil
+        await client.cache?.save(self, upserted: older, removed: [])
+        onUpdate?(.changed(inserted: older.map(\.id), updated: [], removed: []))
+    }
+
+    /// Marks every notification of the channel read, or only `ids`; returns the unread count after.
+    @discardableResult
+    public func markRead(_ ids: [String]? = nil) async throws -> Int {
+        guard let client else { return state.unreadCount }
+        state = try await client.api.markRead(channelURL: channelURL, ids: ids)
+        // The copies' statuses change with it; the sync brings them (by position, like any change).
+        try await refresh()
+        await client.refreshUnread()
+        return state.unreadCount
+    }
+
+    /// Moves `lastSeenAt` forward (to now, or `at`).
+    public func markSeen(at: Date? = nil) async throws {
+        guard let client else { return }
+        state = try await client.api.markSeen(channelURL: channelURL, at: at)
+        await client.cache?.saveMeta(self)
+    }
+
+    /// Tells the server the user saw or opened these notifications (for its statistics).
+    public func log(_ event: NotificationEvent, ids: [String]) async throws {
+        try await client?.api.logEvents(event, ids: ids)
+    }
+
+    /// Stops keeping the collection up to date and forgets it (the cache keeps its last state).
+    public func dispose() {
+        client?.forget(self)
+    }
+
+    func index(of id: String) -> Int? {
+        notifications.firstIndex { $0.id == id }
+    }
+
+    func notify(_ update: Update) {
+        if case .changed(let inserted, let updated, let removed) = update, inserted.isEmpty, updated.isEmpty, removed.isEmpty { return }
+        onUpdate?(update)
+    }
+
+    private func runSyncs() async throws -> Bool {
+        var changed = false
+        repeat {
+            again = false
+            changed = try await sync() || changed
+        } while again
+        return changed
+    }
+}
+
+/// Which collection: a channel and an optional category.
+struct CollectionKey: Hashable, Sendable {
+    var channelURL: String
+    var category: String?
+
+    var text: String { category.map { "\(channelURL)\u{1F}\($0)" } ?? channelURL }
+}

@@ -1,0 +1,126 @@
+import Foundation
+public import Observation
+
+/// The app's connection to a Herald server, for one signed-in user: the collections it keeps in step,
+/// the channel list, unread counts and badge, the device that receives silent pushes, and the live
+/// stream while the app is in the foreground.
+///
+/// ```swift
+/// let herald = try await HeraldClient(configuration: .init(serverURL: url, sessionToken: token))
+/// let orders = herald.collection(channelURL: "orders")
+/// try await orders.refresh()
+/// ```
+///
+/// Everything the app reads is `@Observable` and lives on the main actor.
+@MainActor
+@Observable
+public final class HeraldClient {
+    /// The user's channels, kept by their change log.
+    public let channels: ChannelList
+    /// The user's total unread count and each channel's, as of the last answer that carried them.
+    public internal(set) var unread = UnreadCounts()
+    /// The live stream's state.
+    public internal(set) var connectionState: ConnectionState = .disconnected
+    /// The APNs token of this device once registered (hex).
+    public internal(set) var deviceToken: String?
+
+    @ObservationIgnored let configuration: Configuration
+    @ObservationIgnored let api: HeraldAPI
+    @ObservationIgnored let cache: HeraldCache?
+    @ObservationIgnored var collections: [CollectionKey: NotificationCollection] = [:]
+    @ObservationIgnored var stream: Task<Void, Never>?
+
+    /// Opens the client; with a cache, restores what the last run saved (collections come back with
+    /// their tokens, so they resume where they were, even offline).
+    public init(configuration: Configuration) async throws {
+        self.configuration = configuration
+        let credentials = SessionCredentials(token: configuration.sessionToken, provider: configuration.tokenProvider)
+        api = HeraldAPI(serverURL: configuration.serverURL, credentials: credentials)
+        cache = try configuration.cacheURL.map { try HeraldCache(url: $0) }
+        channels = ChannelList()
+        channels.client = self
+        if let cache {
+            let saved = try await cache.loadMeta()
+            deviceToken = saved.deviceToken
+            if let unread = saved.unread { self.unread = unread }
+            if let list = saved.channelList { channels.restore(list) }
+        }
+    }
+
+    /// The collection of `channelURL` (of one `category`, when given): the same object for as long as
+    /// it is not disposed. From the cache when it holds one, so it shows the last state at once; call
+    /// `refresh()` to bring it up to date.
+    public func collection(channelURL: String, category: String? = nil) async -> NotificationCollection {
+        let key = CollectionKey(channelURL: channelURL, category: category)
+        if let existing = collections[key] { return existing }
+        let collection = NotificationCollection(channelURL: channelURL, category: category, client: self)
+        collections[key] = collection
+        await cache?.restore(collection)
+        return collection
+    }
+
+    /// The collections the client keeps in step (refreshed by silent pushes and the stream).
+    public var openCollections: [NotificationCollection] {
+        Array(collections.values)
+    }
+
+    /// Brings every open collection, the channel list and the unread counts up to date. Returns
+    /// whether anything changed.
+    @discardableResult
+    public func refreshAll() async throws -> Bool {
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            for collection in collections.values {
+                group.addTask { try await collection.refresh() }
+            }
+            group.addTask { try await self.channels.refresh() }
+            var changed = false
+            for try await result in group { changed = changed || result }
+            await self.refreshUnread()
+            return changed
+        }
+    }
+
+    /// Reads the unread counts afresh (they also come with every sync and stream event).
+    public func refreshUnread() async {
+        guard let answer = try? await api.unread() else { return }
+        var counts = UnreadCounts(total: answer.total)
+        for channel in answer.channels { counts.byChannel[channel.channelUrl] = channel.unreadCount }
+        unread = counts
+        await cache?.saveUnread(unread)
+    }
+
+    func noteBadge(_ badge: Int) {
+        guard unread.total != badge else { return }
+        unread.total = badge
+    }
+
+    func forget(_ collection: NotificationCollection) {
+        collections[collection.key] = nil
+    }
+
+    /// How this device names itself to the server (`Herald-Device`), once registered.
+    var deviceReference: String? { deviceToken }
+}
+
+/// The user's total unread count (the badge) and each channel's.
+public struct UnreadCounts: Sendable, Hashable, Codable {
+    public var total: Int
+    public var byChannel: [String: Int]
+
+    public init(total: Int = 0, byChannel: [String: Int] = [:]) {
+        self.total = total
+        self.byChannel = byChannel
+    }
+}
+
+/// The live stream's state.
+public enum ConnectionState: Sendable, Equatable {
+    case disconnected
+    case connecting
+    /// The stream is open: events arrive as they happen, and the device gets no silent pushes.
+    case connected
+    /// The connection dropped; the next attempt is scheduled (exponential backoff with jitter).
+    case waitingToReconnect
+    /// The server refused the session and the token provider gave none that works.
+    case failed(HeraldClientError)
+}

@@ -1,0 +1,57 @@
+public import Foundation
+
+/// One notification as the user sees it in a collection.
+public struct HeraldNotification: Sendable, Hashable, Identifiable, Codable {
+    /// What the user has done with it.
+    public enum Status: String, Sendable, Hashable, Codable {
+        case sent = "SENT"
+        case delivered = "DELIVERED"
+        case read = "READ"
+    }
+
+    /// The notification's id (decimal): ids grow with time, so a higher id is a newer notification.
+    public var id: String
+    public var templateKey: String
+    public var templateVersion: Int
+    /// What the template rendered for this user.
+    public var data: HeraldJSON
+    public var category: String
+    public var tags: [String]
+    public var eventDeadline: Date?
+    public var status: Status
+    public var createdAt: Date
+    public var updatedAt: Date
+    /// This version's place in the user's change stream: of two versions the higher one wins.
+    public var position: Int64
+
+    public init(
+        id: String, templateKey: String, templateVersion: Int, data: HeraldJSON, category: String, tags: [String],
+        eventDeadline: Date?, status: Status, createdAt: Date, updatedAt: Date, position: Int64
+    ) {
+        self.id = id
+        self.templateKey = templateKey
+        self.templateVersion = templateVersion
+        self.data = data
+        self.category = category
+        self.tags = tags
+        self.eventDeadline = eventDeadline
+        self.status = status
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.position = position
+    }
+
+    /// The id as a number, for ordering (ids are decimal strings on the wire).
+    var number: Int64 { Int64(id) ?? 0 }
+}
+
+extension HeraldNotification {
+    init(_ wire: Components.Schemas.CollectionNotification) throws {
+        self.init(
+            id: wire.id, templateKey: wire.templateKey, templateVersion: wire.templateVersion,
+            data: try HeraldJSON.converting(wire.data), category: wire.category, tags: wire.tags,
+            eventDeadline: wire.eventDeadline, status: Status(rawValue: wire.status.rawValue) ?? .sent,
+            createdAt: wire.createdAt, updatedAt: wire.updatedAt, position: Int64(wire.position) ?? 0
+        )
+    }
+}
