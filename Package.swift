@@ -235,7 +235,10 @@ let package = Package(
         .testTarget(
             name: "HeraldClientTests",
             dependencies: [
+                "APNs",
                 "HeraldClient",
+                "HeraldCore",
+                "HeraldStore",
                 "HeraldTesting",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

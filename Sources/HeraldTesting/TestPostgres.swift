@@ -23,6 +23,9 @@ public enum TestPostgres {
         /// A third cluster for the push suite, which is horizon-sensitive too (a device's sync answers
         /// the refresh wants its snapshot covers) and runs beside the sync suite.
         case push
+        /// A fourth for the client library's suite: it syncs through a real `herald serve` and compares
+        /// with fresh loads, so it is horizon-sensitive too.
+        case client
     }
 
     /// Creates a fresh database (migrated with `sql/` unless `migrated` is false), hands a pool on it to
@@ -38,6 +41,7 @@ public enum TestPostgres {
         case .shared: server = try await TestServer.shared.value
         case .horizonSensitive: server = try await TestServer.horizonSensitive.value
         case .push: server = try await TestServer.push.value
+        case .client: server = try await TestServer.client.value
         }
         let name = "herald_test_\(UUID().uuidString.prefix(8).lowercased())"
         try await server.createDatabase(name, migrated: migrated)
@@ -103,6 +107,7 @@ actor TestServer {
     static let shared = Task { try await TestServer.start(prefix: "herald-test") }
     static let horizonSensitive = Task { try await TestServer.start(prefix: "herald-test-sync") }
     static let push = Task { try await TestServer.start(prefix: "herald-test-push") }
+    static let client = Task { try await TestServer.start(prefix: "herald-test-client") }
 
     let adminConninfo: String
     let baseConninfo: String
