@@ -24,55 +24,65 @@ struct HeraldAPI: Sendable {
         )
     }
 
+    /// Runs one generated call, giving back the library's own errors as they were thrown: the runtime
+    /// wraps whatever a middleware or the transport throws in its `ClientError`.
+    private func unwrapping<T>(_ call: () async throws -> T) async throws -> T {
+        do {
+            return try await call()
+        } catch let error as ClientError {
+            throw error.underlyingError
+        }
+    }
+
     /// A first load (no token) or an incremental sync, naming the device when there is one.
     func sync(channelURL: String, token: String?, limit: Int, category: String?, device: String?) async throws -> Components.Schemas.Collection {
-        let output = try await client.syncCollection(
+        let output = try await unwrapping { try await client.syncCollection(
             path: .init(channelUrl: channelURL),
             query: .init(token: token, limit: limit, category: category),
             headers: .init(heraldDevice: device)
-        )
+        ) }
         guard case .ok(let ok) = output else { throw HeraldClientError.unexpected(output) }
         return try ok.body.json
     }
 
     func older(channelURL: String, before: String, limit: Int, category: String?) async throws -> Operations.OlderNotifications.Output.Ok.Body.JsonPayload {
-        let output = try await client.olderNotifications(
+        let output = try await unwrapping { try await client.olderNotifications(
             path: .init(channelUrl: channelURL), query: .init(before: before, limit: limit, category: category)
-        )
+        ) }
         guard case .ok(let ok) = output else { throw HeraldClientError.unexpected(output) }
         return try ok.body.json
     }
 
     func markRead(channelURL: String, ids: [String]?) async throws -> ChannelState {
         // No ids: an empty body, which is what "all" is.
-        let output = try await client.markRead(path: .init(channelUrl: channelURL), body: ids.map { .json(.init(notificationIds: $0)) })
+        let output = try await unwrapping { try await client.markRead(path: .init(channelUrl: channelURL), body: ids.map { .json(.init(notificationIds: $0)) }) }
         guard case .ok(let ok) = output else { throw HeraldClientError.unexpected(output) }
         return ChannelState(try ok.body.json)
     }
 
     func markSeen(channelURL: String, at: Date?) async throws -> ChannelState {
-        let output = try await client.markSeen(path: .init(channelUrl: channelURL), body: at.map { .json(.init(seenAt: $0)) })
+        let output = try await unwrapping { try await client.markSeen(path: .init(channelUrl: channelURL), body: at.map { .json(.init(seenAt: $0)) }) }
         guard case .ok(let ok) = output else { throw HeraldClientError.unexpected(output) }
         return ChannelState(try ok.body.json)
     }
 
     func unread() async throws -> Operations.UnreadCounts.Output.Ok.Body.JsonPayload {
-        let output = try await client.unreadCounts()
+        let output = try await unwrapping { try await client.unreadCounts() }
         guard case .ok(let ok) = output else { throw HeraldClientError.unexpected(output) }
         return try ok.body.json
     }
 
     func channels(token: String?, device: String?) async throws -> Operations.MyChannels.Output.Ok.Body.JsonPayload {
-        let output = try await client.myChannels(query: .init(token: token), headers: .init(heraldDevice: device))
+        let output = try await unwrapping { try await client.myChannels(query: .init(token: token), headers: .init(heraldDevice: device)) }
         guard case .ok(let ok) = output else { throw HeraldClientError.unexpected(output) }
         return try ok.body.json
     }
 
     func registerDevice(token: String, environment: APNsEnvironment, topic: String, unique: Bool) async throws -> Components.Schemas.Device {
-        let output = try await client.registerDevice(
+        let output = try await unwrapping { try await client.registerDevice(
             path: .init(deviceToken: token),
             body: .json(.init(environment: environment == .production ? .production : .sandbox, topic: topic, unique: unique))
-        )
+        ) }
         switch output {
         case .ok(let ok): return try ok.body.json
         case .created(let created): return try created.body.json
@@ -81,7 +91,7 @@ struct HeraldAPI: Sendable {
     }
 
     func unregisterDevice(token: String) async throws {
-        let output = try await client.unregisterDevice(path: .init(deviceToken: token))
+        let output = try await unwrapping { try await client.unregisterDevice(path: .init(deviceToken: token)) }
         switch output {
         case .noContent: return
         case .notFound: return  // already gone: what was asked for is true
@@ -91,13 +101,13 @@ struct HeraldAPI: Sendable {
 
     /// A delivery receipt: the `herald` object of the push the device got.
     func markDelivered(herald: Operations.MarkDelivered.Input.Body.JsonPayload.HeraldPayload) async throws -> [String] {
-        let output = try await client.markDelivered(body: .json(.init(herald: herald)))
+        let output = try await unwrapping { try await client.markDelivered(body: .json(.init(herald: herald))) }
         guard case .ok(let ok) = output else { throw HeraldClientError.unexpected(output) }
         return try ok.body.json.updated
     }
 
     func logEvents(_ kind: NotificationEvent, ids: [String]) async throws {
-        let output = try await client.logEvents(body: .json(.init(_type: kind == .clicked ? .clicked : .viewed, notificationIds: ids)))
+        let output = try await unwrapping { try await client.logEvents(body: .json(.init(_type: kind == .clicked ? .clicked : .viewed, notificationIds: ids))) }
         guard case .noContent = output else { throw HeraldClientError.unexpected(output) }
     }
 }

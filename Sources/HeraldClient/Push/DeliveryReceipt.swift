@@ -21,7 +21,9 @@ public enum DeliveryReceipt {
     /// notification). Returns the ids that became delivered now (none when the push was not Herald's
     /// or was already counted). Throws `HeraldClientError.timedOut` past `timeout`.
     @discardableResult
-    public static func post(userInfo: [AnyHashable: Any], serverURL: URL, sessionToken: String, timeout: Duration = .seconds(5)) async throws -> [String] {
+    nonisolated(nonsending) public static func post(
+        userInfo: [AnyHashable: Any], serverURL: URL, sessionToken: String, timeout: Duration = .seconds(5)
+    ) async throws -> [String] {
         guard let herald = userInfo["herald"] as? [String: Any], JSONSerialization.isValidJSONObject(herald) else { return [] }
         let payload = try JSONDecoder().decode(
             Operations.MarkDelivered.Input.Body.JsonPayload.HeraldPayload.self, from: JSONSerialization.data(withJSONObject: herald)
