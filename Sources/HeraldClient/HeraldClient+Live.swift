@@ -78,24 +78,24 @@ extension HeraldClient {
         switch event {
         case .upserted(let url, let notification, let unreadCount):
             for collection in collections(of: url) {
-                let (inserted, updated, _) = collection.apply([notification], removed: [])
-                collection.state.unreadCount = unreadCount
+                let (inserted, updated, _) = collection.apply([notification], removed: [], live: true)
+                collection.takeUnread(unreadCount, at: notification.position)
                 await cache?.save(collection, upserted: collection.held(inserted + updated), removed: [])
                 collection.notify(.changed(inserted: inserted, updated: updated, removed: []))
             }
-            unread.byChannel[url] = unreadCount
-        case .deleted(let url, let id, _, let unreadCount):
+            noteUnread(unreadCount, channel: url, at: notification.position)
+        case .deleted(let url, let id, let position, let unreadCount):
             for collection in collections(of: url) {
-                let (_, _, removed) = collection.apply([], removed: [id])
-                collection.state.unreadCount = unreadCount
+                let (_, _, removed) = collection.apply([], removed: [id], live: true)
+                collection.takeUnread(unreadCount, at: position)
                 await cache?.save(collection, upserted: [], removed: removed)
                 collection.notify(.changed(inserted: [], updated: [], removed: removed))
             }
-            unread.byChannel[url] = unreadCount
-        case .channelRead(let url, let state):
-            unread.byChannel[url] = state.unreadCount
+            noteUnread(unreadCount, channel: url, at: position)
+        case .channelRead(let url, let state, let position):
+            noteUnread(state.unreadCount, channel: url, at: position)
             for collection in collections(of: url) {
-                collection.state = state
+                collection.takeState(state, at: position)
                 // The copies' statuses changed with it: the sync brings them, each by position.
                 _ = try? await collection.refresh()
             }
@@ -125,6 +125,14 @@ extension HeraldClient {
         case .ready, .unknown:
             break
         }
+    }
+
+    /// A channel's unread count from an event, unless an event of a later change already gave one
+    /// (events of one user arrive in order, but a late one must not undo a newer count).
+    func noteUnread(_ count: Int, channel url: String, at position: Int64) {
+        guard position >= unreadPositions[url, default: 0] else { return }
+        unreadPositions[url] = position
+        unread.byChannel[url] = count
     }
 
     private func collections(of url: String) -> [NotificationCollection] {

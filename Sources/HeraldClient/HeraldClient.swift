@@ -29,6 +29,8 @@ public final class HeraldClient {
     @ObservationIgnored let cache: HeraldCache?
     @ObservationIgnored var collections: [CollectionKey: NotificationCollection] = [:]
     @ObservationIgnored var stream: Task<Void, Never>?
+    /// The position of the change each channel's unread count came with (`noteUnread`).
+    @ObservationIgnored var unreadPositions: [String: Int64] = [:]
 
     /// Opens the client; with a cache, restores what the last run saved (collections come back with
     /// their tokens, so they resume where they were, even offline).

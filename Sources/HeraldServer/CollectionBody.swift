@@ -81,12 +81,15 @@ struct CollectionBody: JSONWritable {
     var channel: CollectionChannel
     var state: ChannelState
     var badge: Int64
+    /// Every change at a position below this one had ended when the answer's snapshot was taken.
+    var horizon: Int64
 
     init(channel: CollectionChannel, snapshot: CollectionStore.Snapshot, isLive: Bool) {
         self.isLive = isLive
         self.channel = channel
         self.state = snapshot.state
         self.badge = snapshot.badge
+        self.horizon = snapshot.horizon
     }
 
     func write(to writer: inout JSONWriter) {
@@ -113,6 +116,8 @@ struct CollectionBody: JSONWritable {
         writer.endObject()
         writer.key("badge")
         writer.integer(badge)
+        writer.key("horizon")
+        writer.string(String(horizon))
         writer.endObject()
     }
 }

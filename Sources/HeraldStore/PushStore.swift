@@ -14,6 +14,9 @@ public struct DeviceClaim: Sendable, Equatable {
     public var notificationID: Int64?
     /// Attempts so far, this one included.
     public var attempts: Int
+    /// When the claim was made (the claiming transaction's `now()`, microseconds since 1970): a sync
+    /// after it answers the push even if it comes before the delivery is recorded.
+    public var claimedAt: Int64
 }
 
 /// What a dispatcher's claim on a device is: how long it holds, and which devices it may take
@@ -136,7 +139,8 @@ public struct PushStore: Sendable {
                         d.attempts, d.claimed_until IS NOT DISTINCT FROM now() + \(lease)::interval AS claimed
                 )
                 SELECT (SELECT count(*) FROM next), (SELECT count(*) FROM slice),
-                    w.id, w.user_key, w.token, w.environment, w.topic, w.refresh_wanted_xid, w.refresh_notification_id, w.attempts
+                    w.id, w.user_key, w.token, w.environment, w.topic, w.refresh_wanted_xid, w.refresh_notification_id, w.attempts,
+                    \(unescaped: Self.nowMicroseconds)
                 FROM (SELECT 1) AS always LEFT JOIN wanted w ON w.claimed
                 """
             )
@@ -144,13 +148,13 @@ public struct PushStore: Sendable {
             guard taken > 0 else { return nil }
             guard terms != nil else { return (Int(recipients), []) }
             let claims = try rows.compactMap { row -> DeviceClaim? in
-                let (_, _, id, user, token, environment, topic, xid, notification, attempts) = try row.decode(
-                    (Int64, Int64, Int64?, Int64?, String?, String?, String?, Int64?, Int64?, Int32?).self
+                let (_, _, id, user, token, environment, topic, xid, notification, attempts, claimedAt) = try row.decode(
+                    (Int64, Int64, Int64?, Int64?, String?, String?, String?, Int64?, Int64?, Int32?, Int64).self
                 )
                 guard let id, let user, let token, let environment, let topic, let xid, let attempts else { return nil }
                 return DeviceClaim(
                     deviceID: id, userKey: user, token: token, environment: environment, topic: topic, wantedXID: xid,
-                    notificationID: notification, attempts: Int(attempts)
+                    notificationID: notification, attempts: Int(attempts), claimedAt: claimedAt
                 )
             }
             return (Int(recipients), claims)
@@ -200,16 +204,17 @@ public struct PushStore: Sendable {
                 ORDER BY next_attempt_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED
             ) AS due
             WHERE d.id = due.id
-            RETURNING d.id, d.user_key, d.token, d.environment, d.topic, d.refresh_wanted_xid, d.refresh_notification_id, d.attempts
+            RETURNING d.id, d.user_key, d.token, d.environment, d.topic, d.refresh_wanted_xid, d.refresh_notification_id, d.attempts,
+                \(unescaped: Self.nowMicroseconds)
             """
         )
         return try rows.map { row in
-            let (id, user, token, environment, topic, xid, notification, attempts) = try row.decode(
-                (Int64, Int64, String, String, String, Int64, Int64?, Int32).self
+            let (id, user, token, environment, topic, xid, notification, attempts, claimedAt) = try row.decode(
+                (Int64, Int64, String, String, String, Int64, Int64?, Int32, Int64).self
             )
             return DeviceClaim(
                 deviceID: id, userKey: user, token: token, environment: environment, topic: topic, wantedXID: xid,
-                notificationID: notification, attempts: Int(attempts)
+                notificationID: notification, attempts: Int(attempts), claimedAt: claimedAt
             )
         }
     }
@@ -250,22 +255,29 @@ public struct PushStore: Sendable {
         return summaries
     }
 
-    /// Delivered: the device now has a push outstanding; its want is answered unless a newer one
+    /// Delivered: the device now has a push outstanding — unless it synced since the claim (the push
+    /// reached it and it answered before the delivery was recorded: it must be pushed again at the
+    /// next change, not wait for a sync that already happened); its want is answered unless a newer one
     /// arrived meanwhile; the causing notification counts the push.
     public func recordDelivered(_ claims: [DeviceClaim]) async throws {
         guard !claims.isEmpty else { return }
         try await client.transaction([
             """
-            UPDATE devices d SET refresh_outstanding = true, last_push_at = now(), attempts = 0,
-                next_attempt_at = '-infinity', claimed_until = NULL,
+            UPDATE devices d SET last_push_at = now(), attempts = 0, next_attempt_at = '-infinity', claimed_until = NULL,
+                refresh_outstanding = d.last_synced_at IS NULL
+                    OR d.last_synced_at < timestamptz 'epoch' + c.claimed_at * interval '1 microsecond',
                 refresh_wanted_xid = CASE WHEN d.refresh_wanted_xid = c.xid THEN NULL ELSE d.refresh_wanted_xid END,
                 refresh_notification_id = CASE WHEN d.refresh_wanted_xid = c.xid THEN NULL ELSE d.refresh_notification_id END
-            FROM unnest(\(claims.map(\.deviceID))::int8[], \(claims.map(\.wantedXID))::int8[]) AS c(id, xid)
+            FROM unnest(\(claims.map(\.deviceID))::int8[], \(claims.map(\.wantedXID))::int8[], \(claims.map(\.claimedAt))::int8[])
+                AS c(id, xid, claimed_at)
             WHERE d.id = c.id
             """,
             Self.countPushes(notificationIDs: claims.compactMap(\.notificationID)),
         ])
     }
+
+    /// The transaction's `now()` in microseconds since 1970 (exact: `extract` answers a numeric).
+    static let nowMicroseconds = "(extract(epoch FROM now()) * 1000000)::int8"
 
     /// Adds one to each notification's `pushes_sent` per time it is named (refresh and alert pushes).
     static func countPushes(notificationIDs ids: [Int64]) -> PostgresQuery {

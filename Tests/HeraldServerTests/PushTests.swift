@@ -499,6 +499,32 @@ struct PushTests {
         }
     }
 
+    /// A device that syncs after its push was claimed but before the delivery is recorded (the push
+    /// reached it first, or the dispatcher was still waiting for the rest of its batch) has answered
+    /// the push: the next change must push it again, not wait for a sync that already happened.
+    @Test func aSyncDuringThePushsFlightAnswersIt() async throws {
+        try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+            let world = try await world(db, devices: ["u1": [Self.token(1)], "u2": [Self.token(2)]])
+            defer { Task { await world.shutdown() } }
+            try await world.send("hello", to: ["u1", "u2"])
+            let store = PushStore(client: db.client)
+            #expect(try await store.expandOutbox(atLeast: 100).recipients == 2)
+            let claims = try await store.claimDue(limit: 10, terms: ClaimTerms(lease: .seconds(60), minimumInterval: .zero))
+            #expect(claims.count == 2)
+            // u1's device syncs while the push is in flight; u2's does not.
+            let u1 = try #require(try await CollectionStore(client: db.client).userKey("u1"))
+            let horizon = try await world.query("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")[0].decode(Int64.self)
+            #expect(try await store.markSynced(userKey: u1, device: .token(Self.token(1)), horizon: horizon))
+            try await store.recordDelivered(claims)
+            let outstanding = try await world.query("SELECT token, refresh_outstanding FROM devices ORDER BY token").map { try $0.decode((String, Bool).self) }
+            #expect(outstanding.map(\.1) == [false, true], "\(outstanding)")
+            // The next change pushes u1's device again at once; u2's waits for its sync.
+            try await world.send("again", to: ["u1", "u2"])
+            try await world.drain()
+            #expect(world.mock.requests.map(\.deviceToken) == [Self.token(1)])
+        }
+    }
+
     @Test func withoutCredentialsPushesGoToTheLog() async throws {
         try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
             let world = try await world(db, devices: ["u1": [Self.token(1)]])

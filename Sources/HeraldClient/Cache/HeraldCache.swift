@@ -7,7 +7,9 @@ import GRDB
 /// what changed meanwhile comes by the sync like any other change.
 ///
 /// Writes follow each applied answer, one transaction each, and touch only the notifications that
-/// changed. A write that fails is dropped: the cache is a copy, and the server remains the truth.
+/// changed. A write that fails is dropped: the cache is a copy, and the server remains the truth. A
+/// write is not cancelled with the task that asked for it (a stream closing as the app goes to the
+/// background): what is shown must be what is saved.
 final class HeraldCache: Sendable {
     private let queue: DatabaseQueue
 
@@ -25,6 +27,7 @@ final class HeraldCache: Sendable {
                     token TEXT,
                     previous_cursor TEXT,
                     has_previous INTEGER NOT NULL,
+                    synced_through INTEGER NOT NULL,
                     state BLOB NOT NULL,
                     channel BLOB,
                     removed BLOB NOT NULL
@@ -49,6 +52,7 @@ final class HeraldCache: Sendable {
         var token: String?
         var previousCursor: String?
         var hasPrevious: Bool
+        var syncedThrough: Int64
         var state: Data
         var channel: Data?
         var removed: Data
@@ -59,6 +63,7 @@ final class HeraldCache: Sendable {
             token = collection.token
             previousCursor = collection.previousCursor
             hasPrevious = collection.hasPrevious
+            syncedThrough = collection.syncedThrough
             state = (try? encoder.encode(collection.state)) ?? Data()
             channel = collection.channel.flatMap { try? encoder.encode($0) }
             removed = (try? encoder.encode(collection.removedIDs.sorted())) ?? Data()
@@ -67,11 +72,13 @@ final class HeraldCache: Sendable {
         func write(_ db: Database) throws {
             try db.execute(
                 sql: """
-                    INSERT INTO collection (key, token, previous_cursor, has_previous, state, channel, removed) VALUES (?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO collection (key, token, previous_cursor, has_previous, synced_through, state, channel, removed)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (key) DO UPDATE SET token = excluded.token, previous_cursor = excluded.previous_cursor,
-                        has_previous = excluded.has_previous, state = excluded.state, channel = excluded.channel, removed = excluded.removed
+                        has_previous = excluded.has_previous, synced_through = excluded.synced_through, state = excluded.state,
+                        channel = excluded.channel, removed = excluded.removed
                     """,
-                arguments: [key, token, previousCursor, hasPrevious, state, channel, removed]
+                arguments: [key, token, previousCursor, hasPrevious, syncedThrough, state, channel, removed]
             )
         }
     }
@@ -80,7 +87,7 @@ final class HeraldCache: Sendable {
     @MainActor func save(_ collection: NotificationCollection, upserted: [HeraldNotification], removed: [String]) async {
         let header = Header(collection)
         let rows = upserted.compactMap { notification in (try? JSONEncoder().encode(notification)).map { (notification.number, $0) } }
-        _ = try? await queue.write { db in
+        await write { db in
             try header.write(db)
             for (id, body) in rows {
                 try db.execute(sql: "INSERT OR REPLACE INTO notification (collection, id, body) VALUES (?, ?, ?)", arguments: [header.key, id, body])
@@ -99,7 +106,7 @@ final class HeraldCache: Sendable {
     /// Replaces everything saved of the collection with what it holds (after a reload).
     @MainActor func replace(_ collection: NotificationCollection) async {
         let key = collection.key.text
-        _ = try? await queue.write { db in
+        await write { db in
             try db.execute(sql: "DELETE FROM notification WHERE collection = ?", arguments: [key])
         }
         await save(collection, upserted: collection.notifications, removed: [])
@@ -110,6 +117,7 @@ final class HeraldCache: Sendable {
         var token: String?
         var previousCursor: String?
         var hasPrevious: Bool
+        var syncedThrough: Int64
         var state: Data
         var channel: Data?
         var removed: Data
@@ -122,7 +130,8 @@ final class HeraldCache: Sendable {
         let found = try? await queue.read { db -> Saved? in
             guard let row = try Row.fetchOne(db, sql: "SELECT * FROM collection WHERE key = ?", arguments: [key]) else { return nil }
             return Saved(
-                token: row["token"], previousCursor: row["previous_cursor"], hasPrevious: row["has_previous"], state: row["state"],
+                token: row["token"], previousCursor: row["previous_cursor"], hasPrevious: row["has_previous"],
+                syncedThrough: row["synced_through"], state: row["state"],
                 channel: row["channel"], removed: row["removed"],
                 bodies: try Data.fetchAll(db, sql: "SELECT body FROM notification WHERE collection = ? ORDER BY id DESC", arguments: [key])
             )
@@ -133,6 +142,7 @@ final class HeraldCache: Sendable {
         collection.token = saved.token
         collection.previousCursor = saved.previousCursor
         collection.hasPrevious = saved.hasPrevious
+        collection.syncedThrough = saved.syncedThrough
         if let state = try? decoder.decode(ChannelState.self, from: saved.state) { collection.state = state }
         collection.channel = saved.channel.flatMap { try? decoder.decode(ChannelInfo.self, from: $0) }
         collection.removedIDs = Set((try? decoder.decode([String].self, from: saved.removed)) ?? [])
@@ -173,8 +183,14 @@ final class HeraldCache: Sendable {
         await put("device_token", token.map { Data($0.utf8) })
     }
 
+    /// One write transaction, finished even if the calling task is cancelled.
+    private func write(_ updates: @escaping @Sendable (Database) throws -> Void) async {
+        let queue = self.queue
+        await Task { _ = try? await queue.write(updates) }.value
+    }
+
     private func put(_ name: String, _ value: Data?) async {
-        _ = try? await queue.write { db in
+        await write { db in
             if let value {
                 try db.execute(sql: "INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)", arguments: [name, value])
             } else {

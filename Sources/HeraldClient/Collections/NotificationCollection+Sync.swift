@@ -22,6 +22,7 @@ extension NotificationCollection {
             let versions = try answer.notifications.map(HeraldNotification.init)
             let (inserted, updated, removed) = apply(versions, removed: answer.deleted)
             takeChannel(answer)
+            if !answer.hasMore { syncedThrough = max(syncedThrough, Int64(answer.horizon) ?? 0) }
             client.noteBadge(answer.badge)
             token = next
             await client.cache?.save(self, upserted: held(inserted + updated), removed: removed)
@@ -43,11 +44,27 @@ extension NotificationCollection {
         removedIDs = []
         token = answer.nextToken
         isLive = answer.nextToken != nil
+        syncedThrough = Int64(answer.horizon) ?? 0
+        statePosition = 0
         takeChannel(answer)
         client.noteBadge(answer.badge)
         if wasLoaded { reloadCount += 1 }
         await client.cache?.replace(self)
         notify(.reloaded)
+    }
+
+    /// Takes the state a stream event carries, if it is newer than the state held.
+    func takeState(_ newer: ChannelState, at position: Int64) {
+        guard position >= statePosition else { return }
+        state = newer
+        statePosition = position
+    }
+
+    /// Takes only the unread count a stream event carries, if it is newer than the state held.
+    func takeUnread(_ count: Int, at position: Int64) {
+        guard position >= statePosition else { return }
+        state.unreadCount = count
+        statePosition = position
     }
 
     /// The versions held now of these ids.
@@ -56,7 +73,13 @@ extension NotificationCollection {
     }
 
     private func takeChannel(_ answer: Components.Schemas.Collection) {
-        state = ChannelState(answer.channel.state)
+        // The answer's state is its snapshot's: newer than any event below its horizon.
+        let horizon = Int64(answer.horizon) ?? 0
+        if horizon >= statePosition {
+            state = ChannelState(answer.channel.state)
+            statePosition = horizon
+            client?.noteUnread(state.unreadCount, channel: channelURL, at: horizon)
+        }
         channel = ChannelInfo(
             url: answer.channel.channelUrl, kind: answer.channel.kind == .chat ? .chat : .feed, name: answer.channel.name,
             coverURL: answer.channel.coverUrl, customType: answer.channel.customType
@@ -64,10 +87,13 @@ extension NotificationCollection {
     }
 
     /// Applies versions of notifications and removals by position: a version replaces the one held
-    /// only if its position is not lower; a removed id never comes back; a notification older than the
-    /// oldest held while older pages exist is left for `loadPrevious()` (holding it would leave a gap).
-    /// Returns the ids inserted, updated and removed.
-    func apply(_ versions: [HeraldNotification], removed ids: [String]) -> (inserted: [String], updated: [String], removed: [String]) {
+    /// only if its position is not lower; one not held comes in only if it is not older than what the
+    /// collection has synced through (`live` events; a sync's own versions always); a removed id never
+    /// comes back; a notification older than the oldest held while older pages exist is left for
+    /// `loadPrevious()` (holding it would leave a gap). Returns the ids inserted, updated and removed.
+    func apply(
+        _ versions: [HeraldNotification], removed ids: [String], live: Bool = false
+    ) -> (inserted: [String], updated: [String], removed: [String]) {
         var inserted: [String] = []
         var updated: [String] = []
         var removed: [String] = []
@@ -79,6 +105,7 @@ extension NotificationCollection {
                 notifications[index] = version
                 updated.append(version.id)
             } else {
+                if live, version.position < syncedThrough { continue }
                 if hasPrevious, let oldest = notifications.last, version.number < oldest.number { continue }
                 let at = notifications.firstIndex { $0.number < version.number } ?? notifications.endIndex
                 notifications.insert(version, at: at)

@@ -52,6 +52,12 @@ public final class NotificationCollection {
     @ObservationIgnored public var pageSize = 30
 
     @ObservationIgnored var token: String?
+    /// Every change below this position is reflected in what the collection holds (the `horizon` of
+    /// its last complete answer): a stream event below it is old news, even for a notification it
+    /// does not hold (one a reset or a deletion took away since).
+    @ObservationIgnored var syncedThrough: Int64 = 0
+    /// The position of the newest change `state` reflects.
+    @ObservationIgnored var statePosition: Int64 = 0
     @ObservationIgnored var previousCursor: String?
     /// Ids removed by a deletion, so that an older version arriving late cannot bring them back.
     @ObservationIgnored var removedIDs: Set<String> = []

@@ -5,7 +5,7 @@ enum LiveEvent: Sendable {
     case ready
     case upserted(channelURL: String, notification: HeraldNotification, unreadCount: Int)
     case deleted(channelURL: String, id: String, position: Int64, unreadCount: Int)
-    case channelRead(channelURL: String, state: ChannelState)
+    case channelRead(channelURL: String, state: ChannelState, position: Int64)
     case delivered(channelURL: String, ids: [String], position: Int64)
     case channelUpdated(ChannelInfo)
     case channelDeleted(channelURL: String)
@@ -34,7 +34,8 @@ enum LiveEvent: Sendable {
             guard let channelURL = message.channelUrl else { return nil }
             self = .channelRead(
                 channelURL: channelURL,
-                state: ChannelState(unreadCount: message.unreadCount ?? 0, lastReadAt: message.lastReadAt, lastSeenAt: message.lastSeenAt)
+                state: ChannelState(unreadCount: message.unreadCount ?? 0, lastReadAt: message.lastReadAt, lastSeenAt: message.lastSeenAt),
+                position: message.position.flatMap { Int64($0) } ?? 0
             )
         case "delivery.updated":
             guard let channelURL = message.channelUrl else { return nil }

@@ -9,8 +9,8 @@ public struct ChannelState: Sendable, Hashable, Codable {
 
     public init(unreadCount: Int = 0, lastReadAt: Date? = nil, lastSeenAt: Date? = nil) {
         self.unreadCount = unreadCount
-        self.lastReadAt = lastReadAt
-        self.lastSeenAt = lastSeenAt
+        self.lastReadAt = lastReadAt?.onMillisecondGrid
+        self.lastSeenAt = lastSeenAt?.onMillisecondGrid
     }
 
     init(_ wire: Components.Schemas.ChannelState) {

@@ -50,8 +50,8 @@ extension HeraldNotification {
         self.init(
             id: wire.id, templateKey: wire.templateKey, templateVersion: wire.templateVersion,
             data: try HeraldJSON.converting(wire.data), category: wire.category, tags: wire.tags,
-            eventDeadline: wire.eventDeadline, status: Status(rawValue: wire.status.rawValue) ?? .sent,
-            createdAt: wire.createdAt, updatedAt: wire.updatedAt, position: Int64(wire.position) ?? 0
+            eventDeadline: wire.eventDeadline?.onMillisecondGrid, status: Status(rawValue: wire.status.rawValue) ?? .sent,
+            createdAt: Date(milliseconds: wire.createdAtMs), updatedAt: Date(milliseconds: wire.updatedAtMs), position: Int64(wire.position) ?? 0
         )
     }
 }
