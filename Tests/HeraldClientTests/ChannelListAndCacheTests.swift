@@ -1,0 +1,114 @@
+import Foundation
+import HeraldTesting
+import NIOHTTP1
+import Testing
+
+@testable import HeraldClient
+
+extension ClientSuites {
+    /// The channel list by its change log, unread counts, seen marks and events; and the cache: a cold
+    /// start shows the last state offline and resumes from the saved token.
+    @Suite("Client channel list and cache")
+    @MainActor
+    struct ChannelListAndCacheTests {
+        @Test func theChannelListFollowsItsChangeLogAndUnreadCountsFollow() async throws {
+            try await ServerWorld.with { world in
+                let client = try await world.client("u1")
+                try await client.channels.refresh()
+                #expect(client.channels.chat.isEmpty && client.channels.feed.isEmpty)
+                let hello = try await world.send("hello", to: ["u1"], channel: "chat")
+                try await world.send("news", to: ["u1"])
+                #expect(try await client.channels.refresh())
+                #expect(client.channels.chat.map(\.id) == ["chat"] && client.channels.feed.map(\.id) == ["feed"])
+                #expect(client.channels.chat.first?.lastNotification?.id == hello)
+                #expect(client.channels.chat.first?.unreadCount == 1)
+                // Quiet: nothing changes. A rename reaches the list through its change log.
+                #expect(try await !client.channels.refresh())
+                try await world.admin(.PUT, "/v1/channels/chat", #"{"kind":"chat","name":"Support"}"#)
+                #expect(try await client.channels.refresh())
+                #expect(client.channels.chat.first?.channel.name == "Support")
+                // Unread counts: total and per channel; a read changes both.
+                await client.refreshUnread()
+                #expect(client.unread == UnreadCounts(total: 2, byChannel: ["chat": 1, "feed": 1]))
+                let chat = await client.collection(channelURL: "chat")
+                try await chat.refresh()
+                #expect(try await chat.markRead() == 0)
+                #expect(client.unread.total == 1 && client.unread.byChannel["chat"] == 0)
+                try await client.channels.refresh()
+                #expect(client.channels.chat.first?.unreadCount == 0)
+                // A deleted channel leaves the list.
+                try await world.admin(.DELETE, "/v1/channels/chat")
+                #expect(try await client.channels.refresh())
+                #expect(client.channels.chat.isEmpty && client.channels.feed.map(\.id) == ["feed"])
+                // A token the server cannot continue: the list loads afresh.
+                client.channels.token = "forged"
+                try await client.channels.refresh()
+                #expect(client.channels.feed.map(\.id) == ["feed"] && client.channels.token != "forged")
+            }
+        }
+
+        @Test func seenMarksAndViewAndClickEventsReachTheServer() async throws {
+            try await ServerWorld.with { world in
+                let id = try await world.send("hello", to: ["u1"])
+                let client = try await world.client("u1")
+                let feed = await client.collection(channelURL: "feed")
+                try await feed.refresh()
+                #expect(feed.state.lastSeenAt == nil)
+                let seen = Date(timeIntervalSince1970: 1_790_000_000.123)
+                try await feed.markSeen(at: seen)
+                #expect(feed.state.lastSeenAt == seen)
+                try await feed.log(.viewed, ids: [id])
+                try await feed.log(.clicked, ids: [id])
+                let view = try await world.admin(.GET, "/v1/notifications/\(id)")
+                let counts = try #require(view["counts"] as? [String: Any])
+                #expect(counts["viewed"] as? Int == 1 && counts["clicked"] as? Int == 1)
+                // Someone else's id is refused by the server, and said so.
+                let other = try await world.send("other", to: ["u2"])
+                await #expect(throws: HeraldClientError.server(status: 404, code: "notification_not_found", message: "You have no notification with id \(other); nothing was recorded.")) {
+                    try await feed.log(.viewed, ids: [other])
+                }
+            }
+        }
+
+        @Test func aColdStartShowsTheLastStateOfflineAndResumesFromItsToken() async throws {
+            try await ServerWorld.with { world in
+                let cache = FileManager.default.temporaryDirectory.appendingPathComponent("herald-client-cache-\(UUID().uuidString).sqlite")
+                defer { try? FileManager.default.removeItem(at: cache) }
+                for index in 0..<12 { try await world.send("n\(index)", to: ["u1"]) }
+                let device = Data(repeating: 0xAB, count: 32)
+                var shown: [HeraldNotification] = []
+                do {
+                    let first = try await world.client("u1", cache: cache)
+                    try await first.registerDevice(token: device, environment: .sandbox, topic: ServerWorld.topic)
+                    let feed = await first.collection(channelURL: "feed")
+                    feed.pageSize = 5
+                    try await feed.refresh()
+                    try await feed.loadPrevious()
+                    try await first.channels.refresh()
+                    await first.refreshUnread()
+                    shown = feed.notifications
+                }
+                #expect(shown.count == 10)
+
+                // Offline: the server is down, and the new client shows what the last run saved.
+                world.kill()
+                let offline = try await world.client("u1", cache: cache)
+                let restored = await offline.collection(channelURL: "feed")
+                #expect(restored.notifications == shown && restored.hasPrevious && restored.isLive)
+                #expect(offline.channels.feed.map(\.id) == ["feed"] && offline.unread.total == 12)
+                #expect(offline.deviceToken == String(repeating: "ab", count: 32))
+                await #expect(throws: (any Error).self) { try await restored.refresh() }
+                #expect(restored.notifications == shown)
+
+                // Back online: it continues from the saved token (no reload), with what came meanwhile.
+                try await world.restart()
+                let late = try await world.send("while away", to: ["u1"])
+                var updates: [NotificationCollection.Update] = []
+                restored.onUpdate = { updates.append($0) }
+                try await restored.refresh()
+                #expect(updates == [.changed(inserted: [late], updated: [], removed: [])])
+                #expect(restored.reloadCount == 0 && restored.notifications.map(\.id) == [late] + shown.map(\.id))
+            }
+        }
+    }
+}
