@@ -42,6 +42,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-openapi-urlsession.git", from: "1.4.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.2"),
+        // `swift package generate-documentation --target HeraldClient` (its DocC catalog).
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
         // Tests only: reading openapi.yaml to generate requests from it.
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
     ],
