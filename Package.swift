@@ -162,6 +162,7 @@ let package = Package(
             name: "HeraldBench",
             dependencies: [
                 "APNs",
+                "HeraldClient",
                 "ChildProcess",
                 "HeraldTesting",
                 "Postgres",

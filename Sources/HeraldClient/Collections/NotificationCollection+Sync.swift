@@ -107,8 +107,7 @@ extension NotificationCollection {
             } else {
                 if live, version.position < syncedThrough { continue }
                 if hasPrevious, let oldest = notifications.last, version.number < oldest.number { continue }
-                let at = notifications.firstIndex { $0.number < version.number } ?? notifications.endIndex
-                notifications.insert(version, at: at)
+                notifications.insert(version, at: insertionIndex(for: version.number))
                 inserted.append(version.id)
             }
         }

@@ -94,9 +94,11 @@ public final class NotificationCollection {
     public func loadPrevious() async throws {
         guard hasPrevious, let cursor = previousCursor, let client else { return }
         let page = try await client.api.older(channelURL: channelURL, before: cursor, limit: pageSize, category: category)
-        let older = try page.notifications.map(HeraldNotification.init).filter { !removedIDs.contains($0.id) && index(of: $0.id) == nil }
-        notifications.append(contentsOf: older)
-        notifications.sort { $0.number > $1.number }
+        var older: [HeraldNotification] = []
+        for version in try page.notifications.map(HeraldNotification.init) where !removedIDs.contains(version.id) && index(of: version.id) == nil {
+            notifications.insert(version, at: insertionIndex(for: version.number))
+            older.append(version)
+        }
         previousCursor = page.prevCursor
         hasPrevious = page.prevCursor != nil
         await client.cache?.save(self, upserted: older, removed: [])
@@ -131,8 +133,23 @@ public final class NotificationCollection {
         client?.forget(self)
     }
 
+    /// The index of the notification `id`, by binary search: the list is newest first, and ids grow.
     func index(of id: String) -> Int? {
-        notifications.firstIndex { $0.id == id }
+        guard let number = Int64(id) else { return nil }
+        let at = insertionIndex(for: number)
+        return at < notifications.count && notifications[at].number == number ? at : nil
+    }
+
+    /// Where a notification with id `number` belongs: the first index whose id is not greater.
+    func insertionIndex(for number: Int64) -> Int {
+        // One read of the observed property, not one per probe.
+        let list = notifications
+        var (low, high) = (0, list.count)
+        while low < high {
+            let middle = (low + high) / 2
+            if list[middle].number > number { low = middle + 1 } else { high = middle }
+        }
+        return low
     }
 
     func notify(_ update: Update) {
