@@ -70,12 +70,25 @@ struct ClientBenchmark: AsyncParsableCommand {
         let after = SocketsBenchmark.residentMegabytes(getpid())
         guard feed.notifications.count == notifications else { throw ValidationError("loaded \(feed.notifications.count) of \(notifications)") }
         print("Loaded \(notifications) notifications in \(Self.milliseconds(loaded)) ms (\(notifications / 100) pages of 100)")
+        let ids = feed.notifications.map(\.id)
         print("Resident memory: \(before) MB before the client, \(after) MB with the collection: \(after - before) MB, \((after - before) * 1_048_576 / notifications) bytes a notification")
+
+        // The same pages fetched as bytes alone, to tell the server's and the network's part from the
+        // library's (decoding, applying).
+        var raw: [Duration] = []
+        for page in stride(from: 0, to: min(ids.count, 2_000), by: 100) {
+            var request = HTTPClientRequest(url: "\(url.absoluteString)/v1/me/channels/feed/notifications?limit=100&before=\(ids[page])")
+            request.headers.add(name: "Authorization", value: "Bearer \(session)")
+            let start = clock.now
+            let response = try await http.execute(request, timeout: .seconds(30))
+            _ = try await response.body.collect(upTo: 1 << 24)
+            raw.append(clock.now - start)
+        }
+        print("A page of 100 as bytes alone (HTTP, no decoding): \(Self.summary(raw))")
 
         // Rounds: a quiet sync (nothing changed), then `changes` edits and the sync that brings them.
         var quiet: [Duration] = []
         var large: [Duration] = []
-        let ids = feed.notifications.map(\.id)
         for round in 0..<rounds {
             let start = clock.now
             guard try await !feed.refresh() else { throw ValidationError("a quiet sync changed something") }

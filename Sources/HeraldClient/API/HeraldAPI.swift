@@ -17,8 +17,7 @@ struct HeraldAPI: Sendable {
         self.credentials = credentials
         client = Client(
             serverURL: serverURL,
-            // Herald writes every time with milliseconds.
-            configuration: Configuration(dateTranscoder: .iso8601WithFractionalSeconds),
+            configuration: Configuration(dateTranscoder: MillisecondDateTranscoder()),
             transport: URLSessionTransport(configuration: .init(session: session)),
             middlewares: [SessionMiddleware(credentials: credentials)]
         )

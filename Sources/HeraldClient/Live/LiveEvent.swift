@@ -92,7 +92,7 @@ enum LiveEvent: Sendable {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .custom { decoder in
             let container = try decoder.singleValueContainer()
-            guard let date = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(try container.decode(String.self)) else {
+            guard let date = try? MillisecondDateTranscoder().decode(try container.decode(String.self)) else {
                 throw DecodingError.dataCorruptedError(in: container, debugDescription: "not an RFC 3339 time with milliseconds")
             }
             return date
