@@ -54,7 +54,7 @@ extension ClientSuites {
                 let feed = await client.collection(channelURL: "feed")
                 try await feed.refresh()
                 #expect(feed.state.lastSeenAt == nil)
-                let seen = Date(timeIntervalSince1970: 1_790_000_000.123)
+                let seen = Date(milliseconds: 1_790_000_000_123)
                 try await feed.markSeen(at: seen)
                 #expect(feed.state.lastSeenAt == seen)
                 try await feed.log(.viewed, ids: [id])

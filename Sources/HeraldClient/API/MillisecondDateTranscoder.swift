@@ -6,8 +6,28 @@ import OpenAPIRuntime
 /// every call, which made decoding a page of 100 notifications cost ten times its HTTP round trip
 /// (docs/benchmarks.md, "`client`"). Any other RFC 3339 shape falls back to Foundation.
 struct MillisecondDateTranscoder: DateTranscoder {
+    /// The nearest millisecond (Foundation's formatter truncates, so `.123` held as `.12299…` would go
+    /// out as `.122`).
     func encode(_ date: Date) throws -> String {
-        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded())
+        let days = milliseconds >= 0 ? milliseconds / 86_400_000 : (milliseconds - 86_399_999) / 86_400_000
+        let inDay = milliseconds - days * 86_400_000
+        // The civil date of a day number (Howard Hinnant's `civil_from_days`).
+        let shifted = days + 719_468
+        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let shiftedMonth = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
+        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        func digits(_ value: Int64, _ width: Int) -> String {
+            let text = String(value)
+            return String(repeating: "0", count: max(0, width - text.count)) + text
+        }
+        return "\(digits(year, 4))-\(digits(month, 2))-\(digits(day, 2))T\(digits(inDay / 3_600_000, 2)):\(digits(inDay / 60_000 % 60, 2)):"
+            + "\(digits(inDay / 1000 % 60, 2)).\(digits(inDay % 1000, 3))Z"
     }
 
     func decode(_ text: String) throws -> Date {
