@@ -83,11 +83,19 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // What the server and the client library share of the wire: JSON values and RFC 3339 times.
+        // Foundation only.
+        .target(
+            name: "HeraldWire",
+            swiftSettings: swiftSettings
+        ),
+
         // Domain types and pure rules; no I/O.
         .target(
             name: "HeraldCore",
             dependencies: [
                 "COpenSSL",
+                "HeraldWire",
                 .product(name: "Mustache", package: "swift-mustache"),
             ],
             swiftSettings: swiftSettings
@@ -186,6 +194,7 @@ let package = Package(
         .target(
             name: "HeraldClient",
             dependencies: [
+                "HeraldWire",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),

@@ -1,43 +1,10 @@
 import Foundation
 
-/// Any JSON value, kept as parsed (templates carry arbitrary JSON data).
-public enum JSONValue: Sendable, Equatable, Codable {
-    case string(String)
-    case number(Double)
-    case bool(Bool)
-    case null
-    case array([JSONValue])
-    case object([String: JSONValue])
+/// Any JSON value, kept as parsed (templates carry arbitrary JSON data): the type the client library
+/// shares, under the name the server's code has always used.
+public typealias JSONValue = HeraldJSON
 
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() {
-            self = .null
-        } else if let value = try? container.decode(Bool.self) {
-            self = .bool(value)
-        } else if let value = try? container.decode(Double.self) {
-            self = .number(value)
-        } else if let value = try? container.decode(String.self) {
-            self = .string(value)
-        } else if let value = try? container.decode([JSONValue].self) {
-            self = .array(value)
-        } else {
-            self = .object(try container.decode([String: JSONValue].self))
-        }
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        switch self {
-        case .string(let value): try container.encode(value)
-        case .number(let value): try container.encode(value)
-        case .bool(let value): try container.encode(value)
-        case .null: try container.encodeNil()
-        case .array(let value): try container.encode(value)
-        case .object(let value): try container.encode(value)
-        }
-    }
-
+extension HeraldJSON {
     /// Every string in this value with its JSON path (`$.a.b[0]`), depth first.
     func strings(at path: String = "$") -> [(path: String, text: String)] {
         switch self {

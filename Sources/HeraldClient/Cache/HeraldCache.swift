@@ -46,7 +46,7 @@ final class HeraldCache: Sendable {
 
     // MARK: - Collections
 
-    /// The collection's row, as values taken on the main actor.
+    /// The collection's row: taken on the main actor to be written, or read back.
     private struct Header: Sendable {
         var key: String
         var token: String?
@@ -67,6 +67,17 @@ final class HeraldCache: Sendable {
             state = (try? encoder.encode(collection.state)) ?? Data()
             channel = collection.channel.flatMap { try? encoder.encode($0) }
             removed = (try? encoder.encode(collection.removedIDs.sorted())) ?? Data()
+        }
+
+        init(_ row: Row) {
+            key = row["key"]
+            token = row["token"]
+            previousCursor = row["previous_cursor"]
+            hasPrevious = row["has_previous"]
+            syncedThrough = row["synced_through"]
+            state = row["state"]
+            channel = row["channel"]
+            removed = row["removed"]
         }
 
         func write(_ db: Database) throws {
@@ -112,33 +123,17 @@ final class HeraldCache: Sendable {
         await save(collection, upserted: collection.notifications, removed: [])
     }
 
-    /// What was saved of one collection.
-    private struct Saved: Sendable {
-        var token: String?
-        var previousCursor: String?
-        var hasPrevious: Bool
-        var syncedThrough: Int64
-        var state: Data
-        var channel: Data?
-        var removed: Data
-        var bodies: [Data]
-    }
-
     /// Fills a new collection with what was saved of it, if anything.
     @MainActor func restore(_ collection: NotificationCollection) async {
         let key = collection.key.text
-        let found = try? await queue.read { db -> Saved? in
+        let found = try? await queue.read { db -> (header: Header, bodies: [Data])? in
             guard let row = try Row.fetchOne(db, sql: "SELECT * FROM collection WHERE key = ?", arguments: [key]) else { return nil }
-            return Saved(
-                token: row["token"], previousCursor: row["previous_cursor"], hasPrevious: row["has_previous"],
-                syncedThrough: row["synced_through"], state: row["state"],
-                channel: row["channel"], removed: row["removed"],
-                bodies: try Data.fetchAll(db, sql: "SELECT body FROM notification WHERE collection = ? ORDER BY id DESC", arguments: [key])
-            )
+            let bodies = try Data.fetchAll(db, sql: "SELECT body FROM notification WHERE collection = ? ORDER BY id DESC", arguments: [key])
+            return (Header(row), bodies)
         }
-        guard let saved = found ?? nil else { return }
+        guard let (saved, bodies) = found ?? nil else { return }
         let decoder = JSONDecoder()
-        collection.notifications = saved.bodies.compactMap { try? decoder.decode(HeraldNotification.self, from: $0) }
+        collection.notifications = bodies.compactMap { try? decoder.decode(HeraldNotification.self, from: $0) }
         collection.token = saved.token
         collection.previousCursor = saved.previousCursor
         collection.hasPrevious = saved.hasPrevious

@@ -55,3 +55,11 @@ extension HeraldNotification {
         )
     }
 }
+
+extension HeraldJSON {
+    /// The same value re-encoded through `Codable`, from any other JSON-shaped `Codable` value (the
+    /// generated client's free-form objects).
+    static func converting(_ value: some Encodable) throws -> HeraldJSON {
+        try JSONDecoder().decode(HeraldJSON.self, from: JSONEncoder().encode(value))
+    }
+}

@@ -63,10 +63,49 @@ public enum RFC3339 {
     /// Parses an RFC 3339 date-time with or without fractional seconds, in UTC (`Z`) or with an offset.
     /// Fields out of range (`2024-02-30`, `24:00`) are refused: Foundation's parser rolls them over into
     /// the next day or month.
+    ///
+    /// Herald's own shape (`YYYY-MM-DDThh:mm:ss.mmmZ`) is read by hand: on Linux Foundation's parser sets
+    /// up ICU locale data on every call, which made reading the times dominate the client's decoding of
+    /// a page of notifications (docs/benchmarks.md, "`client`").
     public static func date(from text: String) -> Date? {
-        guard text.count <= 64, fieldsInRange(Array(text.utf8)) else { return nil }
+        let bytes = Array(text.utf8)
+        guard bytes.count <= 64, fieldsInRange(bytes) else { return nil }
+        if let date = millisecondDate(bytes) { return date }
         let fractional = text.contains(".")
         return try? Date.ISO8601FormatStyle(includingFractionalSeconds: fractional).parse(text)
+    }
+
+    /// `YYYY-MM-DDThh:mm:ss.mmmZ` exactly (its fields already checked by `fieldsInRange`); `nil` for any
+    /// other shape.
+    static func millisecondDate(_ bytes: [UInt8]) -> Date? {
+        guard bytes.count == 24, bytes[19] == UInt8(ascii: "."), bytes[23] == UInt8(ascii: "Z"),
+            bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"), bytes[10] == UInt8(ascii: "T"),
+            bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":")
+        else { return nil }
+        func number(_ range: Range<Int>) -> Int64? {
+            var value: Int64 = 0
+            for byte in bytes[range] {
+                guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+                value = value * 10 + Int64(byte - UInt8(ascii: "0"))
+            }
+            return value
+        }
+        guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10), let hour = number(11..<13),
+            let minute = number(14..<16), let second = number(17..<19), let millisecond = number(20..<23)
+        else { return nil }
+        let milliseconds = ((days(year: year, month: month, day: day) * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + millisecond
+        return Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+    }
+
+    /// The day number (days since 1970-01-01) of a proleptic Gregorian date; Howard Hinnant's
+    /// `days_from_civil`, the inverse of `civil(days:)`.
+    private static func days(year: Int64, month: Int64, day: Int64) -> Int64 {
+        let shiftedYear = month <= 2 ? year - 1 : year
+        let era = (shiftedYear >= 0 ? shiftedYear : shiftedYear - 399) / 400
+        let yearOfEra = shiftedYear - era * 400
+        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
     }
 
     /// Whether `YYYY-MM-DDThh:mm:ss` at the start of `bytes` names a real day and time of day (RFC 3339

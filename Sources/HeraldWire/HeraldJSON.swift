@@ -1,7 +1,7 @@
-public import Foundation
+import Foundation
 
-/// A JSON value as the server sent it: a notification's rendered `data` is whatever its template
-/// makes, so the library keeps it as JSON rather than guessing a type.
+/// Any JSON value, kept as parsed: a notification's rendered `data` is whatever its template makes, so
+/// the server stores it and the client hands it to the app as JSON rather than guessing a type.
 public enum HeraldJSON: Sendable, Hashable, Codable {
     case string(String)
     case number(Double)
@@ -55,10 +55,5 @@ public enum HeraldJSON: Sendable, Hashable, Codable {
     public var numberValue: Double? {
         guard case .number(let number) = self else { return nil }
         return number
-    }
-
-    /// The same value re-encoded through `Codable`, from any other JSON-shaped `Codable` value.
-    static func converting(_ value: some Encodable) throws -> HeraldJSON {
-        try JSONDecoder().decode(HeraldJSON.self, from: JSONEncoder().encode(value))
     }
 }
