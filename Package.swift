@@ -2,7 +2,7 @@
 import PackageDescription
 
 /// Every target is compiled in Swift 6 language mode (strict concurrency) with the same upcoming
-/// features the anchors use, so that imports stay explicit and existentials are spelled `any`.
+/// features Hummingbird and SwiftNIO use, so that imports stay explicit and existentials are spelled `any`.
 let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("MemberImportVisibility"),
@@ -48,7 +48,7 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
     ],
     targets: [
-        // System libraries: the card asks for libpq and libssl, linked through pkg-config.
+        // System libraries: PostgreSQL's own client (libpq) and libssl, linked through pkg-config.
         .systemLibrary(
             name: "CLibPQ",
             pkgConfig: "libpq",

@@ -3,7 +3,7 @@ import Foundation
 /// Builds provider tokens: `base64url(header).base64url(claims).base64url(signature)`.
 ///
 /// Header `{"alg":"ES256","kid":…}`, claims `{"iss":team,"iat":seconds}` with `iat` a JSON number
-/// (RFC 7519; a string, as some libraries send, is a known bug — `apns.md` §3.3).
+/// (RFC 7519 NumericDate; APNs refuses the token when a library sends it as a string).
 public enum APNsJWT {
     public static func make(key: ES256Key, keyID: String, teamID: String, issuedAt: Int64) -> String {
         let header = #"{"alg":"ES256","kid":"\#(keyID)","typ":"JWT"}"#

@@ -29,7 +29,8 @@ public struct APNsPush: Sendable, Equatable {
     }
 }
 
-/// What APNs (or the connection to it) answered, and what to do about it (`apns.md` §2.3).
+/// What APNs (or the connection to it) answered, and what to do about it (Apple's "Handling
+/// notification responses from APNs": the status codes and reasons, and which to retry).
 public struct APNsResult: Sendable, Equatable {
     public enum Outcome: Sendable, Equatable {
         /// 200.

@@ -2,7 +2,8 @@ import Foundation
 
 /// The body of a visible alert push: `aps` (alert, sound, badge, `mutable-content` so a Notification
 /// Service Extension can report delivery, and the notification's extra `aps` fields), the `herald`
-/// object in the seed's format (`../shared/seeds/000_…`, Sendbird's `sendbird` object), and the
+/// object in the format of Sendbird's `sendbird` push payload object (so apps moving from it keep
+/// their extension code), and the
 /// notification's custom keys.
 public enum AlertPayload {
     /// Everything the payload says, resolved by the dispatcher for one recipient.

@@ -11,7 +11,7 @@ import ServiceLifecycle
 ///
 /// Each round: expand new outbox rows into per-device wants, claim due devices (with a lease) in
 /// batches, send to them (the next batch is claimed and the previous one recorded while a batch is in
-/// flight), record every outcome (`apns.md` §2.3): delivered → outstanding until the
+/// flight), record every outcome as Apple documents the answers of APNs: delivered → outstanding until the
 /// device syncs; dead token → removed (unless re-registered after a 410's timestamp) and listed as a
 /// failure; refused provider token → retried at once with a new one; 429 → per-token backoff; 5xx,
 /// timeouts and connection failures → exponential backoff with jitter, up to `maximumAttempts`, then
@@ -191,7 +191,7 @@ public struct PushDispatcher: Service {
         )
     }
 
-    /// Handles every answer but a delivery as `apns.md` §2.3 says: a dead token is a failure that
+    /// Handles every answer but a delivery as Apple documents APNs's answers: a dead token is a failure that
     /// removes it; a refused provider token is retried at once (the client already dropped it); 429
     /// backs off from `throttleDelay`, 5xx and connection trouble from `retryDelay`, doubling with
     /// jitter, until `maximumAttempts`; anything else is a failure never retried.

@@ -235,7 +235,8 @@ public final class MockAPNsServer: Sendable {
     }
 }
 
-/// The team a connection belongs to: the first one it sees, for good (`apns.md` §3.1); and the
+/// The team a connection belongs to: the first one it sees, for good (APNs refuses a provider token of
+/// another team on the same connection); and the
 /// provider token it last verified, with its `iat`.
 private final class ConnectionBinding: Sendable {
     private let team = NIOLockedValueBox<String?>(nil)
