@@ -49,6 +49,12 @@ extension ClientSuites {
                 #expect(await client.handleRemoteNotification(pushes(world)[1]) == .noData)
                 #expect(await client.handleRemoteNotification(["aps": ["content-available": 1]]) == .noData)
 
+                // Unregistered (signing out): the device is gone from the user's list.
+                try await client.unregisterDevice()
+                #expect(client.deviceToken == nil)
+                let listed = try await world.call(.GET, "/v1/me/devices", bearer: world.sessions["u1"])
+                #expect((listed["devices"] as? [Any])?.isEmpty == true)
+
                 // A refresh that cannot reach the server fails, as iOS should be told.
                 world.kill()
                 #expect(await client.handleRemoteNotification(pushes(world)[1]) == .failed)
@@ -111,6 +117,32 @@ extension ClientSuites {
 
                 await client.disconnect()
                 #expect(client.connectionState == .disconnected)
+            }
+        }
+
+        /// The stream names its device the same ways a sync does: `Herald-Device` or `?device=`; a
+        /// malformed name is a 400 and a device that is not the caller's a 404, answered to the upgrade.
+        @Test func theStreamRefusesADeviceItCannotName() async throws {
+            try await ServerWorld.with { world in
+                let session = try #require(world.sessions["u1"])
+                let handshake = "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13"
+                for (path, header, status, code) in [
+                    ("/v1/me/stream", "Herald-Device: zz\r\n", 400, "invalid_device"),
+                    ("/v1/me/stream?device=%2B1", "", 400, "invalid_device"),
+                    ("/v1/me/stream", "Herald-Device: \(String(repeating: "ab", count: 32))\r\n", 404, "device_not_found"),
+                    ("/v1/me/stream?device=999", "", 404, "device_not_found"),
+                ] {
+                    let request = "GET \(path) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(session)\r\n\(header)\(handshake)\r\n\r\n"
+                    let outcome = try await RawHTTPExchange.send(Array(request.utf8), port: world.port)
+                    #expect(outcome.response.hasPrefix("HTTP/1.1 \(status)"), "\(path) \(header): \(outcome.response.prefix(300))")
+                    #expect(outcome.response.contains(#"{"error":{"code":"\#(code)","#))
+                }
+                // Named by its token in the header, the caller's own device is accepted.
+                let client = try await world.client("u1")
+                try await client.registerDevice(token: Self.deviceBytes, environment: .sandbox, topic: ServerWorld.topic)
+                client.connect()
+                try await eventually("the stream to open with the device named") { client.connectionState == .connected }
+                await client.disconnect()
             }
         }
 
