@@ -35,19 +35,23 @@ struct HeraldAPI: Sendable {
 
     /// A first load (no token) or an incremental sync, naming the device when there is one.
     func sync(channelURL: String, token: String?, limit: Int, category: String?, device: String?) async throws -> Components.Schemas.Collection {
-        let output = try await unwrapping { try await client.syncCollection(
-            path: .init(channelUrl: channelURL),
-            query: .init(token: token, limit: limit, category: category),
-            headers: .init(heraldDevice: device)
-        ) }
+        let output = try await unwrapping {
+            try await client.syncCollection(
+                path: .init(channelUrl: channelURL),
+                query: .init(token: token, limit: limit, category: category),
+                headers: .init(heraldDevice: device)
+            )
+        }
         guard case .ok(let ok) = output else { throw HeraldClientError.unexpected(output) }
         return try ok.body.json
     }
 
     func older(channelURL: String, before: String, limit: Int, category: String?) async throws -> Operations.OlderNotifications.Output.Ok.Body.JsonPayload {
-        let output = try await unwrapping { try await client.olderNotifications(
-            path: .init(channelUrl: channelURL), query: .init(before: before, limit: limit, category: category)
-        ) }
+        let output = try await unwrapping {
+            try await client.olderNotifications(
+                path: .init(channelUrl: channelURL), query: .init(before: before, limit: limit, category: category)
+            )
+        }
         guard case .ok(let ok) = output else { throw HeraldClientError.unexpected(output) }
         return try ok.body.json
     }
@@ -78,10 +82,12 @@ struct HeraldAPI: Sendable {
     }
 
     func registerDevice(token: String, environment: APNsEnvironment, topic: String, unique: Bool) async throws -> Components.Schemas.Device {
-        let output = try await unwrapping { try await client.registerDevice(
-            path: .init(deviceToken: token),
-            body: .json(.init(environment: environment == .production ? .production : .sandbox, topic: topic, unique: unique))
-        ) }
+        let output = try await unwrapping {
+            try await client.registerDevice(
+                path: .init(deviceToken: token),
+                body: .json(.init(environment: environment == .production ? .production : .sandbox, topic: topic, unique: unique))
+            )
+        }
         switch output {
         case .ok(let ok): return try ok.body.json
         case .created(let created): return try created.body.json
