@@ -18,7 +18,20 @@ extension HeraldClient {
         stream.cancel()
         await stream.value
         self.stream = nil
+        // The refreshes it started finish (they are not cancelled: see `refreshAll`).
+        for refresh in streamRefreshes.values { await refresh.value }
         connectionState = .disconnected
+    }
+
+    /// Starts `work` in a task of its own, so that closing the stream does not cancel requests in
+    /// flight (see `refreshAll`); `disconnect()` waits for it.
+    private func startRefresh(_ work: @escaping @MainActor () async -> Void) {
+        let key = nextStreamRefresh
+        nextStreamRefresh += 1
+        streamRefreshes[key] = Task {
+            await work()
+            self.streamRefreshes[key] = nil
+        }
     }
 
     private func runStream() async {
@@ -67,7 +80,7 @@ extension HeraldClient {
             await opened.set()
             connectionState = .connected
             // Whatever happened while the stream was closed is in the syncs.
-            _ = try? await refreshAll()
+            startRefresh { _ = try? await self.refreshAll() }
             return
         }
         await apply(event)
@@ -97,7 +110,7 @@ extension HeraldClient {
             for collection in collections(of: url) {
                 collection.takeState(state, at: position)
                 // The copies' statuses changed with it: the sync brings them, each by position.
-                _ = try? await collection.refresh()
+                startRefresh { _ = try? await collection.refresh() }
             }
         case .delivered(let url, let ids, let position):
             for collection in collections(of: url) {
@@ -121,7 +134,7 @@ extension HeraldClient {
         case .badge(let badge):
             unread.total = badge
         case .resync:
-            _ = try? await refreshAll()
+            startRefresh { _ = try? await self.refreshAll() }
         case .ready, .unknown:
             break
         }

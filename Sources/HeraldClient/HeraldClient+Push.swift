@@ -11,16 +11,9 @@ extension HeraldClient {
     /// Herald's, `.failed` when the refresh failed or ran out of time.
     public func handleRemoteNotification(_ userInfo: [AnyHashable: Any]) async -> BackgroundFetchResult {
         guard userInfo["herald"] is [String: Any] else { return .noData }
-        let deadline = configuration.backgroundRefreshDeadline
         do {
-            let changed = try await withThrowingTaskGroup(of: Bool.self) { group in
-                group.addTask { try await self.refreshAll() }
-                group.addTask {
-                    try await Task.sleep(for: deadline)
-                    throw HeraldClientError.timedOut
-                }
-                defer { group.cancelAll() }
-                return try await group.next() ?? false
+            let changed = try await Self.within(configuration.backgroundRefreshDeadline, orThrow: .timedOut) {
+                try await self.refreshAll()
             }
             return changed ? .newData : .noData
         } catch {

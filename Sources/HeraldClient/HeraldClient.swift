@@ -29,6 +29,9 @@ public final class HeraldClient {
     @ObservationIgnored let cache: HeraldCache?
     @ObservationIgnored var collections: [CollectionKey: NotificationCollection] = [:]
     @ObservationIgnored var stream: Task<Void, Never>?
+    /// Refreshes the stream started (on `ready`, `resync`, `channel.read`), which outlive it.
+    @ObservationIgnored var streamRefreshes: [Int: Task<Void, Never>] = [:]
+    @ObservationIgnored var nextStreamRefresh = 0
     /// The position of the change each channel's unread count came with (`noteUnread`).
     @ObservationIgnored var unreadPositions: [String: Int64] = [:]
 
@@ -67,19 +70,52 @@ public final class HeraldClient {
     }
 
     /// Brings every open collection, the channel list and the unread counts up to date. Returns
-    /// whether anything changed.
+    /// whether anything changed; throws the first failure once every refresh has ended.
+    ///
+    /// One failing refresh does not cancel the others: besides being wasted work, cancelling a request
+    /// in flight can crash FoundationNetworking on Linux (its task registry loses the task).
     @discardableResult
     public func refreshAll() async throws -> Bool {
-        try await withThrowingTaskGroup(of: Bool.self) { group in
+        let results = await withTaskGroup(of: Result<Bool, any Error>.self) { group in
             for collection in collections.values {
-                group.addTask { try await collection.refresh() }
+                group.addTask { await Self.outcome { try await collection.refresh() } }
             }
-            group.addTask { try await self.channels.refresh() }
-            var changed = false
-            for try await result in group { changed = changed || result }
-            await self.refreshUnread()
-            return changed
+            group.addTask { await Self.outcome { try await self.channels.refresh() } }
+            var results: [Result<Bool, any Error>] = []
+            for await result in group { results.append(result) }
+            return results
         }
+        await refreshUnread()
+        return try results.reduce(false) { changed, result in try result.get() || changed }
+    }
+
+    /// What `work` returned or threw.
+    static func outcome<T>(_ work: () async throws -> T) async -> Result<T, any Error> {
+        do {
+            return .success(try await work())
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// Runs `work` in a task of its own and waits for it at most `deadline`: past it `late` is thrown
+    /// and the work goes on to its end, uncancelled (see `refreshAll`), its outcome dropped.
+    static func within<T: Sendable>(
+        _ deadline: Duration, orThrow late: HeraldClientError, _ work: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        let running = Task { try await work() }
+        let first = await withTaskGroup(of: Result<T, any Error>?.self) { group in
+            // Cancelling this waiter (when the deadline comes first) does not cancel `running`.
+            group.addTask { await running.result }
+            group.addTask {
+                try? await Task.sleep(for: deadline)
+                return nil
+            }
+            defer { group.cancelAll() }
+            return await group.next() ?? nil
+        }
+        guard let first else { throw late }
+        return try first.get()
     }
 
     /// Reads the unread counts afresh (they also come with every sync and stream event).

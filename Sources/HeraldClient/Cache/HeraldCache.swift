@@ -14,7 +14,10 @@ final class HeraldCache: Sendable {
     private let queue: DatabaseQueue
 
     init(url: URL) throws {
-        queue = try DatabaseQueue(path: url.path)
+        var configuration = Configuration()
+        // Another process (the app's extension, a client being replaced) may hold the file a moment.
+        configuration.busyMode = .timeout(5)
+        queue = try DatabaseQueue(path: url.path, configuration: configuration)
         try Self.migrator.migrate(queue)
     }
 

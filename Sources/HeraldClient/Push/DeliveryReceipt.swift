@@ -35,14 +35,8 @@ public enum DeliveryReceipt {
         let session = URLSession(configuration: configuration)
         defer { session.finishTasksAndInvalidate() }
         let api = HeraldAPI(serverURL: serverURL, credentials: SessionCredentials(token: sessionToken, provider: nil), session: session)
-        return try await withThrowingTaskGroup(of: [String].self) { group in
-            group.addTask { try await api.markDelivered(herald: payload) }
-            group.addTask {
-                try await Task.sleep(for: timeout)
-                throw HeraldClientError.timedOut
-            }
-            defer { group.cancelAll() }
-            return try await group.next() ?? []
+        return try await HeraldClient.within(timeout, orThrow: .timedOut) {
+            try await api.markDelivered(herald: payload)
         }
     }
 }
