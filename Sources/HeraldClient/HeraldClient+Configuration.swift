@@ -17,6 +17,7 @@ extension HeraldClient {
         /// The first wait before reconnecting the live stream, doubled after each failure up to
         /// `maximumReconnectDelay`, each wait drawn at random below it (full jitter).
         public var initialReconnectDelay: Duration = .milliseconds(500)
+        /// The longest wait between two reconnection attempts.
         public var maximumReconnectDelay: Duration = .seconds(30)
         /// How often the stream pings the server, so that a dead connection is noticed.
         public var pingInterval: Duration = .seconds(20)

@@ -10,14 +10,18 @@ public final class ChannelList {
     /// One channel of the list.
     public struct Entry: Sendable, Hashable, Identifiable, Codable {
         public var channel: ChannelInfo
+        /// The user's unread notifications in the channel.
         public var unreadCount: Int
+        /// When something last happened in the channel for the user (the chat list's order).
         public var lastActivityAt: Date
         /// A chat channel's newest notification.
         public var lastNotification: HeraldNotification?
         public var id: String { channel.url }
     }
 
+    /// Chat channels, newest activity first.
     public internal(set) var chat: [Entry] = []
+    /// Feed channels, by URL.
     public internal(set) var feed: [Entry] = []
 
     /// Called on the main actor after each change.
