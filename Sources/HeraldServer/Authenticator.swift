@@ -2,7 +2,6 @@ import Foundation
 import HeraldCore
 import HeraldStore
 import Hummingbird
-import Postgres
 
 /// Decides who a request comes from, by its `Authorization: Bearer …` header.
 struct Authenticator: Sendable {
@@ -36,17 +35,12 @@ struct Authenticator: Sendable {
         return AuthenticatedUser(id: id, key: key)
     }
 
-    /// `requireUser`, with `companion` sent in the same round trip as the session check. Its rows come
-    /// back only when it succeeded and, if it was built for a user, the session is that user's.
-    func requireUser(_ request: Request, alongside companion: SessionCompanion) async throws -> (AuthenticatedUser, PostgresResult?) {
-        let (session, answer) = try await sessions.authenticate(try Self.sessionToken(request), alongside: companion.query)
+    /// `requireUser`, with `companion` sent in the same round trip as the session check. Its answer
+    /// comes back only when it succeeded and, if it was built for a user, the session is that user's.
+    func requireUser<Answer>(_ request: Request, alongside companion: SessionCompanion<Answer>) async throws -> (AuthenticatedUser, Answer?) {
+        let (session, answer) = try await sessions.authenticate(try Self.sessionToken(request), alongside: companion)
         guard let (id, key) = session else { throw Self.invalidSession }
-        // Another user's rows, or a failed statement (the handler runs it again, and reports what it
-        // gets): nothing for the handler.
-        guard companion.userKey == nil || companion.userKey == key, case .success(let rows) = answer else {
-            return (AuthenticatedUser(id: id, key: key), nil)
-        }
-        return (AuthenticatedUser(id: id, key: key), rows)
+        return (AuthenticatedUser(id: id, key: key), answer)
     }
 
     /// Admin routes: the admin token passes; a valid user session is recognised and refused (403);

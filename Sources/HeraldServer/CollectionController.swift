@@ -4,17 +4,6 @@ import HeraldStore
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
-import NIOConcurrencyHelpers
-
-/// How the sync protocol is tuned.
-public struct SyncSettings: Sendable {
-    /// More pending changes than this and a token is no longer live (`is_live: false`).
-    public var hugeGap: Int
-
-    public init(hugeGap: Int = 300) {
-        self.hugeGap = hugeGap
-    }
-}
 
 /// The user's routes for their collections: initial load and incremental sync, older pages, read and
 /// seen marks, unread counts. Every route acts for the session's own user only.
@@ -31,17 +20,21 @@ struct CollectionController: Sendable {
     static let maximumReadIDs = 100
 
     func register(in routes: RouteRegistry) {
-        routes.add(.get, "/v1/me/channels/{channel_url}/collection", access: .user, companion: pollCompanion) { request, context in
-            try await collection(request, context: context)
+        let settings = self.settings
+        let tokenKey = self.tokenKey
+        routes.add(.get, "/v1/me/channels/{channel_url}/collection") { request, context in
+            try await CollectionInput(parsing: request, context: context) { try await tokenKey.get(settings) }
+        } use: { _, context, input, answer in
+            try await collection(input, answer: answer, context: context)
         }
-        routes.add(.get, "/v1/me/channels/{channel_url}/notifications", access: .user, companion: Self.channelCompanion) { request, context in
-            try await olderPage(request, context: context)
+        routes.add(.get, "/v1/me/channels/{channel_url}/notifications", parse: ChannelInput.init) { request, context, input, answer in
+            try await olderPage(request, channel: try await Self.channel(input, answer: answer, collections), context: context)
         }
-        routes.add(.post, "/v1/me/channels/{channel_url}/read", access: .user, companion: Self.channelCompanion) { request, context in
-            try await read(request, context: context)
+        routes.add(.post, "/v1/me/channels/{channel_url}/read", parse: ChannelInput.init) { request, context, input, answer in
+            try await read(request, channel: try await Self.channel(input, answer: answer, collections), context: context)
         }
-        routes.add(.post, "/v1/me/channels/{channel_url}/seen", access: .user, companion: Self.channelCompanion) { request, context in
-            try await seen(request, context: context)
+        routes.add(.post, "/v1/me/channels/{channel_url}/seen", parse: ChannelInput.init) { request, context, input, answer in
+            try await seen(request, channel: try await Self.channel(input, answer: answer, collections), context: context)
         }
         routes.add(.get, "/v1/me/channels", access: .user) { request, context in
             try await channelList(request, context: context)
@@ -51,7 +44,7 @@ struct CollectionController: Sendable {
             guard UserID.problem(with: userID) == nil, let userKey = try await collections.userKey(userID) else {
                 throw APIError(.notFound, code: "user_not_found", message: "No user with this id.")
             }
-            let channel = try await Self.channel(context, collections)
+            guard let channel = try await collections.channel(try Self.channelURL(context)) else { throw Self.channelNotFound }
             try await collections.reset(userKey: userKey, channelKey: channel.key)
             return Response(status: .noContent)
         }
@@ -64,80 +57,51 @@ struct CollectionController: Sendable {
 
     // MARK: - Collection
 
-    func collection(_ request: Request, context: HeraldRequestContext) async throws -> CollectionBody {
+    func collection(_ input: CollectionInput, answer: CollectionInput.Answer?, context: HeraldRequestContext) async throws -> CollectionBody {
         let user = try Self.user(context)
-        let query = request.uri.queryParameters
-        let limit = try Self.limit(query)
-        let category = try Self.category(query)
-        let key = try await tokenKey.get(settings)
-        let device = try DeviceNaming.reference(in: request)
-        guard let tokenText = query["token"].map(String.init) else {
-            let channel = try await Self.channel(context, collections)
+        let (limit, category, device) = (input.limit, input.category, input.device)
+        let token: SyncToken?
+        switch input.token {
+        case .none:
+            let channel: CollectionChannel?
+            if case .channel(let answered) = answer { channel = answered } else { channel = try await collections.channel(input.url) }
+            guard let channel else { throw Self.channelNotFound }
             // Refused before the channel is marked opened, so that a refused load changes nothing.
             if let device, try await devices.find(userKey: user.key, reference: device) == nil { throw DeviceNaming.notFound }
             try await collections.open(userKey: user.key, channelKey: channel.key)
             let (snapshot, page) = try await collections.load(userKey: user.key, channelKey: channel.key, category: category, limit: limit + 1)
-            // Everything below the horizon is in this snapshot; later changes come incrementally.
-            let token = SyncToken(
-                userKey: user.key, channelKey: channel.key, resetCount: snapshot.state.resetCount, category: category,
-                position: .through(xid: snapshot.horizon - 1)
-            )
             var body = CollectionBody(channel: channel, snapshot: snapshot, isLive: true)
             for item in page.prefix(limit) { body.notifications.append(NotificationItem(item)) }
             body.prevCursor = page.count > limit ? page[limit - 1].id.description : nil
-            body.nextToken = token.encoded(key: key)
+            body.nextToken = CollectionSync.firstToken(userKey: user.key, channelKey: channel.key, category: category, snapshot: snapshot)
+                .encoded(key: input.key)
             try await deviceSynced(device, user: user, horizon: snapshot.horizon)
             return body
+        case .invalid: token = nil
+        case .valid(let valid): token = valid
         }
         // A token that does not even parse needs no database work beyond the state in the answer.
-        let token = SyncToken(decoding: tokenText, key: key)
-        let url = try context.parameters.require("channel_url")
-        guard Channel.urlProblem(url) == nil else { throw Self.channelNotFound }
-        let asked = CollectionStore.PollRequest(
-            userKey: user.key, channelURL: url, category: category, after: token?.position ?? .through(xid: 0), limit: token == nil ? 0 : limit + 1
-        )
         let poll: CollectionStore.Poll?
-        if let rows = context.companionAnswer?.rows(for: asked) {
-            poll = try CollectionStore.decodePoll(rows)
-        } else {
-            poll = try await collections.poll(asked)
-        }
+        if case .poll(let answered) = answer { poll = answered } else { poll = try await collections.poll(input.poll(token, userKey: user.key)) }
         guard let poll else { throw Self.channelNotFound }
-        let (channel, snapshot, changes) = (poll.channel, poll.snapshot, poll.changes)
-        try await deviceSynced(device, user: user, horizon: snapshot.horizon)
-        var body = CollectionBody(channel: channel, snapshot: snapshot, isLive: false)
-        guard let token,
-            token.userKey == user.key, token.channelKey == channel.key,
-            token.filter == SyncToken.filterHash(category),
-            token.resetCount == snapshot.state.resetCount,
-            token.position.xid >= snapshot.compactedThrough,
-            token.position.xid < snapshot.nextXID
-        else { return body }
-        // More changes than the threshold in hand, or a full page that may hide more: only then is a
-        // (bounded) count needed.
-        if changes.count > sync.hugeGap { return body }
-        if changes.count > limit {
-            let pending = try await collections.pendingChanges(
-                userKey: user.key, channelKey: channel.key, after: token.position, horizon: snapshot.horizon, cap: sync.hugeGap + 1
+        try await deviceSynced(device, user: user, horizon: poll.snapshot.horizon)
+        var body = CollectionBody(channel: poll.channel, snapshot: poll.snapshot, isLive: false)
+        let rules = CollectionSync(hugeGap: sync.hugeGap, limit: limit)
+        let page = try await rules.page(after: token, userKey: user.key, category: category, poll: poll) { cap in
+            try await collections.pendingChanges(
+                userKey: user.key, channelKey: poll.channel.key, after: token?.position ?? .through(xid: 0), horizon: poll.snapshot.horizon, cap: cap
             )
-            guard pending <= sync.hugeGap else { return body }
         }
-        body.hasMore = changes.count > limit
+        guard let page else { return body }
         body.isLive = true
-        var reached = token.position
-        for (changePosition, change) in changes.prefix(limit) {
-            reached = changePosition
+        body.hasMore = page.hasMore
+        for (_, change) in page.changes {
             switch change {
             case .upserted(let item): body.notifications.append(NotificationItem(item))
             case .deleted(let id): body.deleted.append(String(id))
             }
         }
-        // A complete answer moves the token up to the horizon, so a quiet client never falls behind
-        // the retained history.
-        if !body.hasMore { reached = max(reached, .through(xid: snapshot.horizon - 1)) }
-        var next = token
-        next.position = reached
-        body.nextToken = next.encoded(key: key)
+        body.nextToken = page.next.encoded(key: input.key)
         return body
     }
 
@@ -173,24 +137,6 @@ struct CollectionController: Sendable {
         return ChannelListBody(list, nextToken: next.encoded(key: key))
     }
 
-    /// The incremental poll a request's sync token asks for, to be sent with the session check (see
-    /// `SessionCompanion`): the token is signed, so the user key in it is one this server issued, and
-    /// the registry hands the rows over only if the session turns out to be that user's. Built exactly
-    /// as `collection` builds its own request, so that the two compare equal. A first load (no token)
-    /// sends its channel lookup instead.
-    @Sendable func pollCompanion(_ request: Request, context: HeraldRequestContext) async -> SessionCompanion? {
-        let query = request.uri.queryParameters
-        guard let tokenText = query["token"] else { return Self.channelCompanion(request, context: context) }
-        // (Not `try?` for the category: it would flatten "no category" into "no companion".)
-        guard let limit = try? Self.limit(query),
-            case .success(let category) = Result(catching: { try Self.category(query) }),
-            let key = try? await tokenKey.get(settings), let token = SyncToken(decoding: String(tokenText), key: key),
-            let url = context.parameters.get("channel_url"), Channel.urlProblem(url) == nil
-        else { return nil }
-        let poll = CollectionStore.PollRequest(userKey: token.userKey, channelURL: url, category: category, after: token.position, limit: limit + 1)
-        return SessionCompanion(userKey: token.userKey, query: CollectionStore.pollQuery(poll), question: poll)
-    }
-
     /// A sync that names its device (`DeviceNaming`) answers that device's outstanding refresh push and
     /// every refresh want its snapshot covers (see `PushStore.markSynced`).
     func deviceSynced(_ device: DeviceReference?, user: AuthenticatedUser, horizon: Int64) async throws {
@@ -205,9 +151,8 @@ struct CollectionController: Sendable {
         guard try await devices.find(userKey: user.key, reference: device) != nil else { throw DeviceNaming.notFound }
     }
 
-    func olderPage(_ request: Request, context: HeraldRequestContext) async throws -> PageBody {
+    func olderPage(_ request: Request, channel: CollectionChannel, context: HeraldRequestContext) async throws -> PageBody {
         let user = try Self.user(context)
-        let channel = try await Self.channel(context, collections)
         let query = request.uri.queryParameters
         let limit = try Self.limit(query)
         let category = try Self.category(query)
@@ -234,9 +179,8 @@ struct CollectionController: Sendable {
         }
     }
 
-    func read(_ request: Request, context: HeraldRequestContext) async throws -> StateBody {
+    func read(_ request: Request, channel: CollectionChannel, context: HeraldRequestContext) async throws -> StateBody {
         let user = try Self.user(context)
-        let channel = try await Self.channel(context, collections)
         let body = try await RequestBody.decode(ReadRequest.self, from: request, context: context)
         var ids: [Int64]?
         if let given = body?.notificationIDs {
@@ -265,9 +209,8 @@ struct CollectionController: Sendable {
         }
     }
 
-    func seen(_ request: Request, context: HeraldRequestContext) async throws -> StateBody {
+    func seen(_ request: Request, channel: CollectionChannel, context: HeraldRequestContext) async throws -> StateBody {
         let user = try Self.user(context)
-        let channel = try await Self.channel(context, collections)
         var at = Date()
         if let text = try await RequestBody.decode(SeenRequest.self, from: request, context: context)?.seenAt {
             guard let parsed = RFC3339.date(from: text), parsed <= at.addingTimeInterval(60) else {
@@ -285,31 +228,19 @@ struct CollectionController: Sendable {
         return user
     }
 
-    /// The channel the path names; from the rows of `channelCompanion` when they came with the session
-    /// check.
-    static func channel(_ context: HeraldRequestContext, _ collections: CollectionStore) async throws -> CollectionChannel {
-        let url = try context.parameters.require("channel_url")
-        guard Channel.urlProblem(url) == nil else { throw channelNotFound }
+    /// The channel the path names: the lookup's answer when it came with the session check.
+    static func channel(_ input: ChannelInput, answer: CollectionChannel??, _ collections: CollectionStore) async throws -> CollectionChannel {
         let channel: CollectionChannel?
-        if let rows = context.companionAnswer?.rows(for: ChannelLookup(url: url)) {
-            channel = try CollectionStore.decodeChannelLookup(rows)
-        } else {
-            channel = try await collections.channel(url)
-        }
+        if let answer { channel = answer } else { channel = try await collections.channel(input.url) }
         guard let channel else { throw channelNotFound }
         return channel
     }
 
-    /// The channel lookup of the path's URL, to be sent with the session check: it reads nothing of any
-    /// user's, so any live session may use its answer.
-    @Sendable static func channelCompanion(_ request: Request, context: HeraldRequestContext) -> SessionCompanion? {
-        guard let url = context.parameters.get("channel_url"), Channel.urlProblem(url) == nil else { return nil }
-        return SessionCompanion(userKey: nil, query: CollectionStore.channelQuery(url), question: ChannelLookup(url: url))
-    }
-
-    /// What a channel companion asked (its own type, so that it never passes for another question).
-    struct ChannelLookup: Hashable, Sendable {
-        var url: String
+    /// The path's channel URL; one that no channel could have is not found.
+    static func channelURL(_ context: HeraldRequestContext) throws -> String {
+        let url = try context.parameters.require("channel_url")
+        guard Channel.urlProblem(url) == nil else { throw channelNotFound }
+        return url
     }
 
     static let channelNotFound = APIError(.notFound, code: "channel_not_found", message: "No channel with this URL.")
@@ -324,17 +255,5 @@ struct CollectionController: Sendable {
             throw APIError(.badRequest, code: "invalid_category", message: "category must be 1–64 characters.")
         }
         return String(text)
-    }
-}
-
-/// The sync token key, read from the database once per process.
-final class TokenKeyCache: Sendable {
-    private let key = NIOLockedValueBox<[UInt8]?>(nil)
-
-    func get(_ settings: SettingsStore) async throws -> [UInt8] {
-        if let cached = key.withLockedValue({ $0 }) { return cached }
-        let loaded = try await settings.syncTokenKey()
-        key.withLockedValue { $0 = loaded }
-        return loaded
     }
 }

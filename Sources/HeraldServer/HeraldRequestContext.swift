@@ -9,10 +9,6 @@ public struct HeraldRequestContext: RequestContext {
     /// The user a session token authenticated, on user routes.
     public var user: AuthenticatedUser?
 
-    /// The rows of the route's `SessionCompanion`, when the registry let them through: read for `user`,
-    /// or for no user in particular (see `RouteRegistry.add`).
-    var companionAnswer: SessionCompanion.Answer?
-
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
     }

@@ -27,14 +27,14 @@ struct PushPreferencesController: Sendable {
             try await preferences.reset(userKey: user.key)
             return PreferencesBody(PushPreferences())
         }
-        routes.add(.get, "/v1/me/channels/{channel_url}/push-preferences", access: .user) { _, context in
+        routes.add(.get, "/v1/me/channels/{channel_url}/push-preferences", parse: CollectionController.ChannelInput.init) { _, context, input, answer in
             let user = try CollectionController.user(context)
-            let channel = try await CollectionController.channel(context, collections)
+            let channel = try await CollectionController.channel(input, answer: answer, collections)
             return ChannelBody(pushTriggerOption: try await preferences.channelOption(userKey: user.key, channelKey: channel.key).rawValue)
         }
-        routes.add(.put, "/v1/me/channels/{channel_url}/push-preferences", access: .user) { request, context in
+        routes.add(.put, "/v1/me/channels/{channel_url}/push-preferences", parse: CollectionController.ChannelInput.init) { request, context, input, answer in
             let user = try CollectionController.user(context)
-            let channel = try await CollectionController.channel(context, collections)
+            let channel = try await CollectionController.channel(input, answer: answer, collections)
             guard let body = try await RequestBody.decode(ChannelBody.self, from: request, context: context),
                   let option = PushPreferences.ChannelTriggerOption(rawValue: body.pushTriggerOption) else {
                 throw Self.invalid("push_trigger_option", "must be default, all, mention_only or off")

@@ -30,31 +30,49 @@ final class RouteRegistry {
         self.databaseExecutor = databaseExecutor
     }
 
-    /// Registers `handler` for `method` and `path` behind `access`. A `.user` route may name a
-    /// `companion`: its statement then goes to the database with the session check, in one round trip,
-    /// and the handler finds the rows in `context.companionAnswer` when they were read for the session's
-    /// own user (or, for a companion built for no user, for any live session).
+    /// Registers `handler` for `method` and `path` behind `access`.
     func add(
         _ method: HTTPRequest.Method,
         _ path: String,
         access: Authenticator.Access,
-        companion: SessionCompanion.Builder? = nil,
         use handler: @escaping @Sendable (Request, HeraldRequestContext) async throws -> some ResponseGenerator
     ) {
         let authenticator = self.authenticator
         let executor = access == .anyone ? nil : databaseExecutor
-        let companion = access == .user ? companion : nil
         router.on(RouterPath(path), method: method) { request, context in
             try await withTaskExecutorPreference(executor) {
                 var context = context
-                if let companion, let wanted = await companion(request, context) {
-                    let (user, rows) = try await authenticator.requireUser(request, alongside: wanted)
-                    context.user = user
-                    context.companionAnswer = rows.map { SessionCompanion.Answer(question: wanted.question, rows: $0) }
-                } else {
-                    context.user = try await authenticator.authorize(request, for: access)
-                }
+                context.user = try await authenticator.authorize(request, for: access)
                 return try await handler(request, context).response(from: request, context: context)
+            }
+        }
+        routes.append(RouteDescription(method: method.rawValue.lowercased(), path: path))
+    }
+
+    /// Registers a user route that reads its request once, with `parse`, before the session check, and
+    /// sends the input's companion lookup with that check in one round trip. The handler receives the
+    /// input and the lookup's answer (`nil` when there was none, or it could not be used). What `parse`
+    /// throws reaches the caller only after a successful session check, so that an unauthenticated
+    /// caller always learns that first.
+    func add<Input: RouteInput>(
+        _ method: HTTPRequest.Method,
+        _ path: String,
+        parse: @escaping @Sendable (Request, HeraldRequestContext) async throws -> Input,
+        use handler: @escaping @Sendable (Request, HeraldRequestContext, Input, Input.Answer?) async throws -> some ResponseGenerator
+    ) {
+        let authenticator = self.authenticator
+        router.on(RouterPath(path), method: method) { [databaseExecutor] request, context in
+            try await withTaskExecutorPreference(databaseExecutor) {
+                var context = context
+                let parsed: Result<Input, any Error>
+                do { parsed = .success(try await parse(request, context)) } catch { parsed = .failure(error) }
+                var answer: Input.Answer?
+                if case .success(let input) = parsed, let companion = input.companion {
+                    (context.user, answer) = try await authenticator.requireUser(request, alongside: companion)
+                } else {
+                    context.user = try await authenticator.requireUser(request)
+                }
+                return try await handler(request, context, try parsed.get(), answer).response(from: request, context: context)
             }
         }
         routes.append(RouteDescription(method: method.rawValue.lowercased(), path: path))

@@ -75,14 +75,18 @@ public struct CollectionStore: Sendable {
         try Self.decodeChannelLookup(try await client.query(Self.channelQuery(url)))
     }
 
-    /// The statement `channel(_:)` runs, for a caller that sends it together with another;
-    /// `decodeChannelLookup` reads its result.
-    public static func channelQuery(_ url: String) -> PostgresQuery {
+    /// The channel lookup of `channel(_:)`, to be sent with a session check: it reads nothing of any
+    /// user's, so any live session may use its answer.
+    public static func channelCompanion(_ url: String) -> SessionCompanion<CollectionChannel?> {
+        SessionCompanion(userKey: nil, query: channelQuery(url), decode: decodeChannelLookup)
+    }
+
+    static func channelQuery(_ url: String) -> PostgresQuery {
         "SELECT key, kind, name, cover_url, custom_type, url FROM channels WHERE url = \(url)"
     }
 
     /// The channel in the rows of `channelQuery`; `nil` when there is no such channel.
-    public static func decodeChannelLookup(_ rows: PostgresResult) throws -> CollectionChannel? {
+    static func decodeChannelLookup(_ rows: PostgresResult) throws -> CollectionChannel? {
         try rows.first.map(Self.decodeChannel)
     }
 
@@ -139,9 +143,14 @@ public struct CollectionStore: Sendable {
         try Self.decodePoll(try await client.pipelinedQuery(Self.pollQuery(request)))
     }
 
-    /// The statement `poll` runs, for a caller that sends it together with another (see
-    /// `SessionStore.authenticate(_:alongside:)`); `decodePoll` reads its result.
-    public static func pollQuery(_ request: PollRequest) -> PostgresQuery {
+    /// The statement of `poll`, to be sent with a session check (see
+    /// `SessionStore.authenticate(_:alongside:)`): the request's user key comes from a signed sync
+    /// token, and the answer is handed over only if the session turns out to be that user's.
+    public static func pollCompanion(_ request: PollRequest) -> SessionCompanion<Poll?> {
+        SessionCompanion(userKey: request.userKey, query: pollQuery(request), decode: decodePoll)
+    }
+
+    static func pollQuery(_ request: PollRequest) -> PostgresQuery {
         let (userKey, channelURL, category, position, limit) = (request.userKey, request.channelURL, request.category, request.position, request.limit)
         return """
             WITH snap AS MATERIALIZED (
@@ -165,7 +174,7 @@ public struct CollectionStore: Sendable {
     }
 
     /// The poll in the rows of `pollQuery`; `nil` when there is no such channel.
-    public static func decodePoll(_ rows: PostgresResult) throws -> Poll? {
+    static func decodePoll(_ rows: PostgresResult) throws -> Poll? {
         guard let first = rows.first else { return nil }
         let channel = try Self.decodeChannel(first)
         let snapshot = try Self.decodeSnapshot(first, offset: 6)

@@ -50,16 +50,19 @@ public struct SessionStore: Sendable {
         try Self.decodeSession(token, try await client.pipelinedQuery(Self.sessionQuery(token)))
     }
 
-    /// `authenticate`, with `companion` — a statement that does not depend on the check — sent in the
-    /// same round trip. The companion's outcome comes back whatever the check found: a caller must
-    /// throw it away unless the session is live and, if the companion reads a user's data, is that
-    /// user's.
-    public func authenticate(
-        _ token: SessionToken, alongside companion: PostgresQuery
-    ) async throws -> (user: (userID: String, userKey: Int64)?, companion: Result<PostgresResult, PostgresError>) {
-        let outcomes = try await client.pipelinedQueries([Self.sessionQuery(token), companion])
-        let session = try Self.decodeSession(token, try outcomes[0].get())
-        return (session.map { ($0.userID, $0.userKey) }, outcomes[1])
+    /// `authenticate`, with `companion` sent in the same round trip. Its answer comes back only when
+    /// the session is live, the statement succeeded and, if it reads a user's data, the session is that
+    /// user's; otherwise `nil`, and the caller runs its lookup the ordinary way (and reports what that
+    /// finds).
+    public func authenticate<Answer>(
+        _ token: SessionToken, alongside companion: SessionCompanion<Answer>
+    ) async throws -> (user: (userID: String, userKey: Int64)?, answer: Answer?) {
+        let outcomes = try await client.pipelinedQueries([Self.sessionQuery(token), companion.query])
+        guard let (userID, userKey, _) = try Self.decodeSession(token, try outcomes[0].get()) else { return (nil, nil) }
+        guard companion.userKey == nil || companion.userKey == userKey, case .success(let rows) = outcomes[1] else {
+            return ((userID, userKey), nil)
+        }
+        return ((userID, userKey), try companion.decode(rows))
     }
 
     private static func sessionQuery(_ token: SessionToken) -> PostgresQuery {

@@ -367,13 +367,15 @@ struct CollectionTests {
                 #expect(ids(stolen).isEmpty && ids(stolen, "deleted").isEmpty)
                 #expect(state(stolen)?["unread_count"] as? Int == 0 && stolen["badge"] as? Int == 0)
                 // Routes that start with the channel by URL send that lookup with the session check (it
-                // reads nothing of any user's): first loads, older pages, the marks. An unknown channel is
+                // reads nothing of any user's): first loads, older pages, the marks, the channel's push
+                // preference. An unknown channel is
                 // still a 404.
                 for (method, path, status) in [
                     (HTTPRequest.Method.get, "/v1/me/channels/feed/collection", HTTPResponse.Status.ok),
                     (.get, "/v1/me/channels/feed/notifications", .ok),
                     (.post, "/v1/me/channels/feed/seen", .ok),
                     (.post, "/v1/me/channels/feed/read", .ok),
+                    (.get, "/v1/me/channels/feed/push-preferences", .ok),
                     (.post, "/v1/me/channels/nope/read", .notFound),
                 ] {
                     let before = db.client.pipelineCounts.roundTripsShared
