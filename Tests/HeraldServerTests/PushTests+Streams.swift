@@ -23,10 +23,10 @@ import Testing
 extension PushTests {
     /// The world's server with live streams, run for the duration of `body`.
     func withLiveServer(
-        _ world: World, configure: (inout StreamSettings) -> Void = { _ in },
+        _ world: World, configure: (inout LiveSettings) -> Void = { _ in },
         _ body: @escaping @Sendable (_ port: Int, _ hub: LiveHub, _ client: any TestClientProtocol) async throws -> Void
     ) async throws {
-        var settings = StreamSettings()
+        var settings = LiveSettings()
         settings.multiDevice = world.settings.multiDevice
         settings.heartbeat = .seconds(1)
         settings.presenceTTL = .seconds(30)

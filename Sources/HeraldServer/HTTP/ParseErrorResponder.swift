@@ -8,7 +8,7 @@ import NIOHTTP1
 /// Until the first request's head is understood, the WebSocket upgrade handler owns the connection and
 /// lets decoding errors pass; nothing else would answer or close, so the client would wait, and the
 /// connection's task with it, for as long as the client keeps the socket open. Once the upgrade is
-/// decided `StreamServerChannel` removes this handler: from then on Hummingbird answers parse errors
+/// decided `HeraldServerChannel` removes this handler: from then on Hummingbird answers parse errors
 /// itself (a 400, then close), its answer given a body by `ParseErrorBodyWriter`.
 final class ParseErrorResponder: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart

@@ -3,7 +3,6 @@ import Foundation
 import HeraldStore
 import Logging
 import NIOConcurrencyHelpers
-import Postgres
 
 /// Where the dispatcher's pushes go: an APNs client per stored credential, chosen by the device's
 /// environment and topic — or, while no credential is stored at all, the log.
@@ -37,9 +36,7 @@ final class PushTransport: Sendable {
 
     /// Reloads the credentials if they changed since the last look.
     func refresh() async throws {
-        let row = try await store.client.query("SELECT count(*), max(updated_at) FROM apns_credentials")[0]
-        let (count, newest) = try row.decode((Int64, Date?).self)
-        let fingerprint = "\(count)@\(newest?.timeIntervalSince1970 ?? 0)"
+        let fingerprint = try await store.fingerprint()
         guard state.withLockedValue({ $0.fingerprint }) != fingerprint else { return }
         var entries: [Entry] = []
         for credential in try await store.allWithSecrets() {

@@ -13,12 +13,12 @@ import NIOWebSocket
 /// Why not hummingbird-websocket's channel: it serves every socket from async tasks (the connection's,
 /// a ping loop, the handler's), and their stacks came to ~35 KB per idle socket — 391 MB for 10,000
 /// (docs/benchmarks.md). Here an upgraded connection is served by channel handlers alone
-/// (`StreamChannelHandler`, NIOWebSocket's codec, an `IdleStateHandler`): the connection's task ends
+/// (`LiveChannelHandler`, NIOWebSocket's codec, an `IdleStateHandler`): the connection's task ends
 /// with the upgrade, and an idle socket costs its channel and handlers.
 ///
 /// An upgrade request that is refused (bad credentials, unknown device) is answered with the same JSON
 /// error the router's route of that path gives a plain request.
-struct StreamServerChannel: ServerChildChannel, HTTPChannelHandler {
+struct HeraldServerChannel: ServerChildChannel, HTTPChannelHandler {
     enum Negotiated: Sendable {
         case stream
         case http(NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>)
@@ -33,7 +33,7 @@ struct StreamServerChannel: ServerChildChannel, HTTPChannelHandler {
     }
 
     let responder: Responder
-    let streams: StreamController
+    let streams: LiveController
     /// Where each HTTP connection's task runs: the database client's threads (`PostgresExecutor`).
     /// Nearly every request is a few statements, and a connection task living on those threads runs
     /// them, its handler and its response write in place: the request hops from the event loop to a
@@ -50,7 +50,7 @@ struct StreamServerChannel: ServerChildChannel, HTTPChannelHandler {
         channel.eventLoop.makeCompletedFuture {
             // The authenticated client, between the upgrade decision and the pipeline change (both on
             // this channel's event loop).
-            let accepted = NIOLoopBoundBox<StreamClient?>(nil, eventLoop: channel.eventLoop)
+            let accepted = NIOLoopBoundBox<LiveClient?>(nil, eventLoop: channel.eventLoop)
             // Bound to the loop: the upgrade's callbacks are `@Sendable`, and all run on this loop.
             let parseErrors = NIOLoopBound(ParseErrorResponder(), eventLoop: channel.eventLoop)
             let headFilter = NIOLoopBound(RequestHeadFilter(), eventLoop: channel.eventLoop)
@@ -60,7 +60,7 @@ struct StreamServerChannel: ServerChildChannel, HTTPChannelHandler {
                 maxFrameSize: Self.maximumFrameSize,
                 shouldUpgrade: { channel, head in
                     let (uri, authorization, device) = (head.uri, head.headers["Authorization"].first, head.headers["Herald-Device"].first)
-                    let promise = channel.eventLoop.makePromise(of: Result<StreamClient, APIError>.self)
+                    let promise = channel.eventLoop.makePromise(of: Result<LiveClient, APIError>.self)
                     promise.completeWithTask {
                         do {
                             return .success(try await streams.authenticate(uri: uri, authorization: authorization, device: device))

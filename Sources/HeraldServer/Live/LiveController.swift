@@ -5,7 +5,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdCore
 
-/// `GET /v1/me/stream`: the live WebSocket stream (the upgrade itself is `StreamServerChannel`'s).
+/// `GET /v1/me/stream`: the live WebSocket stream (the upgrade itself is `HeraldServerChannel`'s).
 ///
 /// The upgrade request is authenticated like any user route — `Authorization: Bearer <session>` or,
 /// for browsers that cannot set headers on a WebSocket, `?access_token=` — and may name its device
@@ -13,7 +13,7 @@ import HummingbirdCore
 /// open.
 /// A request that cannot be upgraded (bad credentials, unknown device, not a WebSocket request)
 /// reaches the HTTP router's route of the same path, which answers with the JSON error.
-struct StreamController {
+struct LiveController {
     /// `nil` where the router is used without a server (HTTP tests): only the HTTP side is served.
     let hub: LiveHub?
     let sessions: SessionStore
@@ -37,12 +37,12 @@ struct StreamController {
     }
 
     /// The client behind the request, or the 4xx that refuses it.
-    func authenticate(_ request: Request) async throws -> StreamClient {
+    func authenticate(_ request: Request) async throws -> LiveClient {
         try await authenticate(authorization: request.headers[.authorization], device: request.headers[DeviceNaming.header], query: request.uri.queryParameters)
     }
 
     /// For the upgrade: the client behind an upgrade request for this route; throws for any other path.
-    func authenticate(uri: String, authorization: String?, device: String?) async throws -> StreamClient {
+    func authenticate(uri: String, authorization: String?, device: String?) async throws -> LiveClient {
         let parsed = URI(uri)
         guard parsed.path == "/v1/me/stream" else { throw APIError(.notFound, code: "not_found", message: "Not a stream.") }
         guard hub != nil else {
@@ -51,7 +51,7 @@ struct StreamController {
         return try await authenticate(authorization: authorization, device: device, query: parsed.queryParameters)
     }
 
-    private func authenticate(authorization: String?, device: String?, query: Parameters) async throws -> StreamClient {
+    private func authenticate(authorization: String?, device: String?, query: Parameters) async throws -> LiveClient {
         guard let presented = Authenticator.bearerToken(authorization) ?? query["access_token"].map(String.init), !presented.isEmpty else {
             throw APIError(.unauthorized, code: "unauthorized", message: "The stream needs 'Authorization: Bearer <session token>' or ?access_token=.")
         }
@@ -63,12 +63,12 @@ struct StreamController {
             guard let found = try await devices.find(userKey: key, reference: reference) else { throw DeviceNaming.notFound }
             deviceID = found
         }
-        return StreamClient(user: AuthenticatedUser(id: id, key: key), deviceID: deviceID, sessionHash: Hex.encode(token.hash), sessionExpiresAt: expiresAt)
+        return LiveClient(user: AuthenticatedUser(id: id, key: key), deviceID: deviceID, sessionHash: Hex.encode(token.hash), sessionExpiresAt: expiresAt)
     }
 }
 
 /// Who opened a stream, as its upgrade request proved.
-struct StreamClient: Sendable {
+struct LiveClient: Sendable {
     var user: AuthenticatedUser
     var deviceID: Int64?
     /// Hex of the session token's hash, and when the session expires.

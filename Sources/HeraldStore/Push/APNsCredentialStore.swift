@@ -82,6 +82,15 @@ public struct APNsCredentialStore: Sendable {
     }
 
     /// Every credential with its secrets opened, for the push transport.
+    /// A value that changes whenever a credential is added, replaced or deleted: the number stored and
+    /// the newest change, so that a caller polling it reloads the credentials only after a change.
+    public func fingerprint() async throws -> String {
+        let rows = try await client.query("SELECT count(*), max(updated_at) FROM apns_credentials")
+        // An aggregate without GROUP BY always answers one row.
+        let (count, newest) = try rows[0].decode((Int64, Date?).self)
+        return "\(count)@\(newest?.timeIntervalSince1970 ?? 0)"
+    }
+
     public func allWithSecrets() async throws -> [APNsCredentialSecrets] {
         let rows = try await client.query("SELECT \(unescaped: Self.columns), secret, password FROM apns_credentials ORDER BY name")
         return try rows.map { row in

@@ -2,21 +2,21 @@ import NIOCore
 import NIOWebSocket
 
 /// The last handler of an upgraded live-stream channel: answers the client's control frames and keeps
-/// the connection honest. Events are written by `StreamConnection.send`; frames are encoded and decoded
+/// the connection honest. Events are written by `LiveConnection.send`; frames are encoded and decoded
 /// by NIOWebSocket's codec, which the upgrade put in front of this handler.
 ///
 /// Keep-alive: an `IdleStateHandler` before this one reports when nothing has arrived for the ping
 /// interval; the first time a ping goes out, the second time (no pong, nothing at all for two
 /// intervals) the peer is taken for dead and the connection closed.
-final class StreamChannelHandler: ChannelInboundHandler, RemovableChannelHandler {
+final class LiveChannelHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = WebSocketFrame
     typealias OutboundOut = WebSocketFrame
 
-    private let connection: StreamConnection
-    private let onClose: @Sendable (StreamConnection) -> Void
+    private let connection: LiveConnection
+    private let onClose: @Sendable (LiveConnection) -> Void
     private var awaitingPong = false
 
-    init(connection: StreamConnection, onClose: @escaping @Sendable (StreamConnection) -> Void) {
+    init(connection: LiveConnection, onClose: @escaping @Sendable (LiveConnection) -> Void) {
         self.connection = connection
         self.onClose = onClose
     }

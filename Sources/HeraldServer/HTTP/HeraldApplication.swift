@@ -53,7 +53,7 @@ public enum HeraldApplication {
 
     /// The router, its routes, and the stream controller the WebSocket upgrade consults.
     static func buildRouters(_ dependencies: Dependencies) -> (
-        router: Router<HeraldRequestContext>, routes: [RouteDescription], streams: StreamController
+        router: Router<HeraldRequestContext>, routes: [RouteDescription], streams: LiveController
     ) {
         let router = Router(context: HeraldRequestContext.self)
         router.add(middleware: RequestMetricsMiddleware())
@@ -97,7 +97,7 @@ public enum HeraldApplication {
         PushPreferencesController(
             preferences: PushPreferenceStore(client: dependencies.client), collections: CollectionStore(client: dependencies.client)
         ).register(in: registry)
-        let stream = StreamController(hub: dependencies.hub, sessions: sessions, devices: DeviceStore(client: dependencies.client))
+        let stream = LiveController(hub: dependencies.hub, sessions: sessions, devices: DeviceStore(client: dependencies.client))
         stream.register(in: registry)
         // Last, so that it sees only the requests no route took (see the type).
         router.add(middleware: MethodNotAllowedMiddleware(routes: registry.routes))
@@ -118,7 +118,7 @@ public enum HeraldApplication {
         return Application(
             router: router,
             server: HTTPServerBuilder { responder in
-                StreamServerChannel(responder: responder, streams: streams, executor: dependencies.client.executor, idleTimeout: idleTimeout)
+                HeraldServerChannel(responder: responder, streams: streams, executor: dependencies.client.executor, idleTimeout: idleTimeout)
             },
             configuration: .init(address: .hostname(host, port: port), serverName: "Herald"),
             services: services,

@@ -18,7 +18,7 @@ import Synchronization
 /// hint. Presence goes the other way: each stream is recorded under this process's node, which a
 /// heartbeat keeps alive (`PresenceStore`); dispatchers everywhere read it.
 public final class LiveHub: Service, Sendable {
-    let settings: StreamSettings
+    let settings: LiveSettings
     let collections: CollectionStore
     let presence: PresenceStore
     let push: PushStore
@@ -32,7 +32,7 @@ public final class LiveHub: Service, Sendable {
     let node: Int64
 
     private let state = Mutex(State())
-    private let openings = Mutex<[StreamConnection]>([])
+    private let openings = Mutex<[LiveConnection]>([])
     private let openingsWake = WakeSignal()
     /// Set once `LISTEN herald_live` is in effect: no stream is ready before, or it could miss events
     /// committed between its `ready` and the listener's start.
@@ -42,11 +42,11 @@ public final class LiveHub: Service, Sendable {
 
     private struct State {
         var nextID: Int64 = 1
-        var connections: [Int64: StreamConnection] = [:]
+        var connections: [Int64: LiveConnection] = [:]
         var byUser: [Int64: [Int64]] = [:]
     }
 
-    public init(client: PostgresClient, settings: StreamSettings, listener: PostgresListener?, logger: Logger) {
+    public init(client: PostgresClient, settings: LiveSettings, listener: PostgresListener?, logger: Logger) {
         self.settings = settings
         self.collections = CollectionStore(client: client)
         self.presence = PresenceStore(client: client)
@@ -72,10 +72,10 @@ public final class LiveHub: Service, Sendable {
     /// task (`recordOpenings`): a task and a transaction per stream cost more memory and time than the
     /// stream itself (10,000 opening at once queued as many tasks on the pool). A stream's end waits
     /// for its recording to be over, so presence is never recorded after it was removed.
-    func attach(_ client: StreamClient, to channel: any NIOCore.Channel) throws {
-        let connection = StreamConnection(id: makeConnectionID(), client: client, channel: channel, settings: settings)
+    func attach(_ client: LiveClient, to channel: any NIOCore.Channel) throws {
+        let connection = LiveConnection(id: makeConnectionID(), client: client, channel: channel, settings: settings)
         try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: TimeAmount(settings.pingInterval)))
-        try channel.pipeline.syncOperations.addHandler(StreamChannelHandler(connection: connection) { connection in
+        try channel.pipeline.syncOperations.addHandler(LiveChannelHandler(connection: connection) { connection in
             Task {
                 await connection.waitUntilPresenceSettled()
                 await self.closed(connection)
@@ -118,7 +118,7 @@ public final class LiveHub: Service, Sendable {
         }
     }
 
-    private func register(_ connection: StreamConnection) {
+    private func register(_ connection: LiveConnection) {
         state.withLock { state in
             state.connections[connection.id] = connection
             state.byUser[connection.user.key, default: []].append(connection.id)
@@ -127,7 +127,7 @@ public final class LiveHub: Service, Sendable {
 
     /// The stream ended: it stops counting as online, and what it could have shown counts as seen
     /// (see `PresenceStore.remove`).
-    func closed(_ connection: StreamConnection) async {
+    func closed(_ connection: LiveConnection) async {
         forget(connection)
         Gauge(label: "herald_stream_connections").record(count)
         do {
@@ -138,7 +138,7 @@ public final class LiveHub: Service, Sendable {
         }
     }
 
-    private func forget(_ connection: StreamConnection) {
+    private func forget(_ connection: LiveConnection) {
         state.withLock { state in
             state.connections[connection.id] = nil
             state.byUser[connection.user.key]?.removeAll { $0 == connection.id }
@@ -157,11 +157,11 @@ public final class LiveHub: Service, Sendable {
     }
 
     /// The streams of `userKey` on this process.
-    func connections(of userKey: Int64) -> [StreamConnection] {
+    func connections(of userKey: Int64) -> [LiveConnection] {
         state.withLock { state in (state.byUser[userKey] ?? []).compactMap { state.connections[$0] } }
     }
 
-    private var allConnections: [StreamConnection] {
+    private var allConnections: [LiveConnection] {
         state.withLock { Array($0.connections.values) }
     }
 

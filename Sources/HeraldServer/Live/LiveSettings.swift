@@ -1,7 +1,7 @@
 import HeraldCore
 
 /// How live streams and presence behave; the defaults are production's, tests shorten the waits.
-public struct StreamSettings: Sendable {
+public struct LiveSettings: Sendable {
     /// A stream from which nothing has arrived for this long is pinged; one quiet for twice as long
     /// (no pong) is dropped — the idle timeout of a dead peer (`HERALD_STREAM_PING_INTERVAL`).
     public var pingInterval: Duration = .seconds(30)

@@ -50,7 +50,7 @@ public struct HeraldConfiguration: Sendable {
     public var pushLease: Duration = .seconds(60)
     /// Live streams and presence: `HERALD_PUSH_MULTI_DEVICE`, `HERALD_STREAM_PING_INTERVAL`,
     /// `HERALD_STREAM_QUEUE_LIMIT`, `HERALD_PRESENCE_HEARTBEAT`, `HERALD_PRESENCE_TTL`.
-    public var stream = StreamSettings()
+    public var stream = LiveSettings()
     /// Alert pushes: `HERALD_APP_ID` (the payload's `app_id`), `HERALD_PUSH_BADGE` (`on`/`off`),
     /// `HERALD_PUSH_BADGE_CAP`, `HERALD_PUSH_NO_DETAIL_TEXT`.
     public var appID = "herald"
@@ -177,7 +177,7 @@ public struct HeraldConfiguration: Sendable {
         return configuration
     }
 
-    static func resolveStream(_ stream: inout StreamSettings, environment: [String: String]) throws {
+    static func resolveStream(_ stream: inout LiveSettings, environment: [String: String]) throws {
         func duration(_ variable: String, example: String, minimum: Duration = .seconds(1)) throws -> Duration? {
             guard let text = environment[variable], !text.isEmpty else { return nil }
             guard let value = Self.duration(text), value >= minimum else {

@@ -9,10 +9,10 @@ import Synchronization
 ///
 /// Events go straight into the connection's NIO channel (no task per stream: an idle stream costs
 /// only its channel and handlers, see docs/benchmarks.md). What NIO holds for a socket that has not
-/// taken it yet is counted; a client that reads so slowly that more than `StreamSettings.queueBytes`
+/// taken it yet is counted; a client that reads so slowly that more than `LiveSettings.queueBytes`
 /// wait is closed as a slow consumer (1013) and cut after `closeGrace` if it does not finish the close
 /// handshake — the memory one socket can hold is bounded whatever its client does.
-final class StreamConnection: Sendable {
+final class LiveConnection: Sendable {
     let id: Int64
     let user: AuthenticatedUser
     let deviceID: Int64?
@@ -34,7 +34,7 @@ final class StreamConnection: Sendable {
         var settleWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    init(id: Int64, client: StreamClient, channel: any NIOCore.Channel, settings: StreamSettings) {
+    init(id: Int64, client: LiveClient, channel: any NIOCore.Channel, settings: LiveSettings) {
         self.id = id
         self.user = client.user
         self.deviceID = client.deviceID
