@@ -8,12 +8,12 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v17)],
     dependencies: [
         // In an app: .package(url: "https://github.com/<you>/herald.git", from: "<version>")
-        .package(name: "herald", path: "../.."),
+        .package(name: "herald", path: "../..")
     ],
     targets: [
         .executableTarget(
             name: "FeedApp",
             dependencies: [.product(name: "HeraldClient", package: "herald")]
-        ),
+        )
     ]
 )

@@ -1,8 +1,8 @@
 import Atomics
 import Foundation
 import Logging
-import NIOCore
 import NIOConcurrencyHelpers
+import NIOCore
 import NIOHPACK
 import NIOSSL
 
@@ -47,7 +47,10 @@ public final class APNsClient: Sendable {
         public var maximumInFlight: Int
 
         public init(
-            baseURL: String, additionalTrustRootFiles: [String] = [], timeout: Duration = .seconds(10), connections: Int = 2,
+            baseURL: String,
+            additionalTrustRootFiles: [String] = [],
+            timeout: Duration = .seconds(10),
+            connections: Int = 2,
             maximumInFlight: Int = 1_000
         ) {
             precondition(connections > 0 && maximumInFlight > 0)
@@ -133,7 +136,11 @@ public final class APNsClient: Sendable {
                     do {
                         let connection = try await slot.connection {
                             try await APNsConnection.connect(
-                                host: host, port: port, tls: tls, timeout: configuration.timeout, maximumInFlight: configuration.maximumInFlight
+                                host: host,
+                                port: port,
+                                tls: tls,
+                                timeout: configuration.timeout,
+                                maximumInFlight: configuration.maximumInFlight
                             )
                         }
                         return Array(zip(part.map(\.index), await connection.send(part.map(\.request))))

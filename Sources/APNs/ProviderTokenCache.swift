@@ -24,7 +24,13 @@ public final class ProviderTokenCache: Sendable {
     private let state = NIOLockedValueBox<Token?>(nil)
 
     /// `refreshAfter` must lie within APNs's window of 20 to 60 minutes; the default is 50.
-    public init(key: ES256Key, keyID: String, teamID: String, refreshAfter: Duration = .seconds(50 * 60), now: @escaping @Sendable () -> Date = Date.init) {
+    public init(
+        key: ES256Key,
+        keyID: String,
+        teamID: String,
+        refreshAfter: Duration = .seconds(50 * 60),
+        now: @escaping @Sendable () -> Date = Date.init
+    ) {
         precondition(refreshAfter >= .seconds(20 * 60) && refreshAfter <= .seconds(60 * 60), "APNs wants tokens refreshed after 20 to 60 minutes")
         self.key = key
         self.keyID = keyID

@@ -37,7 +37,15 @@ struct BenchDatabase {
         // The handler `herald serve` uses, so that the server in the bench logs (and pays) the same.
         let level = ProcessInfo.processInfo.environment["BENCH_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
         let logger = Logger(label: "herald-bench") { DeferredMetadataLogHandler.standardError(label: $0, level: level) }
-        let client = PostgresClient(configuration: .init(conninfo: fresh, maximumConnections: connections, applicationName: "herald-bench", pipelineConnections: pipelineConnections), logger: logger)
+        let client = PostgresClient(
+            configuration: .init(
+                conninfo: fresh,
+                maximumConnections: connections,
+                applicationName: "herald-bench",
+                pipelineConnections: pipelineConnections
+            ),
+            logger: logger
+        )
         let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         do {
             try await HeraldRuntime.migrator(client: client, logger: logger).migrate()

@@ -10,7 +10,11 @@ import ServiceLifecycle
 /// Herald's HTTP application and fan-out service, in-process on a loopback port, for one benchmark.
 enum BenchServer {
     static func run(
-        client: PostgresClient, adminToken: String, fanoutBatchSize: Int = 10_000, sync: SyncSettings = SyncSettings(), logger: Logger,
+        client: PostgresClient,
+        adminToken: String,
+        fanoutBatchSize: Int = 10_000,
+        sync: SyncSettings = SyncSettings(),
+        logger: Logger,
         _ body: @escaping @Sendable (Int) async throws -> Void
     ) async throws {
         let wake = WakeSignal()
@@ -55,16 +59,25 @@ enum PGBench {
     /// `pgbench -n -M <mode> -f <script>` with `clients` clients and threads; `prefix` goes before the
     /// command line (`taskset -c 1`).
     static func run(
-        conninfo: String, script: String, clients: Int, seconds: Int, mode: String = "prepared", extra: [String] = [], prefix: [String] = []
+        conninfo: String,
+        script: String,
+        clients: Int,
+        seconds: Int,
+        mode: String = "prepared",
+        extra: [String] = [],
+        prefix: [String] = []
     ) throws -> Result {
         let outputPath = NSTemporaryDirectory() + "herald-bench-pgbench-\(getpid()).out"
         try? FileManager.default.removeItem(atPath: outputPath)
         defer { try? FileManager.default.removeItem(atPath: outputPath) }
-        let arguments = prefix + [try path(), "-n", "-M", mode, "-f", script, "-c", "\(clients)", "-j", "\(clients)", "-T", "\(seconds)"] + extra + [conninfo]
+        let arguments =
+            prefix + [try path(), "-n", "-M", mode, "-f", script, "-c", "\(clients)", "-j", "\(clients)", "-T", "\(seconds)"] + extra + [conninfo]
         let status = try ChildProcess.run(arguments, environment: ["PATH=/usr/bin:/bin", "LC_ALL=C"], outputPath: outputPath)
         let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
         func value(after prefix: String) -> Double? {
-            text.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }).flatMap { Double($0.dropFirst(prefix.count).split(separator: " ").first ?? "") }
+            text.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }).flatMap {
+                Double($0.dropFirst(prefix.count).split(separator: " ").first ?? "")
+            }
         }
         guard status == 0, let tps = value(after: "tps = ") else {
             throw ValidationError("pgbench failed:\n\(text)")
@@ -73,7 +86,8 @@ enum PGBench {
     }
 
     static func path() throws -> String {
-        for candidate in ["/usr/bin/pgbench", "/usr/local/bin/pgbench"] + ((try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []).map({ "/usr/lib/postgresql/\($0)/bin/pgbench" })
+        for candidate in ["/usr/bin/pgbench", "/usr/local/bin/pgbench"]
+            + ((try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []).map({ "/usr/lib/postgresql/\($0)/bin/pgbench" })
         where FileManager.default.isExecutableFile(atPath: candidate) {
             return candidate
         }

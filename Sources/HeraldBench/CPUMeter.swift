@@ -94,9 +94,11 @@ struct CPUMeter {
 
     static func children(of parent: Int32) -> Set<Int32> {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
-        return Set(entries.compactMap(Int32.init).filter { pid in
-            statFields(of: pid).map { $0.count > 3 && Int32($0[3]) == parent } ?? false
-        })
+        return Set(
+            entries.compactMap(Int32.init).filter { pid in
+                statFields(of: pid).map { $0.count > 3 && Int32($0[3]) == parent } ?? false
+            }
+        )
     }
 
     /// Busy time of all CPUs: user, nice, system, irq, softirq (not idle, iowait, or steal: time the

@@ -43,7 +43,7 @@ struct CPUSplit {
     func pinDatabase(postmaster: Int32, children: Set<Int32>) throws {
         for pid in [postmaster] + children.sorted() {
             // A backend may end between the listing and here; only the postmaster must succeed.
-            do { try pin(pid, to: rest) } catch where pid != postmaster {}
+            do { try pin(pid, to: rest) } catch  where pid != postmaster {}
         }
     }
 
@@ -52,7 +52,9 @@ struct CPUSplit {
         defer { try? FileManager.default.removeItem(atPath: output) }
         let status = try ChildProcess.run([Self.taskset, "-a", "-p", "-c", cpus, "\(pid)"], environment: ["LC_ALL=C"], outputPath: output)
         guard status == 0 else {
-            throw ValidationError("taskset could not move process \(pid) to CPUs \(cpus): \((try? String(contentsOfFile: output, encoding: .utf8)) ?? "")")
+            throw ValidationError(
+                "taskset could not move process \(pid) to CPUs \(cpus): \((try? String(contentsOfFile: output, encoding: .utf8)) ?? "")"
+            )
         }
     }
 

@@ -34,7 +34,9 @@ struct ClientBenchmark: AsyncParsableCommand {
     static let adminToken = "herald-bench-admin-token"
 
     func run() async throws {
-        guard notifications > 0, (1...300).contains(changes), rounds > 0 else { throw ValidationError("need notifications > 0, changes in 1…300, rounds > 0") }
+        guard notifications > 0, (1...300).contains(changes), rounds > 0 else {
+            throw ValidationError("need notifications > 0, changes in 1…300, rounds > 0")
+        }
         let database = try await BenchDatabase.open(databaseURL: databaseURL)
         defer { database.close() }
         try await database.withFreshHeraldDatabase("herald_client_bench", connections: 4) { client, http, conninfo, _ in
@@ -71,7 +73,9 @@ struct ClientBenchmark: AsyncParsableCommand {
         guard feed.notifications.count == notifications else { throw ValidationError("loaded \(feed.notifications.count) of \(notifications)") }
         print("Loaded \(notifications) notifications in \(Self.milliseconds(loaded)) ms (\(notifications / 100) pages of 100)")
         let ids = feed.notifications.map(\.id)
-        print("Resident memory: \(before) MB before the client, \(after) MB with the collection: \(after - before) MB, \((after - before) * 1_048_576 / notifications) bytes a notification")
+        print(
+            "Resident memory: \(before) MB before the client, \(after) MB with the collection: \(after - before) MB, \((after - before) * 1_048_576 / notifications) bytes a notification"
+        )
 
         // The same pages fetched as bytes alone, to tell the server's and the network's part from the
         // library's (decoding, applying).
@@ -112,11 +116,16 @@ struct ClientBenchmark: AsyncParsableCommand {
         print("Creating one user with \(notifications) notifications…")
         try await client.query("INSERT INTO users (id) VALUES ('bench-1')")
         _ = try await ChannelStore(client: client).put(Channel(url: "feed", kind: .feed, name: "Feed"))
-        _ = try await TemplateStore(client: client).put(Template(
-            key: "plain", name: "Plain",
-            variables: [.init(name: "title", type: .string, required: true), .init(name: "body", type: .string), .init(name: "url", type: .string)],
-            data: .object(["title": .string("{{title}}"), "body": .string("{{body}}"), "url": .string("{{url}}")])
-        ))
+        _ = try await TemplateStore(client: client).put(
+            Template(
+                key: "plain",
+                name: "Plain",
+                variables: [
+                    .init(name: "title", type: .string, required: true), .init(name: "body", type: .string), .init(name: "url", type: .string),
+                ],
+                data: .object(["title": .string("{{title}}"), "body": .string("{{body}}"), "url": .string("{{url}}")])
+            )
+        )
         try await client.withTransaction { connection in
             let xid = try await connection.query("SELECT pg_current_xact_id()::text::bigint").first!.decode(Int64.self)
             // A typical notification: a title, a sentence and a link.
@@ -160,6 +169,7 @@ struct ClientBenchmark: AsyncParsableCommand {
     /// Minimum, median and maximum, in milliseconds.
     static func summary(_ durations: [Duration]) -> String {
         let sorted = durations.sorted()
-        return "min \(milliseconds(sorted[0])) ms, median \(milliseconds(sorted[sorted.count / 2])) ms, max \(milliseconds(sorted[sorted.count - 1])) ms"
+        return
+            "min \(milliseconds(sorted[0])) ms, median \(milliseconds(sorted[sorted.count / 2])) ms, max \(milliseconds(sorted[sorted.count - 1])) ms"
     }
 }

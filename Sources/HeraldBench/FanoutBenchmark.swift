@@ -92,10 +92,12 @@ struct FanoutBenchmark: AsyncParsableCommand {
         try await client.query("VACUUM ANALYZE users")
         _ = try await ChannelStore(client: client).put(Channel(url: "news", kind: .feed, name: "News"))
         let template = Template(
-            key: "news.digest", name: "Digest",
+            key: "news.digest",
+            name: "Digest",
             variables: [.init(name: "headline", type: .string, required: true), .init(name: "url", type: .url)],
             data: .object(["title": .string("{{headline}}"), "link": .string("{{url}}")]),
-            pushTitle: "News", pushBody: "{{headline}}"
+            pushTitle: "News",
+            pushBody: "{{headline}}"
         )
         _ = try await TemplateStore(client: client).put(template)
         try await client.query("CREATE TABLE bench_copy_recipients (LIKE notification_recipients INCLUDING ALL)")
@@ -110,7 +112,12 @@ struct FanoutBenchmark: AsyncParsableCommand {
         return Array(text.utf8)
     }
 
-    private func withServer(client: PostgresClient, batchSize: Int, logger: Logger, _ body: @escaping @Sendable (Int) async throws -> Void) async throws {
+    private func withServer(
+        client: PostgresClient,
+        batchSize: Int,
+        logger: Logger,
+        _ body: @escaping @Sendable (Int) async throws -> Void
+    ) async throws {
         try await BenchServer.run(client: client, adminToken: Self.adminToken, fanoutBatchSize: batchSize, logger: logger, body)
     }
 
@@ -140,18 +147,27 @@ struct FanoutBenchmark: AsyncParsableCommand {
         try await prepare(client)
         let clock = ContinuousClock()
         let start = clock.now
-        let sent = try await post(http, port: port, body: #"{"channel_url":"news","template_key":"news.digest","audience":"all","variables":{"headline":"Herald 1.0 is out","url":"https://example.com/herald"}}"#)
+        let sent = try await post(
+            http,
+            port: port,
+            body:
+                #"{"channel_url":"news","template_key":"news.digest","audience":"all","variables":{"headline":"Herald 1.0 is out","url":"https://example.com/herald"}}"#
+        )
         // The batches commit one by one; the last one marks the notification done. Polling every
         // millisecond costs a small, cheap indexed read, well under the resolution reported.
         while try await client.query("SELECT fanout_state = 'done' FROM notifications WHERE id = \(sent.id)").first!.decode(Bool.self) == false {
             try await Task.sleep(for: .milliseconds(1))
         }
         let done = clock.now
-        while try await client.query("SELECT folded_through >= fanout_through FROM notifications WHERE id = \(sent.id)").first!.decode(Bool.self) == false {
+        while try await client.query("SELECT folded_through >= fanout_through FROM notifications WHERE id = \(sent.id)").first!.decode(Bool.self)
+            == false
+        {
             try await Task.sleep(for: .milliseconds(1))
         }
         let folded = clock.now
-        let reached = try await client.query("SELECT count(*) FROM notification_recipients WHERE notification_id = \(sent.id)").first!.decode(Int.self)
+        let reached = try await client.query("SELECT count(*) FROM notification_recipients WHERE notification_id = \(sent.id)").first!.decode(
+            Int.self
+        )
         guard sent.status == 202, reached == users else {
             throw ValidationError("the fan-out reached \(reached) of \(users) users (status \(sent.status))")
         }
@@ -165,7 +181,8 @@ struct FanoutBenchmark: AsyncParsableCommand {
         let start = clock.now
         let copied = try await client.withConnection { connection in
             try await connection.copyFrom(
-                "COPY bench_copy_recipients (user_key, channel_key, notification_id, change_xid) FROM STDIN", data: rows
+                "COPY bench_copy_recipients (user_key, channel_key, notification_id, change_xid) FROM STDIN",
+                data: rows
             )
         }
         let elapsed = clock.now - start

@@ -41,7 +41,9 @@ struct PGBenchmark: AsyncParsableCommand {
         print("Herald pool A: tasks on Swift's cooperative pool, one hop to the pool's threads per statement.")
         print("Herald pool B: tasks with the pool's executor preference, statements run in place.")
         print("")
-        print("| clients | pool A (q/s) | A p50 / p99 ms | pool B (q/s) | B p50 / p99 ms | pgbench simple | pgbench extended | pgbench prepared | B ÷ simple | B ÷ prepared |")
+        print(
+            "| clients | pool A (q/s) | A p50 / p99 ms | pool B (q/s) | B p50 / p99 ms | pgbench simple | pgbench extended | pgbench prepared | B ÷ simple | B ÷ prepared |"
+        )
         print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for count in clientCounts {
             let hop = try await measurePool(conninfo: conninfo, clients: count, onExecutor: false)

@@ -54,7 +54,8 @@ struct PushBenchmark: AsyncParsableCommand {
         let port = 20_000 + Int(getpid() % 10_000)
         let server = try ChildProcess.spawn(
             [nghttpd, "-d", root, "-m", "\(concurrency)", "\(port)", credentials.serverKeyFile, credentials.serverCertificateFile],
-            environment: ["PATH=/usr/bin:/bin"], output: .file(credentials.directory + "/nghttpd.log")
+            environment: ["PATH=/usr/bin:/bin"],
+            output: .file(credentials.directory + "/nghttpd.log")
         )
         defer {
             kill(server.pid, SIGTERM)
@@ -66,11 +67,22 @@ struct PushBenchmark: AsyncParsableCommand {
         let key = try ES256Key(pem: credentials.signingKeyPEM)
         let client = try APNsClient(
             configuration: .init(
-                baseURL: url, additionalTrustRootFiles: [credentials.serverCertificateFile], connections: 1, maximumInFlight: concurrency
+                baseURL: url,
+                additionalTrustRootFiles: [credentials.serverCertificateFile],
+                connections: 1,
+                maximumInFlight: concurrency
             ),
             authentication: .token(ProviderTokenCache(key: key, keyID: credentials.keyID, teamID: credentials.teamID))
         )
-        let push = APNsPush(deviceToken: Self.token, topic: "com.example.herald", pushType: "background", priority: 5, expiration: 0, collapseID: nil, payload: Self.payload)
+        let push = APNsPush(
+            deviceToken: Self.token,
+            topic: "com.example.herald",
+            pushType: "background",
+            priority: 5,
+            expiration: 0,
+            collapseID: nil,
+            payload: Self.payload
+        )
         _ = await client.send(push)  // connect and negotiate before the clock starts
         let clock = ContinuousClock()
         let start = clock.now
@@ -92,12 +104,16 @@ struct PushBenchmark: AsyncParsableCommand {
         let output = credentials.directory + "/h2load.out"
         try? FileManager.default.removeItem(atPath: output)
         let token = ProviderTokenCache(key: key, keyID: credentials.keyID, teamID: credentials.teamID).current().value
-        let status = try ChildProcess.run([
-            h2load, "-n", "\(pushes)", "-c", "1", "-m", "\(concurrency)", "-d", bodyFile,
-            "-H", "authorization: bearer \(token)", "-H", "apns-push-type: background", "-H", "apns-priority: 5",
-            "-H", "apns-topic: com.example.herald", "-H", "apns-expiration: 0", "-H", "content-type: application/json",
-            "\(url)/3/device/\(Self.token)",
-        ], environment: ["PATH=/usr/bin:/bin"], outputPath: output)
+        let status = try ChildProcess.run(
+            [
+                h2load, "-n", "\(pushes)", "-c", "1", "-m", "\(concurrency)", "-d", bodyFile,
+                "-H", "authorization: bearer \(token)", "-H", "apns-push-type: background", "-H", "apns-priority: 5",
+                "-H", "apns-topic: com.example.herald", "-H", "apns-expiration: 0", "-H", "content-type: application/json",
+                "\(url)/3/device/\(Self.token)",
+            ],
+            environment: ["PATH=/usr/bin:/bin"],
+            outputPath: output
+        )
         let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
         guard status == 0, let line = text.split(separator: "\n").first(where: { $0.hasPrefix("finished in") }),
             let rateText = line.split(separator: ",").dropFirst().first?.split(separator: " ").first, let h2Rate = Double(rateText)
@@ -168,10 +184,18 @@ struct PushBenchmark: AsyncParsableCommand {
             let box = try SecretBox(key: SecureRandom.bytes(32))
             _ = try await APNsCredentialStore(client: client, box: box).put(
                 APNsCredentialInfo(
-                    name: "bench", kind: .token, environment: "sandbox", topic: "com.example.herald", keyID: credentials.keyID,
-                    teamID: credentials.teamID, certificateExpiresAt: nil, createdAt: Date(), updatedAt: Date()
+                    name: "bench",
+                    kind: .token,
+                    environment: "sandbox",
+                    topic: "com.example.herald",
+                    keyID: credentials.keyID,
+                    teamID: credentials.teamID,
+                    certificateExpiresAt: nil,
+                    createdAt: Date(),
+                    updatedAt: Date()
                 ),
-                secret: Array(credentials.signingKeyPEM.utf8), password: nil
+                secret: Array(credentials.signingKeyPEM.utf8),
+                password: nil
             )
             var settings = PushSettings()
             settings.apnsURL = mock.baseURL
@@ -188,7 +212,9 @@ struct PushBenchmark: AsyncParsableCommand {
             let answered = mock.requests.filter { $0.status == 200 }.count
             let outstanding = try await client.query("SELECT count(*) FROM devices WHERE refresh_outstanding")[0].decode(Int64.self)
             guard answered == devices, outstanding == devices else {
-                throw ValidationError("expected \(devices) delivered pushes, the mock answered \(answered) with 200 and \(outstanding) devices are marked")
+                throw ValidationError(
+                    "expected \(devices) delivered pushes, the mock answered \(answered) with 200 and \(outstanding) devices are marked"
+                )
             }
             print("(b) end to end: \(devices) refresh pushes to distinct devices, outbox → dispatcher → mock APNs (TLS, JWT checked):")
             print("| devices | rounds | seconds | pushes/s |")

@@ -1,10 +1,10 @@
 import ArgumentParser
 import AsyncHTTPClient
 import Foundation
+import HTTPTypes
 import HeraldCore
 import HeraldStore
 import HeraldTesting
-import HTTPTypes
 import HummingbirdWSClient
 import Logging
 import NIOCore
@@ -47,10 +47,14 @@ struct SocketsBenchmark: AsyncParsableCommand {
         defer { database.close() }
         try await database.withFreshHeraldDatabase("herald_sockets_bench", connections: 4) { client, http, conninfo, _ in
             _ = try await ChannelStore(client: client).put(Channel(url: "feed", kind: .feed, name: "Feed"))
-            _ = try await TemplateStore(client: client).put(Template(
-                key: "plain", name: "Plain", variables: [.init(name: "title", type: .string, required: true)],
-                data: .object(["title": .string("{{title}}")])
-            ))
+            _ = try await TemplateStore(client: client).put(
+                Template(
+                    key: "plain",
+                    name: "Plain",
+                    variables: [.init(name: "title", type: .string, required: true)],
+                    data: .object(["title": .string("{{title}}")])
+                )
+            )
             try await client.query("INSERT INTO users (id) SELECT 'bench-' || i FROM generate_series(1, \(users)) AS i")
             var sessions: [String] = []
             for index in 1...users {
@@ -66,10 +70,12 @@ struct SocketsBenchmark: AsyncParsableCommand {
                 environment: [
                     "DATABASE_URL": conninfo, "HERALD_ADMIN_TOKEN": Self.adminToken, "HERALD_LOG_LEVEL": "warning",
                     "HERALD_SECRET_KEY": String(repeating: "0", count: 64),
-                ].merging(serverEnvironment.map { entry -> (String, String) in
-                    let parts = entry.split(separator: "=", maxSplits: 1)
-                    return (String(parts[0]), parts.count > 1 ? String(parts[1]) : "")
-                }) { $1 },
+                ].merging(
+                    serverEnvironment.map { entry -> (String, String) in
+                        let parts = entry.split(separator: "=", maxSplits: 1)
+                        return (String(parts[0]), parts.count > 1 ? String(parts[1]) : "")
+                    }
+                ) { $1 },
                 launcher: launcher.map { $0.split(separator: " ").map(String.init) } ?? []
             )
             defer { server.signal(SIGKILL) }
@@ -102,7 +108,9 @@ struct SocketsBenchmark: AsyncParsableCommand {
             let sent = clock.now
             tally.start(at: sent)
             try await Self.post(
-                http, port: port, path: "/v1/notifications",
+                http,
+                port: port,
+                path: "/v1/notifications",
                 body: #"{"channel_url":"feed","template_key":"plain","variables":{"title":"hello"},"targets":[\#(targets)]}"#
             )
             let accepted = clock.now - sent
@@ -114,13 +122,15 @@ struct SocketsBenchmark: AsyncParsableCommand {
             _ = try? await server.waitForExit(timeout: .seconds(60))
             connections.cancel()
 
-            print("""
+            print(
+                """
                 | sockets | users | opened in | herald RSS: before | open | after 5 s idle | after the event | send accepted | first socket | median | last socket |
                 | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
                 | \(sockets) | \(users) | \(format(elapsedSeconds(opened), digits: 1)) s | \(idleRSS) MB | \(openRSS) MB | \(settledRSS) MB | \(deliveredRSS) MB | \
                 \(format(elapsedSeconds(accepted) * 1000, digits: 1)) ms | \(format(elapsedSeconds(arrivals.first!) * 1000, digits: 1)) ms | \
                 \(format(elapsedSeconds(arrivals[arrivals.count / 2]) * 1000, digits: 1)) ms | \(format(elapsedSeconds(arrivals.last!) * 1000, digits: 1)) ms |
-                """)
+                """
+            )
         }
     }
 
@@ -132,7 +142,9 @@ struct SocketsBenchmark: AsyncParsableCommand {
         logger.logLevel = .critical
         do {
             try await WebSocketClient.connect(
-                url: "ws://127.0.0.1:\(port)/v1/me/stream", configuration: .init(additionalHeaders: headers), logger: logger
+                url: "ws://127.0.0.1:\(port)/v1/me/stream",
+                configuration: .init(additionalHeaders: headers),
+                logger: logger
             ) { inbound, _, _ in
                 for try await message in inbound.messages(maxSize: 1 << 20) {
                     guard case .text(let text) = message else { continue }

@@ -42,7 +42,10 @@ struct SyncBenchmark: AsyncParsableCommand {
     @Option(help: "Load generator for the peak rates: wrk (C, like pgbench; the default when installed) or swift (AsyncHTTPClient in this process).")
     var generator: Generator = Wrk.path() == nil ? .swift : .wrk
 
-    @Flag(name: .customLong("split-cpus"), help: "This process (Herald's server) on CPU 0 alone; PostgreSQL (a local server), wrk and pgbench on the other CPUs.")
+    @Flag(
+        name: .customLong("split-cpus"),
+        help: "This process (Herald's server) on CPU 0 alone; PostgreSQL (a local server), wrk and pgbench on the other CPUs."
+    )
     var splitCPUs = false
 
     enum Generator: String, ExpressibleByArgument {
@@ -65,7 +68,11 @@ struct SyncBenchmark: AsyncParsableCommand {
         defer { database.close() }
         var http = HTTPClient.Configuration()
         http.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
-        try await database.withFreshHeraldDatabase("herald_sync_bench", connections: 8, pipelineConnections: pipelineConnections, http: http) { client, http, conninfo, logger in
+        try await database.withFreshHeraldDatabase("herald_sync_bench", connections: 8, pipelineConnections: pipelineConnections, http: http) {
+            client,
+            http,
+            conninfo,
+            logger in
             let positions = try await seed(client)
             try await measure(client: client, http: http, conninfo: conninfo, positions: positions, counts: counts, split: split, logger: logger)
         }
@@ -81,10 +88,14 @@ struct SyncBenchmark: AsyncParsableCommand {
         print("Creating \(users) users × \(notifications) notifications (\(users * notifications) recipient rows)…")
         try await client.query("INSERT INTO users (id) SELECT 'user-' || g FROM generate_series(1, \(users)) AS g")
         _ = try await ChannelStore(client: client).put(Channel(url: "news", kind: .feed, name: "News"))
-        _ = try await TemplateStore(client: client).put(Template(
-            key: "plain", name: "Plain", variables: [.init(name: "title", type: .string, required: true)],
-            data: .object(["title": .string("{{title}}")])
-        ))
+        _ = try await TemplateStore(client: client).put(
+            Template(
+                key: "plain",
+                name: "Plain",
+                variables: [.init(name: "title", type: .string, required: true)],
+                data: .object(["title": .string("{{title}}")])
+            )
+        )
         let xid = try await client.withTransaction { connection in
             let xid = try await connection.query("SELECT pg_current_xact_id()::text::bigint").first!.decode(Int64.self)
             try await connection.query(
@@ -129,7 +140,13 @@ struct SyncBenchmark: AsyncParsableCommand {
     }
 
     private func measure(
-        client: PostgresClient, http: HTTPClient, conninfo: String, positions: Positions, counts: [Int], split: CPUSplit?, logger: Logger
+        client: PostgresClient,
+        http: HTTPClient,
+        conninfo: String,
+        positions: Positions,
+        counts: [Int],
+        split: CPUSplit?,
+        logger: Logger
     ) async throws {
         let key = try await SettingsStore(client: client).syncTokenKey()
         let pollers = self.pollers
@@ -193,7 +210,9 @@ struct SyncBenchmark: AsyncParsableCommand {
                             + "| \(micro(reference.postgres)) | \(micro(reference.herald + reference.rest)) |"
                     )
                     beforeLastPGBench = afterPGBench
-                    cells.append(BoundCell(poll: name, clients: count, herald: herald.rate, pgbench: pgbench.tps, pgbenchPostgres: reference.postgres))
+                    cells.append(
+                        BoundCell(poll: name, clients: count, herald: herald.rate, pgbench: pgbench.tps, pgbenchPostgres: reference.postgres)
+                    )
                     let pipelined = try PGBench.run(conninfo: conninfo, script: pipelinedPath, clients: count, seconds: seconds, prefix: prefix)
                     let simple = try PGBench.run(conninfo: conninfo, script: path, clients: count, seconds: seconds, mode: "simple", prefix: prefix)
                     peaks[name] = max(peaks[name] ?? 0, herald.rate)
@@ -208,7 +227,9 @@ struct SyncBenchmark: AsyncParsableCommand {
             print("")
             print("CPU per request or transaction, µs (from /proc, over each run above; PostgreSQL – when the server is not on this machine):")
             print("")
-            print("| poll | clients | Herald: server process | PostgreSQL | rest (wrk, other) | pgbench prepared: PostgreSQL | rest (pgbench, other) |")
+            print(
+                "| poll | clients | Herald: server process | PostgreSQL | rest (wrk, other) | pgbench prepared: PostgreSQL | rest (pgbench, other) |"
+            )
             print("|---|---:|---:|---:|---:|---:|---:|")
             cpu.forEach { print($0) }
             let beforeFloor = await meter.read(after: beforeLastPGBench)
@@ -228,7 +249,9 @@ struct SyncBenchmark: AsyncParsableCommand {
             for (name, list) in [("quiet", quiet), ("10 changes", ten)] {
                 let target = (peaks[name] ?? 0) / 2
                 let paced = try await load(http: http, port: port, requests: list, clients: 4, seconds: seconds, pace: target / 4)
-                print("| \(name) | \(format(target)) | 4 | \(format(paced.rate)) | \(format(paced.p50, digits: 2)) / \(format(paced.p99, digits: 2)) |")
+                print(
+                    "| \(name) | \(format(target)) | 4 | \(format(paced.rate)) | \(format(paced.p50, digits: 2)) / \(format(paced.p99, digits: 2)) |"
+                )
             }
         }
     }
@@ -312,7 +335,11 @@ struct SyncBenchmark: AsyncParsableCommand {
     /// The peak rate with `clients` connections, each sending as fast as answers come, with the chosen
     /// generator (`wrk` started behind `prefix`).
     private func peak(
-        http: HTTPClient, port: Int, requests: [(token: String, session: String)], clients: Int, prefix: [String]
+        http: HTTPClient,
+        port: Int,
+        requests: [(token: String, session: String)],
+        clients: Int,
+        prefix: [String]
     ) async throws -> Sample {
         switch generator {
         case .swift:
@@ -331,7 +358,12 @@ struct SyncBenchmark: AsyncParsableCommand {
 
     /// `clients` tasks polling for `seconds`, each as fast as it can, or at `pace` requests per second.
     private func load(
-        http: HTTPClient, port: Int, requests: [(token: String, session: String)], clients: Int, seconds: Int, pace: Double?
+        http: HTTPClient,
+        port: Int,
+        requests: [(token: String, session: String)],
+        clients: Int,
+        seconds: Int,
+        pace: Double?
     ) async throws -> Sample {
         let clock = ContinuousClock()
         // Warm-up: open the connections and fill the caches before the clock starts.

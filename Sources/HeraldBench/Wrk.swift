@@ -23,7 +23,11 @@ enum Wrk {
     /// `clients` connections for `seconds`, each sending its next request as soon as the last answer is in.
     /// Fails if any answer is not a 2xx. `prefix` goes before the command line (`taskset -c 1`).
     static func run(
-        port: Int, requests: [(path: String, session: String)], clients: Int, seconds: Int, prefix: [String] = []
+        port: Int,
+        requests: [(path: String, session: String)],
+        clients: Int,
+        seconds: Int,
+        prefix: [String] = []
     ) async throws -> Result {
         guard let wrk = path() else { throw ValidationError("wrk not found: apt-get install wrk") }
         let base = NSTemporaryDirectory() + "herald-bench-wrk-\(getpid())"
@@ -36,16 +40,19 @@ enum Wrk {
             try? FileManager.default.removeItem(atPath: outputPath)
         }
         // One thread drives every connection, as one pgbench thread per client would barely be busy.
-        let arguments = prefix + [
-            wrk, "-t", "1", "-c", "\(clients)", "-d", "\(seconds)s", "--latency", "--timeout", "10s", "-s", scriptPath,
-            "http://127.0.0.1:\(port)",
-        ]
+        let arguments =
+            prefix + [
+                wrk, "-t", "1", "-c", "\(clients)", "-d", "\(seconds)s", "--latency", "--timeout", "10s", "-s", scriptPath,
+                "http://127.0.0.1:\(port)",
+            ]
         // waitpid blocks: wait on a thread of its own, never on the cooperative pool the server shares.
         let status = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Int32, any Error>) in
             Thread {
-                continuation.resume(with: Swift.Result(catching: {
-                    try ChildProcess.run(arguments, environment: ["PATH=/usr/bin:/bin", "LC_ALL=C"], outputPath: outputPath)
-                }))
+                continuation.resume(
+                    with: Swift.Result(catching: {
+                        try ChildProcess.run(arguments, environment: ["PATH=/usr/bin:/bin", "LC_ALL=C"], outputPath: outputPath)
+                    })
+                )
             }.start()
         }
         let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""

@@ -67,7 +67,9 @@ extension HeraldClient {
             failures += 1
             connectionState = .waitingToReconnect
             do {
-                try await Task.sleep(for: Backoff.delay(attempt: failures, initial: configuration.initialReconnectDelay, maximum: configuration.maximumReconnectDelay))
+                try await Task.sleep(
+                    for: Backoff.delay(attempt: failures, initial: configuration.initialReconnectDelay, maximum: configuration.maximumReconnectDelay)
+                )
             } catch {
                 break
             }

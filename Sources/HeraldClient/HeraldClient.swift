@@ -101,7 +101,9 @@ public final class HeraldClient {
     /// Runs `work` in a task of its own and waits for it at most `deadline`: past it `late` is thrown
     /// and the work goes on to its end, uncancelled (see `refreshAll`), its outcome dropped.
     static func within<T: Sendable>(
-        _ deadline: Duration, orThrow late: HeraldClientError, _ work: @escaping @Sendable () async throws -> T
+        _ deadline: Duration,
+        orThrow late: HeraldClientError,
+        _ work: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         let running = Task { try await work() }
         let first = await withTaskGroup(of: Result<T, any Error>?.self) { group in

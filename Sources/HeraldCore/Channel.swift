@@ -76,13 +76,17 @@ public struct Channel: Sendable, Equatable, Codable {
         if let problem = Self.urlProblem(url) { return ("channel_url", problem) }
         if name.count > Self.maximumNameLength { return ("name", "must be at most \(Self.maximumNameLength) characters") }
         if customType.count > Self.maximumNameLength { return ("custom_type", "must be at most \(Self.maximumNameLength) characters") }
-        if !coverURL.isEmpty, !WebURL.isHTTP(coverURL) { return ("cover_url", "must be an http(s) URL of at most \(WebURL.maximumLength) characters") }
+        if !coverURL.isEmpty, !WebURL.isHTTP(coverURL) {
+            return ("cover_url", "must be an http(s) URL of at most \(WebURL.maximumLength) characters")
+        }
         if categories.count > Self.maximumCategories { return ("categories", "at most \(Self.maximumCategories) categories") }
         var seen = Set<String>()
         for (index, category) in categories.enumerated() {
             if category.id.isEmpty || category.id.count > 64 { return ("categories[\(index)].id", "must be 1–64 characters") }
             if !seen.insert(category.id).inserted { return ("categories[\(index)].id", "duplicates category '\(category.id)'") }
-            if category.name.count > Self.maximumNameLength { return ("categories[\(index)].name", "must be at most \(Self.maximumNameLength) characters") }
+            if category.name.count > Self.maximumNameLength {
+                return ("categories[\(index)].name", "must be at most \(Self.maximumNameLength) characters")
+            }
         }
         if !categories.isEmpty, categories.filter(\.isDefault).count != 1 {
             return ("categories", "must have exactly one entry with is_default: true")

@@ -63,7 +63,8 @@ public enum LiveHint: Sendable, Equatable {
         switch kind {
         case "n" where fields.count == 4 || fields.count == 6:
             guard let change = NotificationChange(rawValue: String(fields[1])),
-                  let id = Int64(fields[2]), let channelKey = Int64(fields[3]) else { return nil }
+                let id = Int64(fields[2]), let channelKey = Int64(fields[3])
+            else { return nil }
             if fields.count == 6 {
                 guard let after = Int64(fields[4]), let through = Int64(fields[5]) else { return nil }
                 self = .notification(change, id: id, channelKey: channelKey, usersAfter: after, usersThrough: through)

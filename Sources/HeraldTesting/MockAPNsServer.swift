@@ -85,7 +85,8 @@ public final class MockAPNsServer: Sendable {
         let context = try NIOSSLContext(configuration: tls)
         let state = NIOLockedValueBox(State())
         let box = NIOLockedValueBox<MockAPNsServer?>(nil)
-        let settings = nioDefaultSettings.filter { $0.parameter != .maxConcurrentStreams }
+        let settings =
+            nioDefaultSettings.filter { $0.parameter != .maxConcurrentStreams }
             + [HTTP2Setting(parameter: .maxConcurrentStreams, value: maxConcurrentStreams)]
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
@@ -108,14 +109,25 @@ public final class MockAPNsServer: Sendable {
             .bind(host: "127.0.0.1", port: 0)
             .get()
         let server = MockAPNsServer(
-            port: channel.localAddress?.port ?? 0, trustRootFile: credentials.serverCertificateFile, channel: channel,
-            state: state, authentication: authentication, now: now
+            port: channel.localAddress?.port ?? 0,
+            trustRootFile: credentials.serverCertificateFile,
+            channel: channel,
+            state: state,
+            authentication: authentication,
+            now: now
         )
         box.withLockedValue { $0 = server }
         return server
     }
 
-    private init(port: Int, trustRootFile: String, channel: any Channel, state: NIOLockedValueBox<State>, authentication: Authentication, now: @escaping @Sendable () -> Date) {
+    private init(
+        port: Int,
+        trustRootFile: String,
+        channel: any Channel,
+        state: NIOLockedValueBox<State>,
+        authentication: Authentication,
+        now: @escaping @Sendable () -> Date
+    ) {
         self.port = port
         self.trustRootFile = trustRootFile
         self.channel = channel
@@ -317,10 +329,15 @@ private final class StreamsHandler: ChannelInboundHandler {
             if headers[name.lowercased()] == nil { headers[name.lowercased()] = value }
         }
         var recorded = MockAPNsServer.Request(
-            connection: connection, streamID: Int(streamID), method: request.headers.first(name: ":method") ?? "", path: path,
-            headers: headers, body: request.body,
+            connection: connection,
+            streamID: Int(streamID),
+            method: request.headers.first(name: ":method") ?? "",
+            path: path,
+            headers: headers,
+            body: request.body,
             deviceToken: path.hasPrefix("/3/device/") ? String(path.dropFirst("/3/device/".count)) : "",
-            status: nil, reason: nil
+            status: nil,
+            reason: nil
         )
         switch server.handle(&recorded, binding: binding) {
         case .status(let status, let reason, let timestamp):
@@ -335,9 +352,15 @@ private final class StreamsHandler: ChannelInboundHandler {
                 response.add(name: "content-type", value: "application/json")
             }
             let hasBody = payload.readableBytes > 0
-            context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: response, endStream: !hasBody)))), promise: nil)
+            context.write(
+                wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: response, endStream: !hasBody)))),
+                promise: nil
+            )
             if hasBody {
-                context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(payload), endStream: true)))), promise: nil)
+                context.write(
+                    wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(payload), endStream: true)))),
+                    promise: nil
+                )
             }
             needsFlush = true
         case .goAway:

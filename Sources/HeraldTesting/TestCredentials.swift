@@ -43,21 +43,30 @@ public struct TestCredentials: Sendable {
         clientCertificateFile = directory + "/client.pem"
         let clientKeyFile = directory + "/client-key.pem"
         let p12File = directory + "/client.p12"
-        try Self.openssl([
-            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
-            "-keyout", serverKeyFile, "-out", serverCertificateFile, "-subj", "/CN=127.0.0.1",
-            "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
-        ], in: directory)
+        try Self.openssl(
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+                "-keyout", serverKeyFile, "-out", serverCertificateFile, "-subj", "/CN=127.0.0.1",
+                "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+            ],
+            in: directory
+        )
         try Self.openssl(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", signingKeyFile], in: directory)
-        try Self.openssl([
-            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
-            "-keyout", clientKeyFile, "-out", clientCertificateFile,
-            "-subj", "/UID=com.example.herald.cert/CN=Apple Push Services: com.example.herald.cert",
-        ], in: directory)
-        try Self.openssl([
-            "pkcs12", "-export", "-inkey", clientKeyFile, "-in", clientCertificateFile, "-out", p12File,
-            "-passout", "pass:p12-secret",
-        ], in: directory)
+        try Self.openssl(
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+                "-keyout", clientKeyFile, "-out", clientCertificateFile,
+                "-subj", "/UID=com.example.herald.cert/CN=Apple Push Services: com.example.herald.cert",
+            ],
+            in: directory
+        )
+        try Self.openssl(
+            [
+                "pkcs12", "-export", "-inkey", clientKeyFile, "-in", clientCertificateFile, "-out", p12File,
+                "-passout", "pass:p12-secret",
+            ],
+            in: directory
+        )
         signingKeyPEM = try String(contentsOfFile: signingKeyFile, encoding: .utf8)
         p12 = Array(try Data(contentsOf: URL(fileURLWithPath: p12File)))
     }

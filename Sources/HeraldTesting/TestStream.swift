@@ -2,9 +2,9 @@ import Foundation
 import HTTPTypes
 import HummingbirdWSClient
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOWebSocket
-import NIOConcurrencyHelpers
 
 /// A live stream (`GET /v1/me/stream`) opened by a test, with its events read one by one.
 ///
@@ -34,7 +34,8 @@ public final class TestStream: Sendable {
         task = Task {
             defer { continuation.finish() }
             return try await WebSocketClient.connect(
-                url: url, configuration: .init(maxFrameSize: 1 << 20, additionalHeaders: headers, autoPing: .disabled),
+                url: url,
+                configuration: .init(maxFrameSize: 1 << 20, additionalHeaders: headers, autoPing: .disabled),
                 logger: Logger(label: "test.stream")
             ) { inbound, writer, _ in
                 outbound.withLockedValue { $0 = writer }

@@ -141,7 +141,9 @@ extension Herald {
                 if results.isEmpty { print("User \(user) has no devices.") }
                 for item in results {
                     let status = item.result.status.map(String.init) ?? "-"
-                    print("\(item.deviceToken) \(item.environment) \(item.topic): \(item.result.outcome) status=\(status) reason=\(item.result.reason ?? "")")
+                    print(
+                        "\(item.deviceToken) \(item.environment) \(item.topic): \(item.result.outcome) status=\(status) reason=\(item.result.reason ?? "")"
+                    )
                 }
                 if results.contains(where: { $0.result.outcome != .delivered }) { throw ExitCode(1) }
             }

@@ -13,12 +13,14 @@ struct APNsClientTests {
         let key = try ES256Key(pem: credentials.signingKeyPEM)
         return try await MockAPNsServer.start(
             authentication: .token(publicKeyPEM: key.publicKeyPEM, keyID: credentials.keyID, teamID: credentials.teamID),
-            maxConcurrentStreams: maxConcurrentStreams, now: now
+            maxConcurrentStreams: maxConcurrentStreams,
+            now: now
         )
     }
 
     static func client(_ server: MockAPNsServer, cache: ProviderTokenCache? = nil, timeout: Duration = .seconds(10)) throws -> APNsClient {
-        let cache = try cache ?? ProviderTokenCache(key: ES256Key(pem: credentials.signingKeyPEM), keyID: credentials.keyID, teamID: credentials.teamID)
+        let cache =
+            try cache ?? ProviderTokenCache(key: ES256Key(pem: credentials.signingKeyPEM), keyID: credentials.keyID, teamID: credentials.teamID)
         return try APNsClient(
             configuration: .init(baseURL: server.baseURL, additionalTrustRootFiles: [server.trustRootFile], timeout: timeout),
             authentication: .token(cache)
@@ -26,7 +28,15 @@ struct APNsClientTests {
     }
 
     static func push(_ token: String = token, payload: String = #"{"aps":{"content-available":1}}"#) -> APNsPush {
-        APNsPush(deviceToken: token, topic: "com.example.herald", pushType: "background", priority: 5, expiration: 1_900_000_000, collapseID: "user-1", payload: Array(payload.utf8))
+        APNsPush(
+            deviceToken: token,
+            topic: "com.example.herald",
+            pushType: "background",
+            priority: 5,
+            expiration: 1_900_000_000,
+            collapseID: "user-1",
+            payload: Array(payload.utf8)
+        )
     }
 
     @Test func aSilentPushCarriesExactlyTheAPNsHeadersAndASignedToken() async throws {
@@ -55,8 +65,11 @@ struct APNsClientTests {
         // server's SETTINGS (NIOHTTP2 on the mock refuses streams beyond them).
         let server = try await Self.tokenServer(maxConcurrentStreams: 10, now: now)
         let cache = try ProviderTokenCache(
-            key: ES256Key(pem: Self.credentials.signingKeyPEM), keyID: Self.credentials.keyID, teamID: Self.credentials.teamID,
-            refreshAfter: .seconds(40 * 60), now: now
+            key: ES256Key(pem: Self.credentials.signingKeyPEM),
+            keyID: Self.credentials.keyID,
+            teamID: Self.credentials.teamID,
+            refreshAfter: .seconds(40 * 60),
+            now: now
         )
         // Debug builds of the HTTP/2 stack answer a few hundred requests a second: the deadline allows for it.
         let client = try Self.client(server, cache: cache, timeout: .seconds(60))
@@ -116,7 +129,9 @@ struct APNsClientTests {
         let server = try await Self.tokenServer()
         let client = try APNsClient(
             configuration: .init(baseURL: server.baseURL, additionalTrustRootFiles: [server.trustRootFile], timeout: .seconds(60), connections: 1),
-            authentication: .token(ProviderTokenCache(key: ES256Key(pem: Self.credentials.signingKeyPEM), keyID: Self.credentials.keyID, teamID: Self.credentials.teamID))
+            authentication: .token(
+                ProviderTokenCache(key: ES256Key(pem: Self.credentials.signingKeyPEM), keyID: Self.credentials.keyID, teamID: Self.credentials.teamID)
+            )
         )
         let tokens = (0..<400).map { String(format: "%064x", $0 + 1) }
         let reason = "Refused" + String(repeating: "-", count: 200)

@@ -64,7 +64,13 @@ extension ClientSuites {
                 #expect(counts["viewed"] as? Int == 1 && counts["clicked"] as? Int == 1)
                 // Someone else's id is refused by the server, and said so.
                 let other = try await world.send("other", to: ["u2"])
-                await #expect(throws: HeraldClientError.server(status: 404, code: "notification_not_found", message: "You have no notification with id \(other); nothing was recorded.")) {
+                await #expect(
+                    throws: HeraldClientError.server(
+                        status: 404,
+                        code: "notification_not_found",
+                        message: "You have no notification with id \(other); nothing was recorded."
+                    )
+                ) {
                     try await feed.log(.viewed, ids: [other])
                 }
             }

@@ -100,7 +100,9 @@ extension ClientSuites {
                         client = try await world.client("u1", cache: cache)
                         held = try await open(client, refresh: false)
                         if held.map(\.notifications) != before {
-                            Issue.record("step \(step): the cache did not give back what was held: \(held.map { $0.notifications.map(\.id) }) for \(before.map { $0.map(\.id) })\n\(history.suffix(30).joined(separator: "\n"))")
+                            Issue.record(
+                                "step \(step): the cache did not give back what was held: \(held.map { $0.notifications.map(\.id) }) for \(before.map { $0.map(\.id) })\n\(history.suffix(30).joined(separator: "\n"))"
+                            )
                         }
                         counts["restart", default: 0] += 1
                         history.append("\(step) restart")
@@ -182,7 +184,8 @@ extension ClientSuites {
 
         func diff(_ mine: [HeraldNotification], _ truth: [HeraldNotification]) -> String {
             for (index, (a, b)) in zip(mine, truth).enumerated() where a != b {
-                return "first difference at \(index): held \(a.id) \(a.status) \(a.data) @\(a.position), truth \(b.id) \(b.status) \(b.data) @\(b.position)"
+                return
+                    "first difference at \(index): held \(a.id) \(a.status) \(a.data) @\(a.position), truth \(b.id) \(b.status) \(b.data) @\(b.position)"
             }
             return "held \(mine.count), truth \(truth.count)"
         }

@@ -22,7 +22,10 @@ struct MillisecondDateTranscoderTests {
             #expect(try transcoder.encode(date) == text || Self.milliseconds(foundation) != milliseconds, "\(text)")
         }
         for edge in ["2024-02-29T23:59:59.999Z", "2000-01-01T00:00:00.000Z", "1999-12-31T23:59:59.001Z"] {
-            #expect(Self.milliseconds(try transcoder.decode(edge)) == Self.milliseconds(try Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(edge)))
+            #expect(
+                Self.milliseconds(try transcoder.decode(edge))
+                    == Self.milliseconds(try Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(edge))
+            )
         }
         // Other shapes go to Foundation: without milliseconds, with an offset; nonsense is an error.
         #expect(try transcoder.decode("2024-01-01T00:00:00Z") == Date(timeIntervalSince1970: 1_704_067_200))

@@ -71,12 +71,19 @@ extension ClientSuites {
                 }
                 let alert = try #require(world.mock.requests.first { $0.headers["apns-push-type"] == "alert" })
                 let userInfo = try #require(try JSONSerialization.jsonObject(with: Data(alert.body)) as? [String: Any])
-                let updated = try await DeliveryReceipt.post(userInfo: userInfo, serverURL: world.serverURL, sessionToken: try #require(world.sessions["u1"]))
+                let updated = try await DeliveryReceipt.post(
+                    userInfo: userInfo,
+                    serverURL: world.serverURL,
+                    sessionToken: try #require(world.sessions["u1"])
+                )
                 #expect(updated == [id])
                 let view = try await world.admin(.GET, "/v1/notifications/\(id)")
                 #expect((view["counts"] as? [String: Any])?["delivered"] as? Int == 1)
                 // The same receipt again changes nothing; a push that is not Herald's posts nothing.
-                #expect(try await DeliveryReceipt.post(userInfo: userInfo, serverURL: world.serverURL, sessionToken: try #require(world.sessions["u1"])) == [])
+                #expect(
+                    try await DeliveryReceipt.post(userInfo: userInfo, serverURL: world.serverURL, sessionToken: try #require(world.sessions["u1"]))
+                        == []
+                )
                 #expect(try await DeliveryReceipt.post(userInfo: ["aps": ["alert": "x"]], serverURL: world.serverURL, sessionToken: "none") == [])
                 // A server that does not answer in time: the helper gives up at its deadline.
                 world.kill()
@@ -125,7 +132,8 @@ extension ClientSuites {
         @Test func theStreamRefusesADeviceItCannotName() async throws {
             try await ServerWorld.with { world in
                 let session = try #require(world.sessions["u1"])
-                let handshake = "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13"
+                let handshake =
+                    "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13"
                 for (path, header, status, code) in [
                     ("/v1/me/stream", "Herald-Device: zz\r\n", 400, "invalid_device"),
                     ("/v1/me/stream?device=%2B1", "", 400, "invalid_device"),

@@ -29,7 +29,9 @@ final class ServerWorld: Sendable {
 
     /// Runs `body` with a world; the server is killed and the mock stopped afterwards.
     static func with(
-        users: [String] = ["u1", "u2"], settings: [String: String] = [:], _ body: @MainActor @Sendable (ServerWorld) async throws -> Void
+        users: [String] = ["u1", "u2"],
+        settings: [String: String] = [:],
+        _ body: @MainActor @Sendable (ServerWorld) async throws -> Void
     ) async throws {
         try await TestPostgres.withDatabase(cluster: .client) { (db: TestDatabase) async throws in
             let credentials = TestCredentials.shared
@@ -46,7 +48,14 @@ final class ServerWorld: Sendable {
             let world = ServerWorld(db: db, mock: mock, environment: environment, port: port, process: process, sessions: [:])
             do {
                 let sessions = try await world.seed(users: users)
-                let ready = ServerWorld(db: db, mock: mock, environment: environment, port: port, process: world.process.withLock { $0 }, sessions: sessions)
+                let ready = ServerWorld(
+                    db: db,
+                    mock: mock,
+                    environment: environment,
+                    port: port,
+                    process: world.process.withLock { $0 },
+                    sessions: sessions
+                )
                 try await body(ready)
                 ready.kill()
             } catch {
@@ -58,7 +67,14 @@ final class ServerWorld: Sendable {
         }
     }
 
-    private init(db: TestDatabase, mock: MockAPNsServer, environment: [String: String], port: Int, process: HeraldProcess?, sessions: [String: String]) {
+    private init(
+        db: TestDatabase,
+        mock: MockAPNsServer,
+        environment: [String: String],
+        port: Int,
+        process: HeraldProcess?,
+        sessions: [String: String]
+    ) {
         self.db = db
         self.mock = mock
         self.environment = environment
@@ -69,7 +85,8 @@ final class ServerWorld: Sendable {
 
     static func start(environment: [String: String], port: Int) async throws -> (HeraldProcess, Int) {
         let process = try HeraldProcess(
-            arguments: ["serve", "--port", String(port), "--sql-dir", TestPostgres.repositoryRoot() + "/sql"], environment: environment
+            arguments: ["serve", "--port", String(port), "--sql-dir", TestPostgres.repositoryRoot() + "/sql"],
+            environment: environment
         )
         let line = try await process.waitForLine(containing: "Herald listening on")
         return (process, try #require(line.split(separator: ":").last.flatMap { Int($0) }))
@@ -93,7 +110,7 @@ final class ServerWorld: Sendable {
                 let (process, _) = try await Self.start(environment: environment, port: port)
                 self.process.withLock { $0 = process }
                 return
-            } catch where ContinuousClock.now < deadline {
+            } catch  where ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(100))
             }
         }
@@ -102,9 +119,17 @@ final class ServerWorld: Sendable {
     // MARK: - Admin
 
     func seed(users: [String]) async throws -> [String: String] {
-        try await admin(.PUT, "/v1/channels/feed", #"{"kind":"feed","name":"Feed","categories":[{"id":"news","name":"News","is_default":true},{"id":"promo","name":"Promo"}]}"#)
+        try await admin(
+            .PUT,
+            "/v1/channels/feed",
+            #"{"kind":"feed","name":"Feed","categories":[{"id":"news","name":"News","is_default":true},{"id":"promo","name":"Promo"}]}"#
+        )
         try await admin(.PUT, "/v1/channels/chat", #"{"kind":"chat","name":"Chat"}"#)
-        try await admin(.PUT, "/v1/templates/plain", #"{"name":"Plain","variables":[{"name":"title","type":"string","required":true}],"data":{"title":"{{title}}"},"push_title":"{{title}}","push_body":"{{title}}"}"#)
+        try await admin(
+            .PUT,
+            "/v1/templates/plain",
+            #"{"name":"Plain","variables":[{"name":"title","type":"string","required":true}],"data":{"title":"{{title}}"},"push_title":"{{title}}","push_body":"{{title}}"}"#
+        )
         let credentials = TestCredentials.shared
         let upload: [String: String] = [
             "type": "token", "environment": "sandbox", "topic": Self.topic, "key": credentials.signingKeyPEM,
@@ -141,7 +166,13 @@ final class ServerWorld: Sendable {
 
     /// A request as any HTTP client would make it; the JSON object answered (empty for none).
     @discardableResult
-    func call(_ method: HTTPMethod, _ path: String, _ body: String? = nil, bearer: String?, expect: ClosedRange<Int> = 200...299) async throws -> [String: Any] {
+    func call(
+        _ method: HTTPMethod,
+        _ path: String,
+        _ body: String? = nil,
+        bearer: String?,
+        expect: ClosedRange<Int> = 200...299
+    ) async throws -> [String: Any] {
         var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
         request.method = method
         if let bearer { request.headers.add(name: "Authorization", value: "Bearer \(bearer)") }
@@ -161,7 +192,10 @@ final class ServerWorld: Sendable {
     @MainActor
     func client(_ user: String, cache: URL? = nil, tokenProvider: (@Sendable () async throws -> String)? = nil) async throws -> HeraldClient {
         var configuration = HeraldClient.Configuration(
-            serverURL: serverURL, sessionToken: try #require(sessions[user]), tokenProvider: tokenProvider, cacheURL: cache
+            serverURL: serverURL,
+            sessionToken: try #require(sessions[user]),
+            tokenProvider: tokenProvider,
+            cacheURL: cache
         )
         configuration.initialReconnectDelay = .milliseconds(50)
         configuration.maximumReconnectDelay = .milliseconds(500)

@@ -5,11 +5,26 @@ import Testing
 @Suite struct AlertPayloadTests {
     static func content(text: String = "Your order shipped", badge: Int64? = 3) -> AlertPayload.Content {
         AlertPayload.Content(
-            notificationID: 42, createdAtMilliseconds: 1_795_000_000_123, appID: "herald", title: "Shipped", text: text,
-            includeNickname: true, type: "MESG", customType: "orders", channelURL: "chat-1", channelName: "Orders",
-            channelCustomType: "support", channelType: "chat", channelUnreadCount: 2, unreadMessageCount: 3, badge: badge,
-            sound: "chime.caf", sender: .init(id: "shop", name: "Shop", profileURL: "https://example.com/shop.png"),
-            recipient: .init(id: "u1", name: "Ann"), mentionedUsers: [.init(id: "u1", name: "Ann")], audienceType: "targets",
+            notificationID: 42,
+            createdAtMilliseconds: 1_795_000_000_123,
+            appID: "herald",
+            title: "Shipped",
+            text: text,
+            includeNickname: true,
+            type: "MESG",
+            customType: "orders",
+            channelURL: "chat-1",
+            channelName: "Orders",
+            channelCustomType: "support",
+            channelType: "chat",
+            channelUnreadCount: 2,
+            unreadMessageCount: 3,
+            badge: badge,
+            sound: "chime.caf",
+            sender: .init(id: "shop", name: "Shop", profileURL: "https://example.com/shop.png"),
+            recipient: .init(id: "u1", name: "Ann"),
+            mentionedUsers: [.init(id: "u1", name: "Ann")],
+            audienceType: "targets",
             extraAPS: ["thread-id": .string("orders"), "interruption-level": .string("time-sensitive")],
             custom: ["deep_link": .string("app://orders/42")]
         )
@@ -29,7 +44,9 @@ import Testing
         #expect(aps["thread-id"] as? String == "orders")  // the notification's extra aps fields
         #expect(payload["deep_link"] as? String == "app://orders/42")  // and custom keys
         let herald = try #require(payload["herald"] as? [String: Any])
-        for key in ["category", "type", "message", "custom_type", "app_id", "channel_type", "push_title", "push_alert", "push_sound", "audience_type"] {
+        for key in [
+            "category", "type", "message", "custom_type", "app_id", "channel_type", "push_title", "push_alert", "push_sound", "audience_type",
+        ] {
             #expect(herald[key] is String, "\(key)")
         }
         for key in ["message_id", "created_at", "unread_message_count"] {

@@ -8,7 +8,8 @@ import Testing
     @Test func formatsLikeFoundationToTheMillisecond() {
         var generator = SystemRandomNumberGenerator()
         let foundation = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
-        let first = Int64(-25_567), last = Int64(58_436)  // 1900-01-01 … 2130-01-01 as days since 1970
+        let first = Int64(-25_567)
+        let last = Int64(58_436)  // 1900-01-01 … 2130-01-01 as days since 1970
         for day in first...last {
             let microsecond = Int64.random(in: 0..<86_400_000_000, using: &generator)
             let micros = day * 86_400_000_000 + microsecond

@@ -89,7 +89,12 @@ struct TemplateTests {
             try template.validate()
         }
         template.data = .object(["broken": .string("line one\n{{#a}}x{{/b}}")])
-        #expect(throws: TemplateProblem(path: "$.data.broken", message: "is not a valid template: a section is closed with another name than it was opened with (line 2, column 11)")) {
+        #expect(
+            throws: TemplateProblem(
+                path: "$.data.broken",
+                message: "is not a valid template: a section is closed with another name than it was opened with (line 2, column 11)"
+            )
+        ) {
             try template.validate()
         }
         template = try decode(Self.orderShipped)
@@ -134,7 +139,9 @@ struct TemplateTests {
         )
         try template.validate()
         #expect(try template.render(["since": .string("2026-11-22T08:00:00Z")]).data == .object(["text": .string("Since 2026-11-22T08:00:00Z")]))
-        #expect(try template.render(["since": .string("2026-11-22T08:00:00.250Z")]).data == .object(["text": .string("Since 2026-11-22T08:00:00.250Z")]))
+        #expect(
+            try template.render(["since": .string("2026-11-22T08:00:00.250Z")]).data == .object(["text": .string("Since 2026-11-22T08:00:00.250Z")])
+        )
         #expect(throws: TemplateProblem(path: "since", message: "must be an RFC 3339 date-time")) {
             try template.render(["since": .string("yesterday")])
         }

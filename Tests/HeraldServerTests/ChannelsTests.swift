@@ -22,12 +22,18 @@ struct ChannelsTests {
 
     func json(_ response: TestResponse) throws -> [String: Any] { try jsonObject(response) }
 
-    static let orders = #"{"kind":"feed","name":"Orders","cover_url":"https://cdn.example.com/orders.png","categories":[{"id":"shipping","name":"Shipping","is_default":true},{"id":"billing","name":"Billing","is_default":false}]}"#
+    static let orders =
+        #"{"kind":"feed","name":"Orders","cover_url":"https://cdn.example.com/orders.png","categories":[{"id":"shipping","name":"Shipping","is_default":true},{"id":"billing","name":"Billing","is_default":false}]}"#
 
     @Test func createReadReplaceListDelete() async throws {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
             try await application(db).test(.router) { client in
-                let created = try await client.execute(uri: "/v1/channels/orders", method: .put, headers: admin, body: ByteBuffer(string: Self.orders))
+                let created = try await client.execute(
+                    uri: "/v1/channels/orders",
+                    method: .put,
+                    headers: admin,
+                    body: ByteBuffer(string: Self.orders)
+                )
                 #expect(created.status == .created)
                 let body = try json(created)
                 #expect(body["channel_url"] as? String == "orders")
@@ -37,17 +43,32 @@ struct ChannelsTests {
                 let same = try await client.execute(uri: "/v1/channels/orders", method: .put, headers: admin, body: ByteBuffer(string: Self.orders))
                 #expect(same.status == .ok)
 
-                let renamed = try await client.execute(uri: "/v1/channels/orders", method: .put, headers: admin, body: ByteBuffer(string: #"{"kind":"feed","name":"Your orders"}"#))
+                let renamed = try await client.execute(
+                    uri: "/v1/channels/orders",
+                    method: .put,
+                    headers: admin,
+                    body: ByteBuffer(string: #"{"kind":"feed","name":"Your orders"}"#)
+                )
                 #expect(renamed.status == .ok)
                 #expect(try json(renamed)["name"] as? String == "Your orders")
                 #expect((try json(renamed)["categories"] as? [Any])?.isEmpty == true)
 
-                let kindChange = try await client.execute(uri: "/v1/channels/orders", method: .put, headers: admin, body: ByteBuffer(string: #"{"kind":"chat"}"#))
+                let kindChange = try await client.execute(
+                    uri: "/v1/channels/orders",
+                    method: .put,
+                    headers: admin,
+                    body: ByteBuffer(string: #"{"kind":"chat"}"#)
+                )
                 #expect(kindChange.status == .conflict)
                 #expect(try errorCode(kindChange) == "kind_change")
 
                 for name in ["support", "alerts", "digest"] {
-                    _ = try await client.execute(uri: "/v1/channels/\(name)", method: .put, headers: admin, body: ByteBuffer(string: #"{"kind":"chat"}"#))
+                    _ = try await client.execute(
+                        uri: "/v1/channels/\(name)",
+                        method: .put,
+                        headers: admin,
+                        body: ByteBuffer(string: #"{"kind":"chat"}"#)
+                    )
                 }
                 let page1 = try await client.execute(uri: "/v1/channels?limit=2", method: .get, headers: admin)
                 #expect(((try json(page1)["channels"] as? [[String: Any]]) ?? []).map { $0["channel_url"] as? String } == ["alerts", "digest"])
@@ -76,7 +97,11 @@ struct ChannelsTests {
                     ("/v1/channels/bad%20url", #"{"kind":"feed"}"#, "invalid_channel_url"),
                     ("/v1/channels/ok", #"{"kind":"feed","cover_url":"javascript:alert(1)"}"#, "invalid_channel"),
                     ("/v1/channels/ok", #"{"kind":"feed","categories":[{"id":"a","name":"A","is_default":false}]}"#, "invalid_channel"),
-                    ("/v1/channels/ok", #"{"kind":"feed","categories":[{"id":"a","name":"A","is_default":true},{"id":"a","name":"B","is_default":false}]}"#, "invalid_channel"),
+                    (
+                        "/v1/channels/ok",
+                        #"{"kind":"feed","categories":[{"id":"a","name":"A","is_default":true},{"id":"a","name":"B","is_default":false}]}"#,
+                        "invalid_channel"
+                    ),
                 ]
                 for (uri, body, code) in cases {
                     let response = try await client.execute(uri: uri, method: .put, headers: admin, body: ByteBuffer(string: body))
@@ -84,10 +109,15 @@ struct ChannelsTests {
                     #expect(try errorCode(response) == code, "\(uri) \(body)")
                 }
                 let noDefault = try await client.execute(
-                    uri: "/v1/channels/ok", method: .put, headers: admin,
+                    uri: "/v1/channels/ok",
+                    method: .put,
+                    headers: admin,
                     body: ByteBuffer(string: #"{"kind":"feed","categories":[{"id":"a","name":"A","is_default":false}]}"#)
                 )
-                #expect((try json(noDefault)["error"] as? [String: Any])?["message"] as? String == "categories must have exactly one entry with is_default: true.")
+                #expect(
+                    (try json(noDefault)["error"] as? [String: Any])?["message"] as? String
+                        == "categories must have exactly one entry with is_default: true."
+                )
                 #expect(try await client.execute(uri: "/v1/channels?limit=0", method: .get, headers: admin).status == .badRequest)
             }
             #expect(try await db.client.query("SELECT count(*) FROM channels").first?.decode(Int.self) == 0)

@@ -6,8 +6,9 @@ import HeraldTesting
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
-@testable import Postgres
 import Testing
+
+@testable import Postgres
 
 /// The channel list's change log (`GET /v1/me/channels?token=`). Part of the `Collections` suite, on
 /// its horizon-sensitive cluster, for the same reason as the model test: an open transaction anywhere
@@ -179,7 +180,9 @@ extension CollectionTests {
                 // told, so that a client that has not synced since the channel left its list cannot keep
                 // it: u1 hears of it again (a removal of what it does not have costs it nothing); u3,
                 // who never had anything there, does not.
-                var stranger = ListClient(session: try #require(try await SessionStore(client: db.client).create(userID: "u3", lifetime: 3600)).token.text)
+                var stranger = ListClient(
+                    session: try #require(try await SessionStore(client: db.client).create(userID: "u3", lifetime: 3600)).token.text
+                )
                 try await sync(&stranger, client)
                 #expect(try await channels.delete("sales"))
                 #expect(try await changes(&theirs) == ([], ["sales"]))
@@ -196,7 +199,11 @@ extension CollectionTests {
                 #expect(theirs.channels["sales"]?.name == "Sales, third")
 
                 // An admin reset of a channel the user opened keeps it listed, emptied.
-                let reset = try await client.execute(uri: "/v1/users/u1/channels/other/reset", method: .post, headers: jsonHeaders(bearer: Self.adminToken))
+                let reset = try await client.execute(
+                    uri: "/v1/users/u1/channels/other/reset",
+                    method: .post,
+                    headers: jsonHeaders(bearer: Self.adminToken)
+                )
                 #expect(reset.status == .noContent)
                 try await world.send("in other", to: ["u1"], channel: "other")
                 #expect(try await changes(&mine) == (["other"], []))
@@ -313,10 +320,19 @@ extension CollectionTests {
             let template = try #require(try await TemplateStore(client: db.client).get("plain")).template
             let content = try template.renderNotification(variables: ["title": .string("to all")], userVariables: [:])
             let draft = NotificationDraft(
-                channelURL: "town", templateKey: "plain", templateVersion: 1, variables: ["title": .string("to all")],
-                content: content, category: "", tags: [], eventDeadline: nil, push: PushOptions(), audience: .all
+                channelURL: "town",
+                templateKey: "plain",
+                templateVersion: 1,
+                variables: ["title": .string("to all")],
+                content: content,
+                category: "",
+                tags: [],
+                eventDeadline: nil,
+                push: PushOptions(),
+                audience: .all
             )
-            guard case .created = try await world.notifications.send(draft, idempotency: nil, respond: { _ in StoredResponse(status: 202, body: []) }) else {
+            guard case .created = try await world.notifications.send(draft, idempotency: nil, respond: { _ in StoredResponse(status: 202, body: []) })
+            else {
                 throw CancellationError()
             }
             while try await world.notifications.fanOutNextBatch(size: 100) != nil {}
@@ -387,15 +403,29 @@ extension CollectionTests {
                         counter += 1
                         var users = ["u1", "u2", "u3"].filter { _ in Bool.random(using: &random) }
                         if users.isEmpty || Int.random(in: 0..<3, using: &random) > 0 { users.append("u1") }
-                        sent.append((try await world.send("n\(counter)", to: Array(Set(users)).sorted(), category: category, channel: channel), channel))
+                        sent.append(
+                            (try await world.send("n\(counter)", to: Array(Set(users)).sorted(), category: category, channel: channel), channel)
+                        )
                     case 18..<21:
                         counter += 1
                         let content = try template.renderNotification(variables: ["title": .string("b\(counter)")], userVariables: [:])
                         let draft = NotificationDraft(
-                            channelURL: channel, templateKey: "plain", templateVersion: 1, variables: ["title": .string("b\(counter)")],
-                            content: content, category: category, tags: [], eventDeadline: nil, push: PushOptions(), audience: .all
+                            channelURL: channel,
+                            templateKey: "plain",
+                            templateVersion: 1,
+                            variables: ["title": .string("b\(counter)")],
+                            content: content,
+                            category: category,
+                            tags: [],
+                            eventDeadline: nil,
+                            push: PushOptions(),
+                            audience: .all
                         )
-                        if case .created(let stored, _) = try await world.notifications.send(draft, idempotency: nil, respond: { _ in StoredResponse(status: 202, body: []) }) {
+                        if case .created(let stored, _) = try await world.notifications.send(
+                            draft,
+                            idempotency: nil,
+                            respond: { _ in StoredResponse(status: 202, body: []) }
+                        ) {
                             sent.append((stored.id, channel))
                         }
                     case 21..<25:
@@ -413,16 +443,22 @@ extension CollectionTests {
                     case 31..<36 where !sent.isEmpty:
                         _ = try await world.notifications.delete(sent.remove(at: Int.random(in: 0..<sent.count, using: &random)).id)
                     case 36..<44:
-                        let ids = sent.filter { $0.channel == channel }.map(\.id).shuffled(using: &random).prefix(Int.random(in: 0...2, using: &random))
+                        let ids = sent.filter { $0.channel == channel }.map(\.id).shuffled(using: &random).prefix(
+                            Int.random(in: 0...2, using: &random)
+                        )
                         let body = ids.isEmpty ? "" : #"{"notification_ids":[\#(ids.map { "\"\($0)\"" }.joined(separator: ","))]}"#
                         let response = try await client.execute(
-                            uri: "/v1/me/channels/\(channel)/read", method: .post, headers: jsonHeaders(bearer: world.sessions["u1"]!),
+                            uri: "/v1/me/channels/\(channel)/read",
+                            method: .post,
+                            headers: jsonHeaders(bearer: world.sessions["u1"]!),
                             body: ByteBuffer(string: body)
                         )
                         #expect(response.status == .ok)
                     case 44..<47:
                         let response = try await client.execute(
-                            uri: "/v1/me/channels/\(channel)/seen", method: .post, headers: jsonHeaders(bearer: world.sessions["u1"]!)
+                            uri: "/v1/me/channels/\(channel)/seen",
+                            method: .post,
+                            headers: jsonHeaders(bearer: world.sessions["u1"]!)
                         )
                         #expect(response.status == .ok)
                     case 47..<51:

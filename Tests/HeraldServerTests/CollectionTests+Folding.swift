@@ -24,10 +24,24 @@ extension CollectionTests {
         let own = Dictionary(uniqueKeysWithValues: ownVariablesFor.map { ($0, ["title": JSONValue.string("\(title) for \($0)")]) })
         let content = try template.renderNotification(variables: ["title": .string(title)], userVariables: own)
         let draft = NotificationDraft(
-            channelURL: channel, templateKey: "plain", templateVersion: 1, variables: ["title": .string(title)],
-            content: content, category: "news", tags: [], eventDeadline: nil, push: PushOptions(), audience: .all
+            channelURL: channel,
+            templateKey: "plain",
+            templateVersion: 1,
+            variables: ["title": .string(title)],
+            content: content,
+            category: "news",
+            tags: [],
+            eventDeadline: nil,
+            push: PushOptions(),
+            audience: .all
         )
-        guard case .created(let stored, _) = try await world.notifications.send(draft, idempotency: nil, respond: { _ in StoredResponse(status: 202, body: []) }) else {
+        guard
+            case .created(let stored, _) = try await world.notifications.send(
+                draft,
+                idempotency: nil,
+                respond: { _ in StoredResponse(status: 202, body: []) }
+            )
+        else {
             throw CancellationError()
         }
         return stored.id
@@ -83,12 +97,18 @@ extension CollectionTests {
                 for (user, channels) in view.unread {
                     for (url, unread) in channels {
                         let channel = try #require(try await collections.channel(url)).key
-                        #expect(try await collections.liveState(userKey: keys[user]!, channelKey: channel).state.unreadCount == unread, "\(comment) \(user) \(url)")
+                        #expect(
+                            try await collections.liveState(userKey: keys[user]!, channelKey: channel).state.unreadCount == unread,
+                            "\(comment) \(user) \(url)"
+                        )
                         let opened = try await db.client.query(
                             "SELECT opened FROM channel_states WHERE user_key = \(keys[user]!) AND channel_key = \(channel)"
                         ).first?.decode(Bool.self)
                         if let opened {
-                            #expect(try await collections.markSeen(userKey: keys[user]!, channelKey: channel, at: Date()).unreadCount == unread, "\(comment) \(user) \(url)")
+                            #expect(
+                                try await collections.markSeen(userKey: keys[user]!, channelKey: channel, at: Date()).unreadCount == unread,
+                                "\(comment) \(user) \(url)"
+                            )
                             try await db.client.query(
                                 "UPDATE channel_states SET opened = \(opened) WHERE user_key = \(keys[user]!) AND channel_key = \(channel)"
                             )
@@ -190,7 +210,9 @@ extension CollectionTests {
             try await db.client.withConnection { held in
                 try await held.query("BEGIN")
                 try await held.query("SELECT 1 FROM notifications WHERE id = \(broadcast) FOR UPDATE")
-                try await held.query("UPDATE channel_states SET unread_adjustment = unread_adjustment + 1 WHERE user_key = \(user) AND channel_key = \(channel)")
+                try await held.query(
+                    "UPDATE channel_states SET unread_adjustment = unread_adjustment + 1 WHERE user_key = \(user) AND channel_key = \(channel)"
+                )
                 try await held.query("UPDATE notifications SET folded_through = \(user) WHERE id = \(broadcast)")
                 // …while a mark waits for u1's channel state; once the database shows it waiting, the batch commits.
                 async let seen = collections.markSeen(userKey: user, channelKey: channel, at: Date())

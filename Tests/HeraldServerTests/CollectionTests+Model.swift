@@ -87,10 +87,13 @@ extension CollectionTests {
                             copy[id] = value
                         }
                         guard let cursor = page["prev_cursor"] as? String else { break }
-                        page = try jsonObject(try await client.execute(
-                            uri: "/v1/me/channels/feed/notifications?limit=100&before=\(cursor)", method: .get,
-                            headers: jsonHeaders(bearer: world.sessions["u1"]!)
-                        ))
+                        page = try jsonObject(
+                            try await client.execute(
+                                uri: "/v1/me/channels/feed/notifications?limit=100&before=\(cursor)",
+                                method: .get,
+                                headers: jsonHeaders(bearer: world.sessions["u1"]!)
+                            )
+                        )
                     }
                     return (copy, unread)
                 }
@@ -123,7 +126,10 @@ extension CollectionTests {
                     var calls = 0
                     while try await sync(index, limit: 25) {
                         calls += 1
-                        if calls > 200 { Issue.record("device \(index) never drained (step \(step))"); return }
+                        if calls > 200 {
+                            Issue.record("device \(index) never drained (step \(step))")
+                            return
+                        }
                     }
                     let truth = try await freshLoad()
                     #expect(devices[index].copy == truth.copy, "seed \(seed) step \(step): device \(index) differs from a fresh load")
@@ -146,11 +152,22 @@ extension CollectionTests {
                         let own: [String: [String: JSONValue]] = Bool.random(using: &random) ? ["u1": ["title": .string("mine \(counter)")]] : [:]
                         let content = try template.renderNotification(variables: ["title": .string("b\(counter)")], userVariables: own)
                         let draft = NotificationDraft(
-                            channelURL: "feed", templateKey: "plain", templateVersion: 1, variables: ["title": .string("b\(counter)")],
-                            content: content, category: Bool.random(using: &random) ? "news" : "alerts", tags: [], eventDeadline: nil,
-                            push: PushOptions(), audience: .all
+                            channelURL: "feed",
+                            templateKey: "plain",
+                            templateVersion: 1,
+                            variables: ["title": .string("b\(counter)")],
+                            content: content,
+                            category: Bool.random(using: &random) ? "news" : "alerts",
+                            tags: [],
+                            eventDeadline: nil,
+                            push: PushOptions(),
+                            audience: .all
                         )
-                        if case .created(let stored, _) = try await world.notifications.send(draft, idempotency: nil, respond: { _ in StoredResponse(status: 202, body: []) }) {
+                        if case .created(let stored, _) = try await world.notifications.send(
+                            draft,
+                            idempotency: nil,
+                            respond: { _ in StoredResponse(status: 202, body: []) }
+                        ) {
                             sent.append(stored.id)
                         }
                     case 26..<29:
@@ -182,7 +199,9 @@ extension CollectionTests {
                             body = #"{"notification_ids":[\#(picked.map { "\"\($0)\"" }.joined(separator: ","))]}"#
                         }
                         let response = try await client.execute(
-                            uri: "/v1/me/channels/feed/read", method: .post, headers: jsonHeaders(bearer: devices[device].session),
+                            uri: "/v1/me/channels/feed/read",
+                            method: .post,
+                            headers: jsonHeaders(bearer: devices[device].session),
                             body: ByteBuffer(string: body)
                         )
                         #expect(response.status == .ok)

@@ -1,15 +1,16 @@
 import Foundation
+import HTTPTypes
 import HeraldCore
 import HeraldServer
 import HeraldStore
 import HeraldTesting
-import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
-@testable import Postgres
 import Prometheus
 import Testing
+
+@testable import Postgres
 
 /// The user side: collections, incremental sync, `is_live`, read and seen marks, unread counts.
 @Suite("Collections", .serialized)
@@ -32,10 +33,24 @@ struct CollectionTests {
             let template = try #require(try await TemplateStore(client: db.client).get("plain"))
             let content = try template.template.renderNotification(variables: ["title": .string(title)], userVariables: [:])
             let draft = NotificationDraft(
-                channelURL: channel, templateKey: "plain", templateVersion: template.version, variables: ["title": .string(title)],
-                content: content, category: category, tags: [], eventDeadline: nil, push: PushOptions(), audience: .targets(users)
+                channelURL: channel,
+                templateKey: "plain",
+                templateVersion: template.version,
+                variables: ["title": .string(title)],
+                content: content,
+                category: category,
+                tags: [],
+                eventDeadline: nil,
+                push: PushOptions(),
+                audience: .targets(users)
             )
-            guard case .created(let stored, _) = try await notifications.send(draft, idempotency: nil, respond: { _ in StoredResponse(status: 201, body: []) }) else {
+            guard
+                case .created(let stored, _) = try await notifications.send(
+                    draft,
+                    idempotency: nil,
+                    respond: { _ in StoredResponse(status: 201, body: []) }
+                )
+            else {
                 throw CancellationError()
             }
             return stored.id
@@ -43,12 +58,19 @@ struct CollectionTests {
     }
 
     func world(_ db: TestDatabase, users: [String] = ["u1", "u2"]) async throws -> World {
-        let categories: [HeraldCore.Channel.Category] = [.init(id: "news", name: "News", isDefault: true), .init(id: "alerts", name: "Alerts", isDefault: false)]
+        let categories: [HeraldCore.Channel.Category] = [
+            .init(id: "news", name: "News", isDefault: true), .init(id: "alerts", name: "Alerts", isDefault: false),
+        ]
         _ = try await ChannelStore(client: db.client).put(HeraldCore.Channel(url: "feed", kind: .feed, name: "Feed", categories: categories))
         _ = try await ChannelStore(client: db.client).put(HeraldCore.Channel(url: "other", kind: .feed, name: "Other", categories: categories))
-        _ = try await TemplateStore(client: db.client).put(Template(
-            key: "plain", name: "Plain", variables: [.init(name: "title", type: .string, required: true)], data: .object(["title": .string("{{title}}")])
-        ))
+        _ = try await TemplateStore(client: db.client).put(
+            Template(
+                key: "plain",
+                name: "Plain",
+                variables: [.init(name: "title", type: .string, required: true)],
+                data: .object(["title": .string("{{title}}")])
+            )
+        )
         var world = World(db)
         for user in users {
             _ = try await UserStore(client: db.client).upsert(id: user, nickname: nil, profileURL: nil)
@@ -69,8 +91,13 @@ struct CollectionTests {
     }
 
     /// GET a collection; returns the JSON object.
-    func collection(_ client: some TestClientProtocol, _ session: String?, channel: String = "feed", query: String = "") async throws -> [String: Any] {
-        let response = try await client.execute(uri: "/v1/me/channels/\(channel)/collection\(query)", method: .get, headers: jsonHeaders(bearer: session))
+    func collection(_ client: some TestClientProtocol, _ session: String?, channel: String = "feed", query: String = "") async throws -> [String: Any]
+    {
+        let response = try await client.execute(
+            uri: "/v1/me/channels/\(channel)/collection\(query)",
+            method: .get,
+            headers: jsonHeaders(bearer: session)
+        )
         #expect(response.status == .ok, "\(String(buffer: response.body))")
         return try jsonObject(response)
     }
@@ -110,12 +137,22 @@ struct CollectionTests {
 
                 // An update, a delete, a new notification and a read all show up as changes.
                 let third = try await world.send("three", to: ["u1"])
-                _ = try await world.notifications.update(first, variables: ["title": .string("one, corrected")],
-                    content: try Template(key: "plain", name: "", variables: [.init(name: "title", type: .string)], data: .object(["title": .string("{{title}}")]))
-                        .renderNotification(variables: ["title": .string("one, corrected")], userVariables: [:]))
+                _ = try await world.notifications.update(
+                    first,
+                    variables: ["title": .string("one, corrected")],
+                    content: try Template(
+                        key: "plain",
+                        name: "",
+                        variables: [.init(name: "title", type: .string)],
+                        data: .object(["title": .string("{{title}}")])
+                    )
+                    .renderNotification(variables: ["title": .string("one, corrected")], userVariables: [:])
+                )
                 #expect(try await world.notifications.delete(second))
                 let read = try await client.execute(
-                    uri: "/v1/me/channels/feed/read", method: .post, headers: jsonHeaders(bearer: session),
+                    uri: "/v1/me/channels/feed/read",
+                    method: .post,
+                    headers: jsonHeaders(bearer: session),
                     body: ByteBuffer(string: #"{"notification_ids":["\#(third)"]}"#)
                 )
                 #expect(try jsonObject(read)["unread_count"] as? Int == 1)
@@ -155,7 +192,8 @@ struct CollectionTests {
                     )
                     // …while transaction B makes a later change and commits.
                     let late = try await world.send("late", to: ["u1"])
-                    let xidB = try await db.client.query("SELECT max(change_xid) FROM notification_recipients WHERE notification_id = \(late)").first!.decode(Int64.self)
+                    let xidB = try await db.client.query("SELECT max(change_xid) FROM notification_recipients WHERE notification_id = \(late)").first!
+                        .decode(Int64.self)
                     #expect(xidB > xidA)
 
                     // The sync must not move the client past A's change: B's change waits too. (It may
@@ -259,7 +297,9 @@ struct CollectionTests {
                 seen += ids(page)
                 while let cursor = page["prev_cursor"] as? String {
                     let response = try await client.execute(
-                        uri: "/v1/me/channels/feed/notifications?limit=100&before=\(cursor)", method: .get, headers: jsonHeaders(bearer: session)
+                        uri: "/v1/me/channels/feed/notifications?limit=100&before=\(cursor)",
+                        method: .get,
+                        headers: jsonHeaders(bearer: session)
                     )
                     page = try jsonObject(response)
                     seen += ids(page)
@@ -290,7 +330,10 @@ struct CollectionTests {
                     for body in bodies {
                         group.addTask {
                             let response = try await client.execute(
-                                uri: "/v1/me/channels/feed/read", method: .post, headers: jsonHeaders(bearer: session), body: ByteBuffer(string: body)
+                                uri: "/v1/me/channels/feed/read",
+                                method: .post,
+                                headers: jsonHeaders(bearer: session),
+                                body: ByteBuffer(string: body)
                             )
                             return try jsonObject(response)["unread_count"] as? Int
                         }
@@ -305,7 +348,9 @@ struct CollectionTests {
 
                 // Marking specific ids later does not move last_read_at back or anywhere.
                 let again = try await client.execute(
-                    uri: "/v1/me/channels/feed/read", method: .post, headers: jsonHeaders(bearer: session),
+                    uri: "/v1/me/channels/feed/read",
+                    method: .post,
+                    headers: jsonHeaders(bearer: session),
                     body: ByteBuffer(string: #"{"notification_ids":["\#(sent[0])"]}"#)
                 )
                 #expect(try jsonObject(again)["last_read_at"] as? String == lastRead)
@@ -332,13 +377,21 @@ struct CollectionTests {
                 #expect(ids(stolen).isEmpty)
                 // No session, the admin token, or a revoked session: 401.
                 for bearer in [nil, Self.adminToken] {
-                    let response = try await client.execute(uri: "/v1/me/channels/feed/collection", method: .get, headers: jsonHeaders(bearer: bearer))
+                    let response = try await client.execute(
+                        uri: "/v1/me/channels/feed/collection",
+                        method: .get,
+                        headers: jsonHeaders(bearer: bearer)
+                    )
                     #expect(response.status == .unauthorized)
                 }
                 _ = try await SessionStore(client: db.client).revokeAll(userID: "u1")
                 let revoked = try await client.execute(uri: "/v1/me/unread", method: .get, headers: jsonHeaders(bearer: world.sessions["u1"]!))
                 #expect(revoked.status == .unauthorized)
-                let unknown = try await client.execute(uri: "/v1/me/channels/nope/collection", method: .get, headers: jsonHeaders(bearer: world.sessions["u2"]!))
+                let unknown = try await client.execute(
+                    uri: "/v1/me/channels/nope/collection",
+                    method: .get,
+                    headers: jsonHeaders(bearer: world.sessions["u2"]!)
+                )
                 #expect(unknown.status == .notFound)
             }
         }
@@ -383,7 +436,11 @@ struct CollectionTests {
                     #expect(response.status == status, "\(method) \(path): \(String(buffer: response.body))")
                     #expect(db.client.pipelineCounts.roundTripsShared == before + 1, "\(method) \(path)")
                 }
-                let unknown = try await client.execute(uri: "/v1/me/channels/nope/read", method: .post, headers: jsonHeaders(bearer: world.sessions["u2"]!))
+                let unknown = try await client.execute(
+                    uri: "/v1/me/channels/nope/read",
+                    method: .post,
+                    headers: jsonHeaders(bearer: world.sessions["u2"]!)
+                )
                 #expect(try errorCode(unknown) == "channel_not_found")
                 // A revoked session with a valid token, or none at all: 401, and nothing of the poll or the
                 // channel.
@@ -403,7 +460,9 @@ struct CollectionTests {
     @Test func channelListShowsChatByActivityWithLastNotificationAndFeedsWithUnread() async throws {
         try await TestPostgres.withDatabase(cluster: .horizonSensitive) { (db: TestDatabase) async throws in
             let world = try await world(db)
-            _ = try await ChannelStore(client: db.client).put(HeraldCore.Channel(url: "support", kind: .chat, name: "Support", coverURL: "https://example.com/s.png"))
+            _ = try await ChannelStore(client: db.client).put(
+                HeraldCore.Channel(url: "support", kind: .chat, name: "Support", coverURL: "https://example.com/s.png")
+            )
             _ = try await ChannelStore(client: db.client).put(HeraldCore.Channel(url: "sales", kind: .chat, name: "Sales"))
             let salesHello = try await world.send("hello from sales", to: ["u1"], category: "", channel: "sales")
             try await world.send("first", to: ["u1"], category: "", channel: "support")
@@ -426,7 +485,9 @@ struct CollectionTests {
                 #expect(feed.map { $0["unread_count"] as? Int } == [1, 0])
                 #expect(feed.first?["last_notification"] == nil)
                 // Another user sees none of it.
-                let theirs = try jsonObject(try await client.execute(uri: "/v1/me/channels", method: .get, headers: jsonHeaders(bearer: world.sessions["u2"]!)))
+                let theirs = try jsonObject(
+                    try await client.execute(uri: "/v1/me/channels", method: .get, headers: jsonHeaders(bearer: world.sessions["u2"]!))
+                )
                 #expect((theirs["chat"] as? [Any])?.isEmpty == true)
                 #expect((theirs["feed"] as? [Any])?.isEmpty == true)
 
@@ -437,10 +498,17 @@ struct CollectionTests {
                 #expect(try await world.notifications.delete(lone))
                 #expect(try await world.notifications.delete(salesHello))
                 for (user, expected) in [("u1", ["support"]), ("u2", ["sales"])] {
-                    let list = try jsonObject(try await client.execute(uri: "/v1/me/channels", method: .get, headers: jsonHeaders(bearer: world.sessions[user]!)))
+                    let list = try jsonObject(
+                        try await client.execute(uri: "/v1/me/channels", method: .get, headers: jsonHeaders(bearer: world.sessions[user]!))
+                    )
                     #expect((list["chat"] as? [[String: Any]])?.map { $0["channel_url"] as? String } == expected, "\(user)")
-                    let unread = try jsonObject(try await client.execute(uri: "/v1/me/unread", method: .get, headers: jsonHeaders(bearer: world.sessions[user]!)))
-                    #expect((unread["channels"] as? [[String: Any]])?.contains { $0["channel_url"] as? String == "sales" } == (user == "u2"), "\(user)")
+                    let unread = try jsonObject(
+                        try await client.execute(uri: "/v1/me/unread", method: .get, headers: jsonHeaders(bearer: world.sessions[user]!))
+                    )
+                    #expect(
+                        (unread["channels"] as? [[String: Any]])?.contains { $0["channel_url"] as? String == "sales" } == (user == "u2"),
+                        "\(user)"
+                    )
                 }
             }
         }
@@ -472,13 +540,21 @@ struct CollectionTests {
                 #expect(try await collection(client, session, query: "?token=\(escaped(fresh))")["is_live"] as? Bool == true)
 
                 // The admin reset route: the collection empties, old tokens end, unread is 0.
-                let reset = try await client.execute(uri: "/v1/users/u1/channels/feed/reset", method: .post, headers: jsonHeaders(bearer: Self.adminToken))
+                let reset = try await client.execute(
+                    uri: "/v1/users/u1/channels/feed/reset",
+                    method: .post,
+                    headers: jsonHeaders(bearer: Self.adminToken)
+                )
                 #expect(reset.status == .noContent)
                 #expect(try await collection(client, session, query: "?token=\(escaped(fresh))")["is_live"] as? Bool == false)
                 let after = try await collection(client, session)
                 #expect(ids(after).isEmpty)
                 #expect(((after["channel"] as? [String: Any])?["state"] as? [String: Any])?["unread_count"] as? Int == 0)
-                let unknown = try await client.execute(uri: "/v1/users/nobody/channels/feed/reset", method: .post, headers: jsonHeaders(bearer: Self.adminToken))
+                let unknown = try await client.execute(
+                    uri: "/v1/users/nobody/channels/feed/reset",
+                    method: .post,
+                    headers: jsonHeaders(bearer: Self.adminToken)
+                )
                 #expect(unknown.status == .notFound)
                 let asUser = try await client.execute(uri: "/v1/users/u1/channels/feed/reset", method: .post, headers: jsonHeaders(bearer: session))
                 #expect(asUser.status == .forbidden)
@@ -495,7 +571,9 @@ struct CollectionTests {
                 let body = try await collection(client, world.sessions["u1"]!)
                 let item = try #require((body["notifications"] as? [[String: Any]])?.first)
                 #expect((item["data"] as? [String: Any])?["title"] as? String == tricky)
-                let channels = try jsonObject(try await client.execute(uri: "/v1/me/channels", method: .get, headers: jsonHeaders(bearer: world.sessions["u1"]!)))
+                let channels = try jsonObject(
+                    try await client.execute(uri: "/v1/me/channels", method: .get, headers: jsonHeaders(bearer: world.sessions["u1"]!))
+                )
                 #expect((channels["feed"] as? [[String: Any]])?.first?["unread_count"] as? Int == 1)
             }
         }

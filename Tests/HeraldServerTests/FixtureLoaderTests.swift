@@ -15,8 +15,10 @@ struct FixtureLoaderTests {
         return path
     }
 
-    static let channels = #"{"channels":[{"channel_url":"orders","kind":"feed","categories":[{"id":"shipping","name":"Shipping","is_default":true}]},{"channel_url":"support","kind":"chat"}]}"#
-    static let templates = #"{"templates":[{"key":"order.shipped","variables":[{"name":"order_id","type":"string","required":true}],"data":{"title":"Order {{order_id}} shipped"}}]}"#
+    static let channels =
+        #"{"channels":[{"channel_url":"orders","kind":"feed","categories":[{"id":"shipping","name":"Shipping","is_default":true}]},{"channel_url":"support","kind":"chat"}]}"#
+    static let templates =
+        #"{"templates":[{"key":"order.shipped","variables":[{"name":"order_id","type":"string","required":true}],"data":{"title":"Order {{order_id}} shipped"}}]}"#
 
     func count(_ table: String, _ client: PostgresClient) async throws -> Int {
         try await client.query("SELECT count(*) FROM \(unescaped: table)").first?.decode(Int.self) ?? -1

@@ -1,9 +1,9 @@
 import Foundation
+import HTTPTypes
 import HeraldCore
 import HeraldServer
 import HeraldStore
 import HeraldTesting
-import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Logging
@@ -27,8 +27,10 @@ struct GeneratedRequestsTests {
             try await Self.server(db).test(.live) { client in
                 let fixtures = try await Self.makeFixtures(client)
                 var generator = try OpenAPIRequestGenerator(
-                    documentPath: TestPostgres.repositoryRoot() + "/openapi.yaml", seed: seed,
-                    pools: fixtures.pools, credentials: ["admin": Self.adminToken, "session": fixtures.session]
+                    documentPath: TestPostgres.repositoryRoot() + "/openapi.yaml",
+                    seed: seed,
+                    pools: fixtures.pools,
+                    credentials: ["admin": Self.adminToken, "session": fixtures.session]
                 )
                 let operations = generator.operations
                 var shuffler = SplitMix64(seed: ~seed)
@@ -47,7 +49,12 @@ struct GeneratedRequestsTests {
                         let response = try await Self.send(request, with: client)
                         let status = response.status.code
                         let text = String(buffer: response.body)
-                        if let problem = Self.problem(status: status, contentType: response.headers[.contentType], body: text, secrets: [Self.adminToken]) {
+                        if let problem = Self.problem(
+                            status: status,
+                            contentType: response.headers[.contentType],
+                            body: text,
+                            secrets: [Self.adminToken]
+                        ) {
                             failures.append("\(problem) — \(status) \(text.prefix(300)) for \(request)")
                         }
                         if status < 300 { succeeded[operation.id, default: 0] += 1 }
@@ -78,18 +85,27 @@ struct GeneratedRequestsTests {
                 let fixtures = try await Self.makeFixtures(client)
                 // Marks and receipts of the owner's own, so that there is state to protect.
                 for path in ["/v1/me/channels/feed/seen", "/v1/me/channels/feed/read"] {
-                    let mark = try await client.execute(uri: path, method: .post, headers: jsonHeaders(bearer: fixtures.session), body: ByteBuffer(string: "{}"))
+                    let mark = try await client.execute(
+                        uri: path,
+                        method: .post,
+                        headers: jsonHeaders(bearer: fixtures.session),
+                        body: ByteBuffer(string: "{}")
+                    )
                     #expect(mark.status == .ok)
                 }
-                let intruder = try #require(try jsonObject(
-                    try await client.execute(uri: "/v1/users/u1/sessions", method: .post, headers: jsonHeaders(bearer: Self.adminToken))
-                )["token"] as? String)
+                let intruder = try #require(
+                    try jsonObject(
+                        try await client.execute(uri: "/v1/users/u1/sessions", method: .post, headers: jsonHeaders(bearer: Self.adminToken))
+                    )["token"] as? String
+                )
                 let before = try await Self.snapshot(of: "me", db)
                 #expect(before.count > 5)
 
                 var generator = try OpenAPIRequestGenerator(
-                    documentPath: TestPostgres.repositoryRoot() + "/openapi.yaml", seed: 0x1501,
-                    pools: fixtures.pools, credentials: ["session": intruder]
+                    documentPath: TestPostgres.repositoryRoot() + "/openapi.yaml",
+                    seed: 0x1501,
+                    pools: fixtures.pools,
+                    credentials: ["session": intruder]
                 )
                 let operations = generator.operations.filter { $0.schemes == ["session"] && !["registerDevice", "openStream"].contains($0.id) }
                 #expect(operations.count >= 15)
@@ -144,7 +160,10 @@ struct GeneratedRequestsTests {
             headers[field] = value
         }
         return try await client.execute(
-            uri: request.uri, method: HTTPRequest.Method(request.method)!, headers: headers, body: request.body.map { ByteBuffer(bytes: $0) }
+            uri: request.uri,
+            method: HTTPRequest.Method(request.method)!,
+            headers: headers,
+            body: request.body.map { ByteBuffer(bytes: $0) }
         )
     }
 
@@ -155,9 +174,9 @@ struct GeneratedRequestsTests {
         guard status >= 400 else { return nil }
         guard contentType?.hasPrefix("application/json") == true else { return "error without a JSON content type (\(contentType ?? "none"))" }
         guard let object = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any],
-              object.count == 1, let error = object["error"] as? [String: Any],
-              let code = error["code"] as? String, !code.isEmpty,
-              let message = error["message"] as? String, !message.isEmpty
+            object.count == 1, let error = object["error"] as? [String: Any],
+            let code = error["code"] as? String, !code.isEmpty,
+            let message = error["message"] as? String, !message.isEmpty
         else { return "error not in the documented shape" }
         return nil
     }
@@ -178,7 +197,9 @@ struct GeneratedRequestsTests {
         let token = try #require(try jsonObject(session)["token"] as? String)
         let id = try await restore(client)
         let registered = try await client.execute(
-            uri: "/v1/me/devices/\(device)", method: .put, headers: jsonHeaders(bearer: token),
+            uri: "/v1/me/devices/\(device)",
+            method: .put,
+            headers: jsonHeaders(bearer: token),
             body: ByteBuffer(string: #"{"environment":"sandbox","topic":"com.example.app"}"#)
         )
         #expect(registered.status == .created, "\(String(buffer: registered.body))")
@@ -196,20 +217,29 @@ struct GeneratedRequestsTests {
             "updateNotification.body": [["variables": ["title": "changed"]]],
             "sendNotification.variables": [["title": "hello"]], "updateNotification.variables": [["title": "changed"]],
             "sendNotification.channel_url": ["feed"], "sendNotification.audience": [OpenAPIRequestGenerator.Absent()],
-            "sendNotification.user_variables": [OpenAPIRequestGenerator.Absent()], "updateNotification.user_variables": [OpenAPIRequestGenerator.Absent()],
+            "sendNotification.user_variables": [OpenAPIRequestGenerator.Absent()],
+            "updateNotification.user_variables": [OpenAPIRequestGenerator.Absent()],
             "sendNotification.body": [
                 ["channel_url": "feed", "template_key": "plain", "variables": ["title": "to some"], "targets": ["me", "u2"], "tags": ["a"]],
-                ["channel_url": "feed", "template_key": "plain", "variables": ["title": "to all"], "audience": "all", "push": ["alert": true, "text": "hi"]],
+                [
+                    "channel_url": "feed", "template_key": "plain", "variables": ["title": "to all"], "audience": "all",
+                    "push": ["alert": true, "text": "hi"],
+                ],
             ],
             "updatePushPreferences.body": [
-                ["push_trigger_option": "mention_only", "do_not_disturb": true, "start_hour": 22, "start_min": 0, "end_hour": 7, "end_min": 0, "timezone": "Europe/Berlin"],
+                [
+                    "push_trigger_option": "mention_only", "do_not_disturb": true, "start_hour": 22, "start_min": 0, "end_hour": 7, "end_min": 0,
+                    "timezone": "Europe/Berlin",
+                ],
                 ["dnd_schedules": [["day": "monday", "time_windows": [["start_hour": 9, "start_min": 0, "end_hour": 17, "end_min": 30]]]]],
                 ["snooze_enabled": false, "push_sound": NSNull()],
             ],
-            "putAPNsCredential.body": [[
-                "type": "token", "environment": "production", "topic": "com.example.app", "key": credentials.signingKeyPEM,
-                "key_id": credentials.keyID, "team_id": credentials.teamID,
-            ]],
+            "putAPNsCredential.body": [
+                [
+                    "type": "token", "environment": "production", "topic": "com.example.app", "key": credentials.signingKeyPEM,
+                    "key_id": credentials.keyID, "team_id": credentials.teamID,
+                ]
+            ],
             "putAPNsCredential.type": ["token"], "putAPNsCredential.key": [credentials.signingKeyPEM],
             "key_id": [credentials.keyID], "team_id": [credentials.teamID], "environment": ["sandbox", "production"],
         ]
@@ -242,23 +272,31 @@ struct GeneratedRequestsTests {
             }
         }
         let template = try await client.execute(
-            uri: "/v1/templates/plain", method: .put, headers: admin,
+            uri: "/v1/templates/plain",
+            method: .put,
+            headers: admin,
             body: ByteBuffer(string: #"{"name":"Plain","variables":[{"name":"title","type":"string","required":true}],"data":{"title":"{{title}}"}}"#)
         )
         #expect(template.status.code < 300, "\(String(buffer: template.body))")
         let credentials = TestCredentials.shared
         let credential = try await client.execute(
-            uri: "/v1/apns/credentials/main", method: .put, headers: admin,
-            body: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: [
-                "type": "token", "environment": "sandbox", "topic": "com.example.app", "key": credentials.signingKeyPEM,
-                "key_id": credentials.keyID, "team_id": credentials.teamID,
-            ]))
+            uri: "/v1/apns/credentials/main",
+            method: .put,
+            headers: admin,
+            body: ByteBuffer(
+                bytes: try JSONSerialization.data(withJSONObject: [
+                    "type": "token", "environment": "sandbox", "topic": "com.example.app", "key": credentials.signingKeyPEM,
+                    "key_id": credentials.keyID, "team_id": credentials.teamID,
+                ])
+            )
         )
         #expect(credential.status.code < 300, "\(String(buffer: credential.body))")
         var ids: [String] = []
         for _ in 0..<3 {
             let sent = try await client.execute(
-                uri: "/v1/notifications", method: .post, headers: admin,
+                uri: "/v1/notifications",
+                method: .post,
+                headers: admin,
                 body: ByteBuffer(string: #"{"channel_url":"feed","template_key":"plain","variables":{"title":"hello"},"targets":["me","u1"]}"#)
             )
             #expect(sent.status == .created, "\(String(buffer: sent.body))")

@@ -1,9 +1,9 @@
 import Foundation
+import HTTPTypes
 import HeraldCore
 import HeraldServer
 import HeraldStore
 import HeraldTesting
-import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Logging
@@ -33,10 +33,14 @@ struct NotificationsTests {
 
     /// A channel with categories, the template, and users `u1`…`uN`.
     func seed(_ db: TestDatabase, users: Int = 3) async throws {
-        _ = try await ChannelStore(client: db.client).put(Channel(
-            url: "orders", kind: .feed, name: "Orders",
-            categories: [.init(id: "shipping", name: "Shipping", isDefault: true), .init(id: "billing", name: "Billing", isDefault: false)]
-        ))
+        _ = try await ChannelStore(client: db.client).put(
+            Channel(
+                url: "orders",
+                kind: .feed,
+                name: "Orders",
+                categories: [.init(id: "shipping", name: "Shipping", isDefault: true), .init(id: "billing", name: "Billing", isDefault: false)]
+            )
+        )
         _ = try await TemplateStore(client: db.client).put(Self.template)
         try await db.client.query("INSERT INTO users (id) SELECT 'u' || i FROM generate_series(1, \(users)) AS i")
     }
@@ -71,12 +75,15 @@ struct NotificationsTests {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
             try await seed(db)
             try await heraldApplication(db, adminToken: Self.adminToken).test(.router) { client in
-                let response = try await send(client, """
+                let response = try await send(
+                    client,
+                    """
                     {"channel_url":"orders","template_key":"order.shipped","targets":["u1","u2","u3","u1"],
                      "variables":{"order_id":"A-1","items":2},
                      "user_variables":{"u2":{"order_id":"B-2"},"u3":{"carrier":"UPS"}},
                      "tags":["orders"],"event_deadline":"2030-01-01T00:00:00.000Z","push":{"alert":true,"sound":"chime.caf"}}
-                    """)
+                    """
+                )
                 #expect(response.status == .created)
                 let body = try jsonObject(response)
                 let id = try #require(body["id"] as? String)
@@ -89,11 +96,13 @@ struct NotificationsTests {
                 #expect((body["push"] as? [String: Any])?["sound"] as? String == "chime.caf")
                 #expect((body["fanout"] as? [String: Any])?["reached"] as? Int == 3)
 
-                #expect(try await titles(db, notification: id) == [
-                    "u1": "Order A-1 shipped with DHL",
-                    "u2": "Order B-2 shipped with DHL",
-                    "u3": "Order A-1 shipped with UPS",
-                ])
+                #expect(
+                    try await titles(db, notification: id) == [
+                        "u1": "Order A-1 shipped with DHL",
+                        "u2": "Order B-2 shipped with DHL",
+                        "u3": "Order A-1 shipped with UPS",
+                    ]
+                )
                 let pushBodies = try await db.client.query(
                     "SELECT r.push_body FROM notification_recipients r JOIN users u ON u.key = r.user_key WHERE u.id = 'u2'"
                 )
@@ -117,22 +126,45 @@ struct NotificationsTests {
                 let base = #""channel_url":"orders","template_key":"order.shipped""#
                 let cases: [(body: String, code: String, mentions: [String])] = [
                     (#"{\#(base),"targets":["u1"],"variables":{}}"#, "invalid_variables", ["order_id", "required"]),
-                    (#"{\#(base),"targets":["u1","u2"],"variables":{"order_id":"A"},"user_variables":{"u2":{"items":"two"}}}"#,
-                     "invalid_variables", ["items", "u2", "number"]),
+                    (
+                        #"{\#(base),"targets":["u1","u2"],"variables":{"order_id":"A"},"user_variables":{"u2":{"items":"two"}}}"#,
+                        "invalid_variables", ["items", "u2", "number"]
+                    ),
                     (#"{\#(base),"targets":["u1"],"variables":{"order_id":"A","colour":"red"}}"#, "invalid_variables", ["colour"]),
                     (#"{\#(base),"targets":["u1","ghost","u2","phantom"],"variables":{"order_id":"A"}}"#, "unknown_users", ["'ghost', 'phantom'"]),
-                    (#"{\#(base),"targets":["u1"],"variables":{"order_id":"A"},"category":"marketing"}"#, "unknown_category", ["marketing", "shipping"]),
-                    (#"{\#(base),"targets":["u1"],"variables":{"order_id":"A"},"user_variables":{"u2":{}}}"#, "invalid_notification", ["u2", "targets"]),
-                    (#"{"channel_url":"nope","template_key":"order.shipped","targets":["u1"],"variables":{"order_id":"A"}}"#, "unknown_channel", ["nope"]),
+                    (
+                        #"{\#(base),"targets":["u1"],"variables":{"order_id":"A"},"category":"marketing"}"#, "unknown_category",
+                        ["marketing", "shipping"]
+                    ),
+                    (
+                        #"{\#(base),"targets":["u1"],"variables":{"order_id":"A"},"user_variables":{"u2":{}}}"#, "invalid_notification",
+                        ["u2", "targets"]
+                    ),
+                    (
+                        #"{"channel_url":"nope","template_key":"order.shipped","targets":["u1"],"variables":{"order_id":"A"}}"#, "unknown_channel",
+                        ["nope"]
+                    ),
                     (#"{"channel_url":"orders","template_key":"nope","targets":["u1"],"variables":{"order_id":"A"}}"#, "unknown_template", ["nope"]),
                     (#"{\#(base),"variables":{"order_id":"A"}}"#, "invalid_notification", ["targets"]),
                     (#"{\#(base),"targets":["u1"],"audience":"all","variables":{"order_id":"A"}}"#, "invalid_notification", ["both"]),
                     (#"{\#(base),"audience":"everyone","variables":{"order_id":"A"}}"#, "invalid_notification", ["audience"]),
                     (#"{\#(base),"targets":[],"variables":{"order_id":"A"}}"#, "invalid_notification", ["targets"]),
-                    (#"{\#(base),"targets":["u1"],"variables":{"order_id":"A"},"event_deadline":"tomorrow"}"#, "invalid_notification", ["event_deadline"]),
-                    (#"{\#(base),"targets":["u1"],"variables":{"order_id":"A"},"push":{"aps":{"badge":3}}}"#, "invalid_notification", ["push.aps.badge"]),
-                    (#"{\#(base),"targets":["u1"],"variables":{"order_id":"A"},"push":{"collapse_id":"\#(String(repeating: "c", count: 65))"}}"#, "invalid_notification", ["push.collapse_id"]),
-                    (#"{\#(base),"targets":["u1"],"variables":{"order_id":[[[[[[[[[["deep"]]]]]]]]]]}}"#, "invalid_notification", ["variables.order_id"]),
+                    (
+                        #"{\#(base),"targets":["u1"],"variables":{"order_id":"A"},"event_deadline":"tomorrow"}"#, "invalid_notification",
+                        ["event_deadline"]
+                    ),
+                    (
+                        #"{\#(base),"targets":["u1"],"variables":{"order_id":"A"},"push":{"aps":{"badge":3}}}"#, "invalid_notification",
+                        ["push.aps.badge"]
+                    ),
+                    (
+                        #"{\#(base),"targets":["u1"],"variables":{"order_id":"A"},"push":{"collapse_id":"\#(String(repeating: "c", count: 65))"}}"#,
+                        "invalid_notification", ["push.collapse_id"]
+                    ),
+                    (
+                        #"{\#(base),"targets":["u1"],"variables":{"order_id":[[[[[[[[[["deep"]]]]]]]]]]}}"#, "invalid_notification",
+                        ["variables.order_id"]
+                    ),
                     (#"{\#(base),"targets":"u1"}"#, "invalid_json", ["$.targets"]),
                 ]
                 for (body, code, mentions) in cases {
@@ -147,7 +179,10 @@ struct NotificationsTests {
                 #expect(many.status == .badRequest)
                 #expect(try errorCode(many) == "invalid_notification")
 
-                let huge = try await send(client, #"{\#(base),"targets":["u1"],"variables":{"order_id":"\#(String(repeating: "x", count: 40_000))"}}"#)
+                let huge = try await send(
+                    client,
+                    #"{\#(base),"targets":["u1"],"variables":{"order_id":"\#(String(repeating: "x", count: 40_000))"}}"#
+                )
                 #expect(huge.status == .badRequest)
                 #expect(try errorCode(huge) == "data_too_large")
 
@@ -211,10 +246,13 @@ struct NotificationsTests {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
             try await seed(db, users: 25)
             try await heraldApplication(db, adminToken: Self.adminToken).test(.router) { client in
-                let response = try await send(client, """
+                let response = try await send(
+                    client,
+                    """
                     {"channel_url":"orders","template_key":"order.shipped","audience":"all",
                      "variables":{"order_id":"ALL"},"user_variables":{"u20":{"order_id":"MINE"}}}
-                    """)
+                    """
+                )
                 #expect(response.status == .accepted)
                 let body = try jsonObject(response)
                 let id = try #require(body["id"] as? String)
@@ -268,7 +306,10 @@ struct NotificationsTests {
             try await withThrowingTaskGroup(of: Void.self) { tasks in
                 tasks.addTask { try await group.run() }
                 try await Application(router: HeraldApplication.buildRouter(dependencies).router).test(.router) { client in
-                    let response = try await send(client, #"{"channel_url":"orders","template_key":"order.shipped","audience":"all","variables":{"order_id":"X"}}"#)
+                    let response = try await send(
+                        client,
+                        #"{"channel_url":"orders","template_key":"order.shipped","audience":"all","variables":{"order_id":"X"}}"#
+                    )
                     let id = try #require(try jsonObject(response)["id"] as? String)
                     let finished = try await withTimeout(.seconds(20), what: "the fan-out to finish") {
                         while true {
@@ -281,7 +322,9 @@ struct NotificationsTests {
                     // Then, with no further wake-up, it folds the broadcast into the 40 users' counters.
                     let key = try #require(Int64(id))
                     try await withTimeout(.seconds(20), what: "the broadcast to be folded") {
-                        while try await !db.client.query("SELECT folded_through >= fanout_through FROM notifications WHERE id = \(key)").first!.decode(Bool.self) {
+                        while try await !db.client.query("SELECT folded_through >= fanout_through FROM notifications WHERE id = \(key)").first!
+                            .decode(Bool.self)
+                        {
                             try await Task.sleep(for: .milliseconds(20))
                         }
                     }
@@ -303,33 +346,44 @@ struct NotificationsTests {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
             try await seed(db)
             try await heraldApplication(db, adminToken: Self.adminToken).test(.router) { client in
-                let sent = try await send(client, #"{"channel_url":"orders","template_key":"order.shipped","targets":["u1","u2","u3"],"variables":{"order_id":"A"},"user_variables":{"u1":{"carrier":"UPS"}}}"#)
+                let sent = try await send(
+                    client,
+                    #"{"channel_url":"orders","template_key":"order.shipped","targets":["u1","u2","u3"],"variables":{"order_id":"A"},"user_variables":{"u1":{"carrier":"UPS"}}}"#
+                )
                 let id = try #require(try jsonObject(sent)["id"] as? String)
                 let positionsBefore = try await db.client.query("SELECT max(change_xid) FROM notification_recipients").first!.decode(Int64.self)
 
                 let patch = try await client.execute(
-                    uri: "/v1/notifications/\(id)", method: .patch, headers: jsonHeaders(bearer: Self.adminToken),
+                    uri: "/v1/notifications/\(id)",
+                    method: .patch,
+                    headers: jsonHeaders(bearer: Self.adminToken),
                     body: ByteBuffer(string: #"{"variables":{"order_id":"A-corrected"},"user_variables":{"u2":{"carrier":"FedEx"}}}"#)
                 )
                 #expect(patch.status == .ok)
                 #expect((try jsonObject(patch)["data"] as? [String: Any])?["title"] as? String == "Order A-corrected shipped with DHL")
-                #expect(try await titles(db, notification: id) == [
-                    "u1": "Order A-corrected shipped with DHL",  // per-user variables are replaced, not merged
-                    "u2": "Order A-corrected shipped with FedEx",
-                    "u3": "Order A-corrected shipped with DHL",
-                ])
+                #expect(
+                    try await titles(db, notification: id) == [
+                        "u1": "Order A-corrected shipped with DHL",  // per-user variables are replaced, not merged
+                        "u2": "Order A-corrected shipped with FedEx",
+                        "u3": "Order A-corrected shipped with DHL",
+                    ]
+                )
                 // Every copy moved forward in its user's change stream.
                 let bumped = try await count("SELECT count(*) FROM notification_recipients WHERE change_xid > \(positionsBefore)", db)
                 #expect(bumped == 3)
 
                 let stranger = try await client.execute(
-                    uri: "/v1/notifications/\(id)", method: .patch, headers: jsonHeaders(bearer: Self.adminToken),
+                    uri: "/v1/notifications/\(id)",
+                    method: .patch,
+                    headers: jsonHeaders(bearer: Self.adminToken),
                     body: ByteBuffer(string: #"{"variables":{"order_id":"B"},"user_variables":{"nobody":{}}}"#)
                 )
                 #expect(stranger.status == .badRequest)
                 #expect(try errorCode(stranger) == "not_recipients")
                 let missing = try await client.execute(
-                    uri: "/v1/notifications/\(id)", method: .patch, headers: jsonHeaders(bearer: Self.adminToken),
+                    uri: "/v1/notifications/\(id)",
+                    method: .patch,
+                    headers: jsonHeaders(bearer: Self.adminToken),
                     body: ByteBuffer(string: #"{"variables":{}}"#)
                 )
                 #expect(try errorCode(missing) == "invalid_variables")
@@ -357,10 +411,15 @@ struct NotificationsTests {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
             try await seed(db, users: 5)
             try await heraldApplication(db, adminToken: Self.adminToken).test(.router) { client in
-                let sent = try await send(client, #"{"channel_url":"orders","template_key":"order.shipped","audience":"all","variables":{"order_id":"A"}}"#)
+                let sent = try await send(
+                    client,
+                    #"{"channel_url":"orders","template_key":"order.shipped","audience":"all","variables":{"order_id":"A"}}"#
+                )
                 let id = try #require(try jsonObject(sent)["id"] as? String)
                 let patch = try await client.execute(
-                    uri: "/v1/notifications/\(id)", method: .patch, headers: jsonHeaders(bearer: Self.adminToken),
+                    uri: "/v1/notifications/\(id)",
+                    method: .patch,
+                    headers: jsonHeaders(bearer: Self.adminToken),
                     body: ByteBuffer(string: #"{"variables":{"order_id":"B"}}"#)
                 )
                 #expect(patch.status == .conflict)
@@ -404,7 +463,9 @@ struct NotificationsTests {
 
                 // Re-rendering the old notification uses its own version, not the latest.
                 let patch = try await client.execute(
-                    uri: "/v1/notifications/\(first)", method: .patch, headers: jsonHeaders(bearer: Self.adminToken),
+                    uri: "/v1/notifications/\(first)",
+                    method: .patch,
+                    headers: jsonHeaders(bearer: Self.adminToken),
                     body: ByteBuffer(string: #"{"variables":{"order_id":"A2"}}"#)
                 )
                 #expect((try jsonObject(patch)["data"] as? [String: Any])?["title"] as? String == "Order A2 shipped with DHL")

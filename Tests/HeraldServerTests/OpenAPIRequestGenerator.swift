@@ -80,11 +80,17 @@ struct OpenAPIRequestGenerator {
                 let body = (operation["requestBody"] as? [String: Any]).flatMap { resolve($0) as? [String: Any] }
                 let schema = ((body?["content"] as? [String: Any])?["application/json"] as? [String: Any])?["schema"]
                 let schemes = ((operation["security"] as? [[String: Any]]) ?? []).flatMap(\.keys)
-                result.append(Operation(
-                    id: operation["operationId"] as? String ?? "\(method) \(path)", method: method.uppercased(), path: path,
-                    parameters: parameters, bodySchema: schema.flatMap { resolve($0) as? [String: Any] },
-                    bodyRequired: body?["required"] as? Bool ?? false, schemes: schemes
-                ))
+                result.append(
+                    Operation(
+                        id: operation["operationId"] as? String ?? "\(method) \(path)",
+                        method: method.uppercased(),
+                        path: path,
+                        parameters: parameters,
+                        bodySchema: schema.flatMap { resolve($0) as? [String: Any] },
+                        bodyRequired: body?["required"] as? Bool ?? false,
+                        schemes: schemes
+                    )
+                )
             }
         }
         return result
@@ -116,7 +122,8 @@ struct OpenAPIRequestGenerator {
             switch location {
             case "path":
                 // Now and then a segment sent as is: broken percent-encoding the server must decode or refuse.
-                let segment = chance(0.03) ? oneOf(["%FF", "%zz", "%", "%00", "%C3%28", "%2e%2e"]) : percentEncoded(pathValue(name: name, schema: schema))
+                let segment =
+                    chance(0.03) ? oneOf(["%FF", "%zz", "%", "%00", "%C3%28", "%2e%2e"]) : percentEncoded(pathValue(name: name, schema: schema))
                 path = path.replacingOccurrences(of: "{\(name)}", with: segment)
             case "query":
                 guard required || chance(0.6) else { continue }
@@ -229,7 +236,8 @@ struct OpenAPIRequestGenerator {
             if object.isEmpty, schema["properties"] == nil, depth < 3, chance(0.7) {
                 // A free-form object (data, variables, custom): a few entries.
                 for _ in 0..<Int.random(in: 1...3, using: &random) {
-                    object[randomIdentifier()] = chance(0.5) ? randomString(maximumLength: 12) as Any : Int.random(in: -5...500, using: &random) as Any
+                    object[randomIdentifier()] =
+                        chance(0.5) ? randomString(maximumLength: 12) as Any : Int.random(in: -5...500, using: &random) as Any
                 }
             }
             return object
@@ -237,7 +245,9 @@ struct OpenAPIRequestGenerator {
             let items = resolve(schema["items"] ?? [:]) as? [String: Any] ?? [:]
             let maximum = min(schema["maxItems"] as? Int ?? 4, 4)
             let minimum = min(schema["minItems"] as? Int ?? 0, maximum)
-            return (0..<Int.random(in: minimum...maximum, using: &random)).map { _ in validValue(schema: items, name: name.map { $0 + "[]" }, depth: depth + 1) }
+            return (0..<Int.random(in: minimum...maximum, using: &random)).map { _ in
+                validValue(schema: items, name: name.map { $0 + "[]" }, depth: depth + 1)
+            }
         case "integer":
             let low = schema["minimum"] as? Int ?? 0
             let high = schema["maximum"] as? Int ?? max(low, 1000)
@@ -256,7 +266,9 @@ struct OpenAPIRequestGenerator {
 
     private mutating func validString(schema: [String: Any]) -> String {
         if schema["format"] as? String == "date-time" {
-            return ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(Int.random(in: 1_600_000_000...1_900_000_000, using: &random))))
+            return ISO8601DateFormatter().string(
+                from: Date(timeIntervalSince1970: Double(Int.random(in: 1_600_000_000...1_900_000_000, using: &random)))
+            )
         }
         let minimum = schema["minLength"] as? Int ?? 0
         let maximum = max(minimum, min(schema["maxLength"] as? Int ?? 24, 24))
@@ -307,11 +319,13 @@ struct OpenAPIRequestGenerator {
         if type == "integer", chance(0.4) {
             return oneOf([(schema["minimum"] as? Int ?? 0) - 1, (schema["maximum"] as? Int ?? Int(Int32.max)) + 1, Int.max, Int.min])
         }
-        return oneOf([
-            NSNull(), true, 0, -1, 3.5, 1e300, "", "x", "\u{0}", "a\u{0}b", "\u{1}\u{1f}", "😀", String(repeating: "é", count: 3000),
-            "2026-13-45T99:99:99Z", "not a date", [Any](), [String: Any](), [1, "two", NSNull()], ["nested": ["deeper": [1]]],
-            9_007_199_254_740_993, "9223372036854775808", "-9223372036854775809",
-        ] as [Any])
+        return oneOf(
+            [
+                NSNull(), true, 0, -1, 3.5, 1e300, "", "x", "\u{0}", "a\u{0}b", "\u{1}\u{1f}", "😀", String(repeating: "é", count: 3000),
+                "2026-13-45T99:99:99Z", "not a date", [Any](), [String: Any](), [1, "two", NSNull()], ["nested": ["deeper": [1]]],
+                9_007_199_254_740_993, "9223372036854775808", "-9223372036854775809",
+            ] as [Any]
+        )
     }
 
     /// `allOf` parts folded into one schema (properties and required lists joined).

@@ -114,7 +114,10 @@ struct OperationsRouteTests {
     @Test func healthzAnswersWhileEveryDatabaseConnectionIsBlocked() async throws {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
             let app = HeraldApplication.build(
-                try heraldDependencies(db, adminToken: nil), host: "127.0.0.1", port: 0, logger: Logger(label: "test.operations")
+                try heraldDependencies(db, adminToken: nil),
+                host: "127.0.0.1",
+                port: 0,
+                logger: Logger(label: "test.operations")
             )
             let holder = PostgresClient(configuration: .init(conninfo: db.conninfo, maximumConnections: 1))
             try await holder.query("SELECT pg_advisory_lock(4242)")

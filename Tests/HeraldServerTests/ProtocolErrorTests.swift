@@ -15,7 +15,11 @@ struct ProtocolErrorTests {
     func withServer(idleTimeout: Duration = .seconds(75), _ body: @escaping @Sendable (Int) async throws -> Void) async throws {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
             let app = HeraldApplication.build(
-                try heraldDependencies(db, adminToken: nil), host: "127.0.0.1", port: 0, logger: Logger(label: "test.protocol"), idleTimeout: idleTimeout
+                try heraldDependencies(db, adminToken: nil),
+                host: "127.0.0.1",
+                port: 0,
+                logger: Logger(label: "test.protocol"),
+                idleTimeout: idleTimeout
             )
             try await app.test(.live) { client in
                 try await body(try #require(client.port))
@@ -87,7 +91,10 @@ struct ProtocolErrorTests {
             _ = try await ChannelStore(client: db.client).put(Channel(url: "feed", kind: .feed, name: "Feed"))
             let session = try #require(try await SessionStore(client: db.client).create(userID: "u1", lifetime: 3600)).token.text
             let app = HeraldApplication.build(
-                try heraldDependencies(db, adminToken: Self.adminToken), host: "127.0.0.1", port: 0, logger: Logger(label: "test.protocol")
+                try heraldDependencies(db, adminToken: Self.adminToken),
+                host: "127.0.0.1",
+                port: 0,
+                logger: Logger(label: "test.protocol")
             )
             try await app.test(.live) { client in
                 try await body(try #require(client.port), session)
@@ -102,7 +109,8 @@ struct ProtocolErrorTests {
     @Test func aMalformedChunkedBodyIsA400() async throws {
         try await withSessionServer { port, session in
             for chunks in ["zz\r\nabc\r\n0\r\n\r\n", "ffffffffffffffffffff\r\nabc\r\n0\r\n\r\n", "2\r\nabcdef\r\n0\r\n\r\n"] {
-                let request = "POST /v1/me/channels/feed/read HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(session)\r\nTransfer-Encoding: chunked\r\n\r\n\(chunks)"
+                let request =
+                    "POST /v1/me/channels/feed/read HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(session)\r\nTransfer-Encoding: chunked\r\n\r\n\(chunks)"
                 let outcome = try await RawHTTPExchange.send(Array(request.utf8), port: port)
                 #expect(outcome.response.hasPrefix("HTTP/1.1 400"), "\(outcome.response.prefix(200))")
                 #expect(outcome.response.contains(#"{"error":{"code":"bad_request","#))
@@ -115,15 +123,22 @@ struct ProtocolErrorTests {
     /// plain one, and the connection closes after it. A WebSocket handshake without its key is a 400.
     @Test func upgradesTheServerDoesNotServeAreAnswered() async throws {
         try await withSessionServer { port, session in
-            for upgrade in ["Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA", "Connection: Upgrade\r\nUpgrade: foo/1"] {
+            for upgrade in [
+                "Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA",
+                "Connection: Upgrade\r\nUpgrade: foo/1",
+            ] {
                 for prefix in ["", "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"] {
-                    let outcome = try await RawHTTPExchange.send(Array((prefix + "GET /readyz HTTP/1.1\r\nHost: x\r\n\(upgrade)\r\n\r\n").utf8), port: port)
+                    let outcome = try await RawHTTPExchange.send(
+                        Array((prefix + "GET /readyz HTTP/1.1\r\nHost: x\r\n\(upgrade)\r\n\r\n").utf8),
+                        port: port
+                    )
                     #expect(outcome.response.contains(#"{"status":"ready"}"#), "\(upgrade): \(outcome.response.prefix(300))")
                     #expect(outcome.closedByServer)
                 }
             }
             for handshake in ["Sec-WebSocket-Version: 13", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 8"] {
-                let request = "GET /v1/me/stream HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(session)\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\(handshake)\r\n\r\n"
+                let request =
+                    "GET /v1/me/stream HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(session)\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\(handshake)\r\n\r\n"
                 let outcome = try await RawHTTPExchange.send(Array(request.utf8), port: port)
                 #expect(outcome.response.hasPrefix("HTTP/1.1 400"), "\(outcome.response.prefix(300))")
                 #expect(outcome.response.contains(#"{"error":{"code":"invalid_websocket_handshake","#))
@@ -137,7 +152,10 @@ struct ProtocolErrorTests {
     @Test func connectIsAnsweredWithTheUsualErrorBody() async throws {
         try await withServer { port in
             for prefix in ["", "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"] {
-                let outcome = try await RawHTTPExchange.send(Array((prefix + "CONNECT localhost:80 HTTP/1.1\r\nHost: localhost:80\r\n\r\n").utf8), port: port)
+                let outcome = try await RawHTTPExchange.send(
+                    Array((prefix + "CONNECT localhost:80 HTTP/1.1\r\nHost: localhost:80\r\n\r\n").utf8),
+                    port: port
+                )
                 let answer = try #require(outcome.response.range(of: "HTTP/1.1 405"), "\(outcome.response.prefix(300))")
                 #expect(outcome.response[answer.lowerBound...].contains(#"{"error":{"code":"method_not_allowed","#))
                 #expect(prefix.isEmpty || outcome.response.hasPrefix("HTTP/1.1 200"))
@@ -154,7 +172,8 @@ struct ProtocolErrorTests {
                 ("/v1/me/channels/feed/read", session, 5_000_000, 1_048_576), ("/v1/notifications", Self.adminToken, 9_000_000, 8_388_608),
             ] {
                 for expect in ["", "Expect: 100-continue\r\n"] {
-                    let head = "POST \(path) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(bearer)\r\nContent-Type: application/json\r\nContent-Length: \(size)\r\n\(expect)\r\n"
+                    let head =
+                        "POST \(path) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(bearer)\r\nContent-Type: application/json\r\nContent-Length: \(size)\r\n\(expect)\r\n"
                     let outcome = try await RawHTTPExchange.send(Array(head.utf8), port: port)
                     #expect(outcome.response.hasPrefix("HTTP/1.1 413"), "\(path): \(outcome.response.prefix(300))")
                     #expect(outcome.response.contains("larger than \(limit) bytes"), "\(outcome.response)")

@@ -1,9 +1,9 @@
 import AsyncHTTPClient
 import Foundation
+import HTTPTypes
 import HeraldCore
 import HeraldStore
 import HeraldTesting
-import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Logging
@@ -23,7 +23,8 @@ import Testing
 extension PushTests {
     /// The world's server with live streams, run for the duration of `body`.
     func withLiveServer(
-        _ world: World, configure: (inout LiveSettings) -> Void = { _ in },
+        _ world: World,
+        configure: (inout LiveSettings) -> Void = { _ in },
         _ body: @escaping @Sendable (_ port: Int, _ hub: LiveHub, _ client: any TestClientProtocol) async throws -> Void
     ) async throws {
         var settings = LiveSettings()
@@ -33,8 +34,10 @@ extension PushTests {
         configure(&settings)
         let logger = Logger(label: "test.live")
         let hub = LiveHub(
-            client: world.db.client, settings: settings,
-            listener: PostgresListener(conninfo: world.db.conninfo, channels: [LiveHint.channel], logger: logger), logger: logger
+            client: world.db.client,
+            settings: settings,
+            listener: PostgresListener(conninfo: world.db.conninfo, channels: [LiveHint.channel], logger: logger),
+            logger: logger
         )
         let dependencies = HeraldApplication.Dependencies(
             client: world.db.client,
@@ -62,7 +65,9 @@ extension PushTests {
     /// Waits until the server has taken the device's closed stream out of presence (the close
     /// reaches the client before the server has recorded it).
     func offline(_ world: World, device token: String) async throws {
-        let (user, id) = try #require(try await world.query("SELECT user_key, id FROM devices WHERE token = '\(token)'").first?.decode((Int64, Int64).self))
+        let (user, id) = try #require(
+            try await world.query("SELECT user_key, id FROM devices WHERE token = '\(token)'").first?.decode((Int64, Int64).self)
+        )
         try await eventually("the device to count as offline") {
             !(try await PresenceStore(client: world.db.client).isOnline(userKey: user, deviceID: id))
         }
@@ -103,12 +108,17 @@ extension PushTests {
                 await s1.close()
                 try await offline(world, device: d1)
                 let second = try await world.send("two", to: ["u1"])
-                #expect(try await s2.next(type: "notification.created")["notification"].flatMap { ($0 as? [String: Any])?["id"] as? String } == String(second))
+                #expect(
+                    try await s2.next(type: "notification.created")["notification"].flatMap { ($0 as? [String: Any])?["id"] as? String }
+                        == String(second)
+                )
                 try await world.drain()
                 switch policy {
                 case .anyOffline:
                     #expect(world.mock.requests.map(\.deviceToken) == [d1])
-                    let herald = try #require((try JSONSerialization.jsonObject(with: Data(world.mock.requests[0].body)) as? [String: Any])?["herald"] as? [String: Any])
+                    let herald = try #require(
+                        (try JSONSerialization.jsonObject(with: Data(world.mock.requests[0].body)) as? [String: Any])?["herald"] as? [String: Any]
+                    )
                     #expect(herald["notification_id"] as? String == String(second))
                 case .allOffline:
                     #expect(world.mock.requests.isEmpty)
@@ -118,8 +128,13 @@ extension PushTests {
                 await s2.close()
                 try await offline(world, device: d2)
                 let sync = try await client.execute(
-                    uri: "/v1/me/channels/feed/collection", method: .get,
-                    headers: { var h = jsonHeaders(bearer: world.sessions["u1"]); h[HTTPField.Name("Herald-Device")!] = d1; return h }()
+                    uri: "/v1/me/channels/feed/collection",
+                    method: .get,
+                    headers: {
+                        var h = jsonHeaders(bearer: world.sessions["u1"])
+                        h[HTTPField.Name("Herald-Device")!] = d1
+                        return h
+                    }()
                 )
                 #expect(sync.status == .ok)
                 let before = world.mock.requests.count
@@ -146,7 +161,9 @@ extension PushTests {
 
                 // A receipt: delivery.updated with a later position.
                 let receipt = try await client.execute(
-                    uri: "/v1/me/delivered", method: .post, headers: jsonHeaders(bearer: world.sessions["u1"]),
+                    uri: "/v1/me/delivered",
+                    method: .post,
+                    headers: jsonHeaders(bearer: world.sessions["u1"]),
                     body: ByteBuffer(string: #"{"herald":{"type":"refresh","notification_id":"\#(id)"}}"#)
                 )
                 #expect(receipt.status == .ok)
@@ -158,7 +175,10 @@ extension PushTests {
 
                 // Marked read on "another device": channel.read with the new state, and the badge.
                 let read = try await client.execute(
-                    uri: "/v1/me/channels/feed/read", method: .post, headers: jsonHeaders(bearer: world.sessions["u1"]), body: ByteBuffer(string: "{}")
+                    uri: "/v1/me/channels/feed/read",
+                    method: .post,
+                    headers: jsonHeaders(bearer: world.sessions["u1"]),
+                    body: ByteBuffer(string: "{}")
                 )
                 #expect(read.status == .ok)
                 let state = try await mine.next(type: "channel.read")
@@ -168,7 +188,9 @@ extension PushTests {
 
                 // Admin update and delete.
                 let patch = try await client.execute(
-                    uri: "/v1/notifications/\(id)", method: .patch, headers: jsonHeaders(bearer: Self.adminToken),
+                    uri: "/v1/notifications/\(id)",
+                    method: .patch,
+                    headers: jsonHeaders(bearer: Self.adminToken),
                     body: ByteBuffer(string: #"{"variables":{"title":"changed"}}"#)
                 )
                 #expect(patch.status == .ok, "\(String(buffer: patch.body))")
@@ -199,7 +221,11 @@ extension PushTests {
             try await withLiveServer(world) { port, _, client in
                 let admin = jsonHeaders(bearer: Self.adminToken)
                 // u2 lists the channel by having opened it (a first load), with nothing in it.
-                let load = try await client.execute(uri: "/v1/me/channels/feed/collection", method: .get, headers: jsonHeaders(bearer: world.sessions["u2"]))
+                let load = try await client.execute(
+                    uri: "/v1/me/channels/feed/collection",
+                    method: .get,
+                    headers: jsonHeaders(bearer: world.sessions["u2"])
+                )
                 #expect(load.status == .ok)
                 let (s1, s2, s3) = (
                     try await TestStream.open(port: port, session: world.sessions["u1"]!),
@@ -211,8 +237,13 @@ extension PushTests {
                 #expect(try await s1.next()["badge"] as? Int == 1)
 
                 let renamed = try await client.execute(
-                    uri: "/v1/channels/feed", method: .put, headers: admin,
-                    body: ByteBuffer(string: #"{"kind":"feed","name":"Renamed","cover_url":"https://cdn.example.com/feed.png","custom_type":"promo","categories":[{"id":"news","name":"News","is_default":true}]}"#)
+                    uri: "/v1/channels/feed",
+                    method: .put,
+                    headers: admin,
+                    body: ByteBuffer(
+                        string:
+                            #"{"kind":"feed","name":"Renamed","cover_url":"https://cdn.example.com/feed.png","custom_type":"promo","categories":[{"id":"news","name":"News","is_default":true}]}"#
+                    )
                 )
                 #expect(renamed.status == .ok, "\(String(buffer: renamed.body))")
                 for stream in [s1, s2] {
@@ -235,7 +266,9 @@ extension PushTests {
                 }
 
                 // u3 heard none of it: its first event is its own, in the channel made again.
-                _ = try await ChannelStore(client: db.client).put(HeraldCore.Channel(url: "feed", kind: .feed, name: "Feed", categories: [.init(id: "news", name: "News", isDefault: true)]))
+                _ = try await ChannelStore(client: db.client).put(
+                    HeraldCore.Channel(url: "feed", kind: .feed, name: "Feed", categories: [.init(id: "news", name: "News", isDefault: true)])
+                )
                 try await world.send("for u3", to: ["u3"])
                 let first = try await s3.next()
                 #expect(first["type"] as? String == "notification.created")
@@ -245,7 +278,9 @@ extension PushTests {
                 // Deleted again: now it is u3's, and not u1's, whose earlier removal names the same URL.
                 #expect(try await client.execute(uri: "/v1/channels/feed", method: .delete, headers: admin).status == .ok)
                 #expect(try await s3.next()["type"] as? String == "channel.deleted")
-                _ = try await ChannelStore(client: db.client).put(HeraldCore.Channel(url: "feed", kind: .feed, name: "Feed", categories: [.init(id: "news", name: "News", isDefault: true)]))
+                _ = try await ChannelStore(client: db.client).put(
+                    HeraldCore.Channel(url: "feed", kind: .feed, name: "Feed", categories: [.init(id: "news", name: "News", isDefault: true)])
+                )
                 try await world.send("for u1", to: ["u1"])
                 #expect(try await s1.next()["type"] as? String == "notification.created")
                 for stream in [s1, s2, s3] { await stream.close() }
@@ -281,7 +316,9 @@ extension PushTests {
                 let anonymous = try await client.execute(uri: "/v1/me/stream", method: .get, headers: [:])
                 #expect(anonymous.status == .unauthorized)
                 let unknownDevice = try await client.execute(
-                    uri: "/v1/me/stream?device=\(Self.token(9))", method: .get, headers: jsonHeaders(bearer: world.sessions["u1"])
+                    uri: "/v1/me/stream?device=\(Self.token(9))",
+                    method: .get,
+                    headers: jsonHeaders(bearer: world.sessions["u1"])
                 )
                 #expect(unknownDevice.status == .notFound)
                 #expect(try errorCode(unknownDevice) == "device_not_found")
@@ -292,14 +329,18 @@ extension PushTests {
                 let devices = try await client.execute(uri: "/v1/me/devices", method: .get, headers: jsonHeaders(bearer: world.sessions["u1"]))
                 let deviceID = try #require((try jsonObject(devices)["devices"] as? [[String: Any]])?.first?["id"] as? String)
                 let byQuery = try await client.execute(
-                    uri: "/v1/me/stream?access_token=\(world.sessions["u1"]!)&device=\(deviceID)", method: .get, headers: [:]
+                    uri: "/v1/me/stream?access_token=\(world.sessions["u1"]!)&device=\(deviceID)",
+                    method: .get,
+                    headers: [:]
                 )
                 #expect(byQuery.status == .upgradeRequired)
                 let stream = try await TestStream.open(port: port, session: world.sessions["u1"]!, device: deviceID)
                 #expect(try await PresenceStore(client: db.client).isOnline(userKey: try await userKey(world, "u1"), deviceID: Int64(deviceID)))
                 await stream.close()
                 let key = try await userKey(world, "u1")
-                try await eventually("the closed stream's presence to go") { !(try await PresenceStore(client: db.client).isOnline(userKey: key, deviceID: nil)) }
+                try await eventually("the closed stream's presence to go") {
+                    !(try await PresenceStore(client: db.client).isOnline(userKey: key, deviceID: nil))
+                }
             }
         }
     }
@@ -328,14 +369,19 @@ extension PushTests {
             }
             let (a, portA) = try await start()
             let (b, portB) = try await start()
-            defer { a.signal(SIGKILL); b.signal(SIGKILL) }
+            defer {
+                a.signal(SIGKILL)
+                b.signal(SIGKILL)
+            }
 
             let stream = try await TestStream.open(port: portB, session: world.sessions["u1"]!, device: device)
             var request = HTTPClientRequest(url: "http://127.0.0.1:\(portA)/v1/notifications")
             request.method = .POST
             request.headers.add(name: "Authorization", value: "Bearer \(Self.adminToken)")
             request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(ByteBuffer(string: #"{"channel_url":"feed","template_key":"plain","variables":{"title":"from A"},"targets":["u1"]}"#))
+            request.body = .bytes(
+                ByteBuffer(string: #"{"channel_url":"feed","template_key":"plain","variables":{"title":"from A"},"targets":["u1"]}"#)
+            )
             let sent = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
             #expect(sent.status == .created)
             let event = try await stream.next(type: "notification.created")
@@ -344,9 +390,12 @@ extension PushTests {
             // The want is recorded (by whichever dispatcher expanded the outbox), and no dispatcher
             // may claim the device: its stream on B makes it online.
             try await eventually("the outbox to be expanded into a want") {
-                try await world.query("SELECT 1 FROM devices WHERE refresh_wanted_xid IS NOT NULL AND (SELECT count(*) FROM push_outbox) = 0").count == 1
+                try await world.query("SELECT 1 FROM devices WHERE refresh_wanted_xid IS NOT NULL AND (SELECT count(*) FROM push_outbox) = 0").count
+                    == 1
             }
-            #expect(try await PushStore(client: db.client).claimDue(limit: 10, terms: ClaimTerms(lease: .seconds(60), minimumInterval: .zero)).isEmpty)
+            #expect(
+                try await PushStore(client: db.client).claimDue(limit: 10, terms: ClaimTerms(lease: .seconds(60), minimumInterval: .zero)).isEmpty
+            )
             #expect(world.mock.requests.isEmpty)
 
             // B dies without a word: its presence lapses within the TTL, and A pushes the device.
@@ -392,7 +441,13 @@ extension PushTests {
             let world = try await world(db, users: ["u1"])
             defer { Task { await world.shutdown() } }
             let limit = 256 * 1024
-            try await withLiveServer(world, configure: { $0.queueBytes = limit; $0.closeGrace = .seconds(2) }) { port, hub, _ in
+            try await withLiveServer(
+                world,
+                configure: {
+                    $0.queueBytes = limit
+                    $0.closeGrace = .seconds(2)
+                }
+            ) { port, hub, _ in
                 let reader = try SlowStreamReader(port: port, session: world.sessions["u1"]!)
                 let key = try await userKey(world, "u1")
                 try await eventually("the stream to register") { !hub.connections(of: key).isEmpty }

@@ -1,9 +1,9 @@
 import APNs
 import Foundation
+import HTTPTypes
 import HeraldCore
 import HeraldStore
 import HeraldTesting
-import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Logging
@@ -46,7 +46,14 @@ struct PushTests {
             secretKeyHex = Hex.encode(SecureRandom.bytes(32))
             box = try SecretBox(hexKey: secretKeyHex)
             transport = PushTransport(store: APNsCredentialStore(client: db.client, box: box), settings: settings, logger: Logger(label: "test.push"))
-            dispatcher = PushDispatcher(client: db.client, transport: transport, settings: settings, wake: WakeSignal(), listener: nil, logger: Logger(label: "test.push"))
+            dispatcher = PushDispatcher(
+                client: db.client,
+                transport: transport,
+                settings: settings,
+                wake: WakeSignal(),
+                listener: nil,
+                logger: Logger(label: "test.push")
+            )
         }
 
         func app() throws -> some ApplicationProtocol {
@@ -59,10 +66,24 @@ struct PushTests {
             let template = try #require(try await TemplateStore(client: db.client).get("plain"))
             let content = try template.template.renderNotification(variables: ["title": .string(title)], userVariables: [:])
             let draft = NotificationDraft(
-                channelURL: "feed", templateKey: "plain", templateVersion: template.version, variables: ["title": .string(title)],
-                content: content, category: "news", tags: [], eventDeadline: nil, push: push, audience: .targets(users)
+                channelURL: "feed",
+                templateKey: "plain",
+                templateVersion: template.version,
+                variables: ["title": .string(title)],
+                content: content,
+                category: "news",
+                tags: [],
+                eventDeadline: nil,
+                push: push,
+                audience: .targets(users)
             )
-            guard case .created(let stored, _) = try await NotificationStore(client: db.client).send(draft, idempotency: nil, respond: { _ in StoredResponse(status: 201, body: []) }) else {
+            guard
+                case .created(let stored, _) = try await NotificationStore(client: db.client).send(
+                    draft,
+                    idempotency: nil,
+                    respond: { _ in StoredResponse(status: 201, body: []) }
+                )
+            else {
                 throw CancellationError()
             }
             return stored.id
@@ -94,13 +115,22 @@ struct PushTests {
     /// A world with a feed channel, users with sessions, a token credential uploaded through the API,
     /// and `devices` registered per user through the API.
     func world(
-        _ db: TestDatabase, users: [String] = ["u1", "u2"], devices: [String: [String]] = [:],
+        _ db: TestDatabase,
+        users: [String] = ["u1", "u2"],
+        devices: [String: [String]] = [:],
         configure: (inout PushSettings) -> Void = { _ in }
     ) async throws -> World {
-        _ = try await ChannelStore(client: db.client).put(HeraldCore.Channel(url: "feed", kind: .feed, name: "Feed", categories: [.init(id: "news", name: "News", isDefault: true)]))
-        _ = try await TemplateStore(client: db.client).put(Template(
-            key: "plain", name: "Plain", variables: [.init(name: "title", type: .string, required: true)], data: .object(["title": .string("{{title}}")])
-        ))
+        _ = try await ChannelStore(client: db.client).put(
+            HeraldCore.Channel(url: "feed", kind: .feed, name: "Feed", categories: [.init(id: "news", name: "News", isDefault: true)])
+        )
+        _ = try await TemplateStore(client: db.client).put(
+            Template(
+                key: "plain",
+                name: "Plain",
+                variables: [.init(name: "title", type: .string, required: true)],
+                data: .object(["title": .string("{{title}}")])
+            )
+        )
         var sessions: [String: String] = [:]
         for user in users {
             _ = try await UserStore(client: db.client).upsert(id: user, nickname: nil, profileURL: nil)
@@ -123,17 +153,23 @@ struct PushTests {
         let sessionsByUser = sessions
         try await world.app().test(.router) { client in
             let upload = try await client.execute(
-                uri: "/v1/apns/credentials/main", method: .put, headers: jsonHeaders(bearer: Self.adminToken),
-                body: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: [
-                    "type": "token", "environment": "sandbox", "topic": Self.topic, "key": Self.credentials.signingKeyPEM,
-                    "key_id": Self.credentials.keyID, "team_id": Self.credentials.teamID,
-                ]))
+                uri: "/v1/apns/credentials/main",
+                method: .put,
+                headers: jsonHeaders(bearer: Self.adminToken),
+                body: ByteBuffer(
+                    bytes: try JSONSerialization.data(withJSONObject: [
+                        "type": "token", "environment": "sandbox", "topic": Self.topic, "key": Self.credentials.signingKeyPEM,
+                        "key_id": Self.credentials.keyID, "team_id": Self.credentials.teamID,
+                    ])
+                )
             )
             #expect(upload.status == .created, "\(String(buffer: upload.body))")
             for (user, tokens) in devices {
                 for token in tokens {
                     let response = try await client.execute(
-                        uri: "/v1/me/devices/\(token)", method: .put, headers: jsonHeaders(bearer: sessionsByUser[user]),
+                        uri: "/v1/me/devices/\(token)",
+                        method: .put,
+                        headers: jsonHeaders(bearer: sessionsByUser[user]),
                         body: ByteBuffer(string: #"{"environment":"sandbox","topic":"\#(Self.topic)"}"#)
                     )
                     #expect(response.status == .created, "\(String(buffer: response.body))")
@@ -152,7 +188,9 @@ struct PushTests {
             try await world.app().test(.router) { client in
                 func register(_ user: String, _ token: String, unique: Bool = false) async throws -> TestResponse {
                     try await client.execute(
-                        uri: "/v1/me/devices/\(token)", method: .put, headers: jsonHeaders(bearer: world.sessions[user]),
+                        uri: "/v1/me/devices/\(token)",
+                        method: .put,
+                        headers: jsonHeaders(bearer: world.sessions[user]),
                         body: ByteBuffer(string: #"{"environment":"sandbox","topic":"\#(Self.topic)","unique":\#(unique)}"#)
                     )
                 }
@@ -186,15 +224,29 @@ struct PushTests {
                     #expect(try errorCode(response) == "invalid_device_token")
                 }
                 let badBody = try await client.execute(
-                    uri: "/v1/me/devices/\(Self.token(40))", method: .put, headers: jsonHeaders(bearer: world.sessions["u1"]),
+                    uri: "/v1/me/devices/\(Self.token(40))",
+                    method: .put,
+                    headers: jsonHeaders(bearer: world.sessions["u1"]),
                     body: ByteBuffer(string: #"{"environment":"staging","topic":"\#(Self.topic)"}"#)
                 )
                 #expect(badBody.status == .badRequest)
                 #expect(try errorCode(badBody) == "invalid_device")
 
                 // Unregister one, then all.
-                #expect(try await client.execute(uri: "/v1/me/devices/\(Self.token(30))", method: .delete, headers: jsonHeaders(bearer: world.sessions["u1"])).status == .noContent)
-                #expect(try await client.execute(uri: "/v1/me/devices/\(Self.token(30))", method: .delete, headers: jsonHeaders(bearer: world.sessions["u1"])).status == .notFound)
+                #expect(
+                    try await client.execute(
+                        uri: "/v1/me/devices/\(Self.token(30))",
+                        method: .delete,
+                        headers: jsonHeaders(bearer: world.sessions["u1"])
+                    ).status == .noContent
+                )
+                #expect(
+                    try await client.execute(
+                        uri: "/v1/me/devices/\(Self.token(30))",
+                        method: .delete,
+                        headers: jsonHeaders(bearer: world.sessions["u1"])
+                    ).status == .notFound
+                )
                 _ = try await register("u2", Self.token(31))
                 let all = try await client.execute(uri: "/v1/me/devices", method: .delete, headers: jsonHeaders(bearer: world.sessions["u2"]))
                 #expect(try jsonObject(all)["removed"] as? Int == 2)
@@ -212,12 +264,17 @@ struct PushTests {
             try await world.app().test(.router) { client in
                 func put(_ name: String, _ body: [String: Any]) async throws -> TestResponse {
                     try await client.execute(
-                        uri: "/v1/apns/credentials/\(name)", method: .put, headers: jsonHeaders(bearer: Self.adminToken),
+                        uri: "/v1/apns/credentials/\(name)",
+                        method: .put,
+                        headers: jsonHeaders(bearer: Self.adminToken),
                         body: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: body))
                     )
                 }
                 let p12 = Data(Self.credentials.p12).base64EncodedString()
-                let certificate = try await put("cert", ["type": "certificate", "environment": "production", "p12": p12, "password": Self.credentials.certificatePassword])
+                let certificate = try await put(
+                    "cert",
+                    ["type": "certificate", "environment": "production", "p12": p12, "password": Self.credentials.certificatePassword]
+                )
                 #expect(certificate.status == .created, "\(String(buffer: certificate.body))")
                 #expect(try jsonObject(certificate)["topic"] as? String == Self.credentials.certificateTopic)
                 #expect(try jsonObject(certificate)["certificate_expires_at"] is String)
@@ -225,10 +282,22 @@ struct PushTests {
                 let wrongPassword = try await put("cert2", ["type": "certificate", "environment": "production", "p12": p12, "password": "nope"])
                 #expect(wrongPassword.status == .badRequest)
                 #expect(String(buffer: wrongPassword.body).contains("password"))
-                let badKey = try await put("bad", ["type": "token", "environment": "sandbox", "topic": Self.topic, "key": "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----", "key_id": "ABC123DEFG", "team_id": "TEAM123456"])
+                let badKey = try await put(
+                    "bad",
+                    [
+                        "type": "token", "environment": "sandbox", "topic": Self.topic,
+                        "key": "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----", "key_id": "ABC123DEFG", "team_id": "TEAM123456",
+                    ]
+                )
                 #expect(badKey.status == .badRequest)
                 #expect(try errorCode(badKey) == "invalid_credential")
-                let badKeyID = try await put("bad", ["type": "token", "environment": "sandbox", "topic": Self.topic, "key": Self.credentials.signingKeyPEM, "key_id": "x\"y", "team_id": "TEAM123456"])
+                let badKeyID = try await put(
+                    "bad",
+                    [
+                        "type": "token", "environment": "sandbox", "topic": Self.topic, "key": Self.credentials.signingKeyPEM, "key_id": "x\"y",
+                        "team_id": "TEAM123456",
+                    ]
+                )
                 #expect(badKeyID.status == .badRequest)
 
                 let list = try await client.execute(uri: "/v1/apns/credentials", method: .get, headers: jsonHeaders(bearer: Self.adminToken))
@@ -301,7 +370,9 @@ struct PushTests {
             // Device 1 syncs (naming itself): its push is answered, and so is the burst it saw.
             /// The device row's version (`xmin` changes with every write) and its last sync.
             @Sendable func deviceRow() async throws -> (version: String, syncedAt: Date?) {
-                try await world.query("SELECT xmin::text, last_synced_at FROM devices WHERE token = '\(Self.token(1))'")[0].decode((String, Date?).self)
+                try await world.query("SELECT xmin::text, last_synced_at FROM devices WHERE token = '\(Self.token(1))'")[0].decode(
+                    (String, Date?).self
+                )
             }
             try await world.app().test(.router) { client in
                 var headers = jsonHeaders(bearer: world.sessions["u1"])
@@ -378,7 +449,11 @@ struct PushTests {
                 func list(_ user: String, device: String?, token: String? = nil) async throws -> [String: Any] {
                     var headers = jsonHeaders(bearer: world.sessions[user])
                     if let device { headers[HTTPField.Name("Herald-Device")!] = device }
-                    let response = try await client.execute(uri: "/v1/me/channels" + (token.map { "?token=\($0)" } ?? ""), method: .get, headers: headers)
+                    let response = try await client.execute(
+                        uri: "/v1/me/channels" + (token.map { "?token=\($0)" } ?? ""),
+                        method: .get,
+                        headers: headers
+                    )
                     #expect(response.status == .ok)
                     return try jsonObject(response)
                 }
@@ -386,7 +461,9 @@ struct PushTests {
                 let token = try #require(try await list("u2", device: nil)["next_token"] as? String)
                 #expect(try await list("u2", device: d2, token: token)["is_live"] as? Bool == true)
             }
-            _ = try await ChannelStore(client: db.client).put(HeraldCore.Channel(url: "feed", kind: .feed, name: "Feed", categories: [.init(id: "news", name: "News", isDefault: true)]))
+            _ = try await ChannelStore(client: db.client).put(
+                HeraldCore.Channel(url: "feed", kind: .feed, name: "Feed", categories: [.init(id: "news", name: "News", isDefault: true)])
+            )
             try await world.send("again", to: ["u1", "u2", "u3"])
             try await world.drain()
             #expect(world.mock.requests.dropFirst(4).map(\.deviceToken).sorted() == [d1, d2, d3])
@@ -516,7 +593,9 @@ struct PushTests {
             let horizon = try await world.query("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")[0].decode(Int64.self)
             #expect(try await store.markSynced(userKey: u1, device: .token(Self.token(1)), horizon: horizon))
             try await store.recordDelivered(claims)
-            let outstanding = try await world.query("SELECT token, refresh_outstanding FROM devices ORDER BY token").map { try $0.decode((String, Bool).self) }
+            let outstanding = try await world.query("SELECT token, refresh_outstanding FROM devices ORDER BY token").map {
+                try $0.decode((String, Bool).self)
+            }
             #expect(outstanding.map(\.1) == [false, true], "\(outstanding)")
             // The next change pushes u1's device again at once; u2's waits for its sync.
             try await world.send("again", to: ["u1", "u2"])
@@ -593,13 +672,24 @@ struct PushTests {
             var ids: [Int64] = []
             for index in 0..<3 {
                 let draft = NotificationDraft(
-                    channelURL: "feed", templateKey: "plain", templateVersion: template.version, variables: ["title": .string("all \(index)")],
+                    channelURL: "feed",
+                    templateKey: "plain",
+                    templateVersion: template.version,
+                    variables: ["title": .string("all \(index)")],
                     content: try template.template.renderNotification(variables: ["title": .string("all \(index)")], userVariables: [:]),
-                    category: "news", tags: [], eventDeadline: nil, push: PushOptions(), audience: .all
+                    category: "news",
+                    tags: [],
+                    eventDeadline: nil,
+                    push: PushOptions(),
+                    audience: .all
                 )
-                guard case .created(let stored, _) = try await NotificationStore(client: db.client).send(
-                    draft, idempotency: nil, respond: { _ in StoredResponse(status: 202, body: []) }
-                ) else { throw CancellationError() }
+                guard
+                    case .created(let stored, _) = try await NotificationStore(client: db.client).send(
+                        draft,
+                        idempotency: nil,
+                        respond: { _ in StoredResponse(status: 202, body: []) }
+                    )
+                else { throw CancellationError() }
                 ids.append(stored.id)
             }
             @Sendable func copies() async throws -> Int {
@@ -678,9 +768,16 @@ struct PushTests {
         let template = try #require(try await TemplateStore(client: db.client).get("plain"))
         let notifications = NotificationStore(client: db.client)
         let broadcast = NotificationDraft(
-            channelURL: channel, templateKey: "plain", templateVersion: template.version, variables: ["title": .string("all")],
+            channelURL: channel,
+            templateKey: "plain",
+            templateVersion: template.version,
+            variables: ["title": .string("all")],
             content: try template.template.renderNotification(variables: ["title": .string("all")], userVariables: [:]),
-            category: "news", tags: [], eventDeadline: nil, push: PushOptions(), audience: .all
+            category: "news",
+            tags: [],
+            eventDeadline: nil,
+            push: PushOptions(),
+            audience: .all
         )
         _ = try await notifications.send(broadcast, idempotency: nil, respond: { _ in StoredResponse(status: 202, body: []) })
         while try await notifications.fanOutNextBatch(size: batchSize) != nil {}
@@ -692,7 +789,11 @@ struct PushTests {
     @Test func outboxRowsAreExpandedASliceAtATime() async throws {
         try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
             let users = (1...7).map { "u\($0)" }
-            let world = try await world(db, users: users, devices: Dictionary(uniqueKeysWithValues: users.enumerated().map { ($1, [Self.token($0)]) }))
+            let world = try await world(
+                db,
+                users: users,
+                devices: Dictionary(uniqueKeysWithValues: users.enumerated().map { ($1, [Self.token($0)]) })
+            )
             defer { Task { await world.shutdown() } }
             let store = PushStore(client: db.client)
             func wanted() async throws -> Int64 {
@@ -742,7 +843,9 @@ struct PushTests {
         try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
             let world = try await world(db, users: ["u1", "u2", "u3"])
             defer { Task { await world.shutdown() } }
-            _ = try await ChannelStore(client: db.client).put(HeraldCore.Channel(url: "other", kind: .feed, name: "Other", categories: [.init(id: "news", name: "News", isDefault: true)]))
+            _ = try await ChannelStore(client: db.client).put(
+                HeraldCore.Channel(url: "other", kind: .feed, name: "Other", categories: [.init(id: "news", name: "News", isDefault: true)])
+            )
             try await world.send("one", to: ["u1", "u2"])
             try await world.send("two", to: ["u1"])
             // u3's only copy in feed is deleted: feed is in neither answer for u3.

@@ -1,9 +1,9 @@
 import Foundation
+import HTTPTypes
 import HeraldCore
 import HeraldServer
 import HeraldStore
 import HeraldTesting
-import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
@@ -19,9 +19,14 @@ struct ReceiptsTests {
     /// A feed channel, a template, users u1…u3 with sessions; returns the sessions.
     func seed(_ db: TestDatabase) async throws -> [String: String] {
         _ = try await ChannelStore(client: db.client).put(Channel(url: "feed", kind: .feed, name: "Feed"))
-        _ = try await TemplateStore(client: db.client).put(Template(
-            key: "plain", name: "Plain", variables: [.init(name: "title", type: .string, required: true)], data: .object(["title": .string("{{title}}")])
-        ))
+        _ = try await TemplateStore(client: db.client).put(
+            Template(
+                key: "plain",
+                name: "Plain",
+                variables: [.init(name: "title", type: .string, required: true)],
+                data: .object(["title": .string("{{title}}")])
+            )
+        )
         var sessions: [String: String] = [:]
         for user in ["u1", "u2", "u3"] {
             _ = try await UserStore(client: db.client).upsert(id: user, nickname: nil, profileURL: nil)
@@ -32,8 +37,13 @@ struct ReceiptsTests {
 
     func send(_ client: some TestClientProtocol, to users: [String]) async throws -> String {
         let response = try await client.execute(
-            uri: "/v1/notifications", method: .post, headers: jsonHeaders(bearer: Self.adminToken),
-            body: ByteBuffer(string: #"{"channel_url":"feed","template_key":"plain","variables":{"title":"t"},"targets":["# + users.map { "\"\($0)\"" }.joined(separator: ",") + "]}")
+            uri: "/v1/notifications",
+            method: .post,
+            headers: jsonHeaders(bearer: Self.adminToken),
+            body: ByteBuffer(
+                string: #"{"channel_url":"feed","template_key":"plain","variables":{"title":"t"},"targets":["#
+                    + users.map { "\"\($0)\"" }.joined(separator: ",") + "]}"
+            )
         )
         #expect(response.status == .created)
         return try #require(try jsonObject(response)["id"] as? String)
@@ -59,7 +69,12 @@ struct ReceiptsTests {
                 let alsoU1 = try await send(client, to: ["u1"])
 
                 // A receipt with the herald object of a push; then the same again: nothing changes.
-                let first = try await post(client, "/v1/me/delivered", sessions["u1"], #"{"herald":{"type":"refresh","notification_id":"\#(shared)","badge":2}}"#)
+                let first = try await post(
+                    client,
+                    "/v1/me/delivered",
+                    sessions["u1"],
+                    #"{"herald":{"type":"refresh","notification_id":"\#(shared)","badge":2}}"#
+                )
                 #expect(first.status == .ok)
                 #expect(try jsonObject(first)["updated"] as? [String] == [shared])
                 let again = try await post(client, "/v1/me/delivered", sessions["u1"], #"{"notification_ids":["\#(shared)"]}"#)
@@ -106,7 +121,8 @@ struct ReceiptsTests {
                 var cursor: String?
                 repeat {
                     let page = try await client.execute(
-                        uri: "/v1/notifications/\(shared)?members=true&limit=1" + (cursor.map { "&after=\($0)" } ?? ""), method: .get,
+                        uri: "/v1/notifications/\(shared)?members=true&limit=1" + (cursor.map { "&after=\($0)" } ?? ""),
+                        method: .get,
                         headers: jsonHeaders(bearer: Self.adminToken)
                     )
                     #expect(page.status == .ok)
@@ -119,7 +135,11 @@ struct ReceiptsTests {
                 #expect(members[0]["delivered_at"] is String && members[0]["read_at"] is NSNull)
                 #expect(members[1]["status"] as? String == "READ")
                 #expect(members[1]["delivered_at"] is String && members[1]["read_at"] is String)
-                let badMembers = try await client.execute(uri: "/v1/notifications/\(shared)?members=yes", method: .get, headers: jsonHeaders(bearer: Self.adminToken))
+                let badMembers = try await client.execute(
+                    uri: "/v1/notifications/\(shared)?members=yes",
+                    method: .get,
+                    headers: jsonHeaders(bearer: Self.adminToken)
+                )
                 #expect(badMembers.status == .badRequest)
             }
         }
@@ -138,7 +158,9 @@ struct ReceiptsTests {
                 let view = try await client.execute(uri: "/v1/notifications/\(id)", method: .get, headers: jsonHeaders(bearer: Self.adminToken))
                 let counts = try #require(try jsonObject(view)["counts"] as? [String: Int])
                 #expect(counts["viewed"] == 2 && counts["clicked"] == 1)
-                let logged = try await db.client.query("SELECT count FROM notification_events WHERE kind = 1 ORDER BY count DESC").map { try $0.decode(Int32.self) }
+                let logged = try await db.client.query("SELECT count FROM notification_events WHERE kind = 1 ORDER BY count DESC").map {
+                    try $0.decode(Int32.self)
+                }
                 #expect(logged == [2, 1])
 
                 let tooMany = (1...31).map { _ in "\"\(id)\"" }.joined(separator: ",")

@@ -1,9 +1,9 @@
 import Foundation
+import HTTPTypes
 import HeraldCore
 import HeraldServer
 import HeraldStore
 import HeraldTesting
-import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
@@ -20,16 +20,28 @@ struct StrictInputTests {
     /// Channels `feed` (categories `a` default and `b`) and `bare` (none), templates `plain` and
     /// `filed` (category `b`), users u1 and u2 with sessions.
     func seed(_ db: TestDatabase) async throws -> [String: String] {
-        _ = try await ChannelStore(client: db.client).put(Channel(
-            url: "feed", kind: .feed, name: "Feed",
-            categories: [.init(id: "a", name: "A", isDefault: true), .init(id: "b", name: "B", isDefault: false)]
-        ))
+        _ = try await ChannelStore(client: db.client).put(
+            Channel(
+                url: "feed",
+                kind: .feed,
+                name: "Feed",
+                categories: [.init(id: "a", name: "A", isDefault: true), .init(id: "b", name: "B", isDefault: false)]
+            )
+        )
         _ = try await ChannelStore(client: db.client).put(Channel(url: "bare", kind: .feed, name: "Bare"))
         let title = Template.Variable(name: "title", type: .string, required: true)
-        _ = try await TemplateStore(client: db.client).put(Template(key: "plain", name: "Plain", variables: [title], data: .object(["title": .string("{{title}}")])))
-        _ = try await TemplateStore(client: db.client).put(Template(
-            key: "filed", name: "Filed", variables: [title], data: .object(["title": .string("{{title}}")]), category: "b"
-        ))
+        _ = try await TemplateStore(client: db.client).put(
+            Template(key: "plain", name: "Plain", variables: [title], data: .object(["title": .string("{{title}}")]))
+        )
+        _ = try await TemplateStore(client: db.client).put(
+            Template(
+                key: "filed",
+                name: "Filed",
+                variables: [title],
+                data: .object(["title": .string("{{title}}")]),
+                category: "b"
+            )
+        )
         var sessions: [String: String] = [:]
         for user in ["u1", "u2"] {
             _ = try await UserStore(client: db.client).upsert(id: user, nickname: nil, profileURL: nil)
@@ -47,7 +59,11 @@ struct StrictInputTests {
     }
 
     func call(
-        _ client: some TestClientProtocol, _ method: HTTPRequest.Method, _ path: String, _ bearer: String?, _ body: [UInt8]? = nil,
+        _ client: some TestClientProtocol,
+        _ method: HTTPRequest.Method,
+        _ path: String,
+        _ bearer: String?,
+        _ body: [UInt8]? = nil,
         headers extra: HTTPFields = [:]
     ) async throws -> TestResponse {
         var headers = jsonHeaders(bearer: bearer)
@@ -67,7 +83,8 @@ struct StrictInputTests {
                 #expect(try await unread(client, sessions["u1"]) == 1)
                 let invalid: [[UInt8]] = [
                     Array(#"{"a":-}"#.utf8), Array(#"{"a":01}"#.utf8), Array(#"{"a":1,}"#.utf8), Array(#"{"notification_ids":["1",]}"#.utf8),
-                    Array(#"{"a":"\#u{01}"}"#.utf8), [0x7B, 0x22, 0x61, 0x22, 0x3A, 0x22, 0xFF, 0x22, 0x7D], Array(" ".utf8), Array(#"{"a":1} x"#.utf8),
+                    Array(#"{"a":"\#u{01}"}"#.utf8), [0x7B, 0x22, 0x61, 0x22, 0x3A, 0x22, 0xFF, 0x22, 0x7D], Array(" ".utf8),
+                    Array(#"{"a":1} x"#.utf8),
                 ]
                 for body in invalid {
                     for path in ["/v1/me/channels/feed/read", "/v1/me/channels/feed/seen", "/v1/me/delivered"] {
@@ -98,15 +115,27 @@ struct StrictInputTests {
                 let notification = try await sendOne(client)
                 let device = String(repeating: "ab", count: 32)
                 let cases: [(HTTPRequest.Method, String, String?, String, String)] = [
-                    (.post, "/v1/notifications", Self.adminToken,
-                     #"{"channel_url":"feed","template_key":"plain","variables":{"title":"t"},"targets":["u2"],"push":{"forcePush":true}}"#, "$.push.forcePush"),
-                    (.post, "/v1/notifications", Self.adminToken,
-                     #"{"channel_url":"feed","template_key":"plain","variables":{"title":"t"},"targets":["u2"],"target":["u1"]}"#, "$.target"),
+                    (
+                        .post, "/v1/notifications", Self.adminToken,
+                        #"{"channel_url":"feed","template_key":"plain","variables":{"title":"t"},"targets":["u2"],"push":{"forcePush":true}}"#,
+                        "$.push.forcePush"
+                    ),
+                    (
+                        .post, "/v1/notifications", Self.adminToken,
+                        #"{"channel_url":"feed","template_key":"plain","variables":{"title":"t"},"targets":["u2"],"target":["u1"]}"#, "$.target"
+                    ),
                     (.patch, "/v1/notifications/\(notification)", Self.adminToken, #"{"variables":{"title":"x"},"varaibles":{}}"#, "$.varaibles"),
                     (.put, "/v1/users/u3", Self.adminToken, #"{"nickname":"N","nick_name":"M"}"#, "$.nick_name"),
                     (.post, "/v1/users/u1/sessions", Self.adminToken, #"{"expires_in":60,"expiresIn":60}"#, "$.expiresIn"),
-                    (.put, "/v1/channels/other", Self.adminToken, #"{"kind":"feed","name":"O","categories":[{"id":"x","name":"X","is_default":true,"default":true}]}"#, "$.categories[0].default"),
-                    (.put, "/v1/templates/other", Self.adminToken, #"{"name":"O","data":{},"variables":[{"name":"v","type":"string","requierd":true}]}"#, "$.variables[0].requierd"),
+                    (
+                        .put, "/v1/channels/other", Self.adminToken,
+                        #"{"kind":"feed","name":"O","categories":[{"id":"x","name":"X","is_default":true,"default":true}]}"#,
+                        "$.categories[0].default"
+                    ),
+                    (
+                        .put, "/v1/templates/other", Self.adminToken,
+                        #"{"name":"O","data":{},"variables":[{"name":"v","type":"string","requierd":true}]}"#, "$.variables[0].requierd"
+                    ),
                     (.put, "/v1/me/devices/\(device)", sessions["u1"], #"{"environment":"sandbox","topic":"com.example","uniq":true}"#, "$.uniq"),
                     (.post, "/v1/me/channels/feed/seen", sessions["u1"], #"{"seen":"2024-01-01T00:00:00Z"}"#, "$.seen"),
                     (.post, "/v1/me/delivered", sessions["u1"], #"{"notification_ids":["\#(notification)"],"ids":[]}"#, "$.ids"),
@@ -127,7 +156,13 @@ struct StrictInputTests {
                 #expect(try await db.client.query("SELECT count(*) FROM notification_events")[0].decode(Int64.self) == 0)
 
                 // Free-form objects (variables, template data) take any key.
-                let free = try await call(client, .put, "/v1/templates/free", Self.adminToken, Array(#"{"name":"F","data":{"any":{"deep":"x"}}}"#.utf8))
+                let free = try await call(
+                    client,
+                    .put,
+                    "/v1/templates/free",
+                    Self.adminToken,
+                    Array(#"{"name":"F","data":{"any":{"deep":"x"}}}"#.utf8)
+                )
                 #expect(free.status == .created, "\(String(buffer: free.body))")
             }
         }
@@ -143,16 +178,44 @@ struct StrictInputTests {
                         let response = try await call(client, .post, path, sessions["u1"], Array(#"{"notification_ids":["\#(spelling)"]}"#.utf8))
                         #expect(response.status == .badRequest, "\(path) \(spelling)")
                     }
-                    let events = try await call(client, .post, "/v1/me/events", sessions["u1"], Array(#"{"type":"viewed","notification_ids":["\#(spelling)"]}"#.utf8))
+                    let events = try await call(
+                        client,
+                        .post,
+                        "/v1/me/events",
+                        sessions["u1"],
+                        Array(#"{"type":"viewed","notification_ids":["\#(spelling)"]}"#.utf8)
+                    )
                     #expect(events.status == .badRequest)
-                    let page = try await call(client, .get, "/v1/me/channels/feed/notifications?before=\(spelling.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)", sessions["u1"])
+                    let page = try await call(
+                        client,
+                        .get,
+                        "/v1/me/channels/feed/notifications?before=\(spelling.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)",
+                        sessions["u1"]
+                    )
                     #expect(page.status == .badRequest)
                 }
                 #expect(try await unread(client, sessions["u1"]) == 1)
                 // The one spelling, under the one name, on all three routes.
-                #expect(try await call(client, .post, "/v1/me/delivered", sessions["u1"], Array(#"{"notification_ids":["\#(notification)"]}"#.utf8)).status == .ok)
-                #expect(try await call(client, .post, "/v1/me/events", sessions["u1"], Array(#"{"type":"clicked","notification_ids":["\#(notification)"]}"#.utf8)).status == .noContent)
-                let read = try await call(client, .post, "/v1/me/channels/feed/read", sessions["u1"], Array(#"{"notification_ids":["\#(notification)"]}"#.utf8))
+                #expect(
+                    try await call(client, .post, "/v1/me/delivered", sessions["u1"], Array(#"{"notification_ids":["\#(notification)"]}"#.utf8))
+                        .status == .ok
+                )
+                #expect(
+                    try await call(
+                        client,
+                        .post,
+                        "/v1/me/events",
+                        sessions["u1"],
+                        Array(#"{"type":"clicked","notification_ids":["\#(notification)"]}"#.utf8)
+                    ).status == .noContent
+                )
+                let read = try await call(
+                    client,
+                    .post,
+                    "/v1/me/channels/feed/read",
+                    sessions["u1"],
+                    Array(#"{"notification_ids":["\#(notification)"]}"#.utf8)
+                )
                 #expect(try jsonObject(read)["unread_count"] as? Int == 0)
             }
         }
@@ -165,8 +228,24 @@ struct StrictInputTests {
                 _ = try await sendOne(client)
                 let mine = String(repeating: "a1", count: 32)
                 let theirs = String(repeating: "b2", count: 32)
-                #expect(try await call(client, .put, "/v1/me/devices/\(mine)", sessions["u1"], Array(#"{"environment":"sandbox","topic":"com.example"}"#.utf8)).status == .created)
-                #expect(try await call(client, .put, "/v1/me/devices/\(theirs)", sessions["u2"], Array(#"{"environment":"sandbox","topic":"com.example"}"#.utf8)).status == .created)
+                #expect(
+                    try await call(
+                        client,
+                        .put,
+                        "/v1/me/devices/\(mine)",
+                        sessions["u1"],
+                        Array(#"{"environment":"sandbox","topic":"com.example"}"#.utf8)
+                    ).status == .created
+                )
+                #expect(
+                    try await call(
+                        client,
+                        .put,
+                        "/v1/me/devices/\(theirs)",
+                        sessions["u2"],
+                        Array(#"{"environment":"sandbox","topic":"com.example"}"#.utf8)
+                    ).status == .created
+                )
                 let listed = try jsonObject(try await call(client, .get, "/v1/me/devices", sessions["u1"]))
                 let myID = try #require((listed["devices"] as? [[String: Any]])?.first?["id"] as? String)
                 let load = try jsonObject(try await call(client, .get, "/v1/me/channels/feed/collection", sessions["u1"]))
@@ -188,24 +267,35 @@ struct StrictInputTests {
                         ("zz", nil, HTTPResponse.Status.badRequest, "invalid_device"), (nil, "abc", .badRequest, "invalid_device"),
                         (String(repeating: "a", count: 63), nil, .badRequest, "invalid_device"), ("+\(myID)", nil, .badRequest, "invalid_device"),
                         (mine, theirs, .badRequest, "invalid_device"),
-                        (theirs, nil, .notFound, "device_not_found"), (nil, theirs, .notFound, "device_not_found"), ("999999", nil, .notFound, "device_not_found"),
+                        (theirs, nil, .notFound, "device_not_found"), (nil, theirs, .notFound, "device_not_found"),
+                        ("999999", nil, .notFound, "device_not_found"),
                     ] as [(String?, String?, HTTPResponse.Status, String)] {
                         let response = try await named(path, header: header, query: query)
                         #expect(response.status == status, "\(path) \(header ?? "-") \(query ?? "-")")
                         #expect(try errorCode(response) == code)
                     }
                     // The caller's own device, by token or id, in the header or the query, any case.
-                    for (header, query) in [(mine, nil), (nil, mine), (mine.uppercased(), nil), (myID, nil), (nil, myID), (mine, mine)] as [(String?, String?)] {
+                    for (header, query) in [(mine, nil), (nil, mine), (mine.uppercased(), nil), (myID, nil), (nil, myID), (mine, mine)]
+                        as [(String?, String?)]
+                    {
                         let response = try await named(path, header: header, query: query)
                         #expect(response.status == .ok, "\(path) \(header ?? "-") \(query ?? "-"): \(String(buffer: response.body))")
                     }
                 }
                 // A refused first load did not mark the channel opened.
-                #expect(try await db.client.query("SELECT count(*) FROM channel_states s JOIN users u ON u.key = s.user_key WHERE u.id = 'u2' AND s.opened")[0].decode(Int64.self) == 0)
+                #expect(
+                    try await db.client.query(
+                        "SELECT count(*) FROM channel_states s JOIN users u ON u.key = s.user_key WHERE u.id = 'u2' AND s.opened"
+                    )[0].decode(Int64.self) == 0
+                )
                 var headers = HTTPFields()
                 headers[HTTPField.Name("Herald-Device")!] = mine
                 #expect(try await call(client, .get, "/v1/me/channels/feed/collection", sessions["u2"], headers: headers).status == .notFound)
-                #expect(try await db.client.query("SELECT count(*) FROM channel_states s JOIN users u ON u.key = s.user_key WHERE u.id = 'u2' AND s.opened")[0].decode(Int64.self) == 0)
+                #expect(
+                    try await db.client.query(
+                        "SELECT count(*) FROM channel_states s JOIN users u ON u.key = s.user_key WHERE u.id = 'u2' AND s.opened"
+                    )[0].decode(Int64.self) == 0
+                )
             }
         }
     }
@@ -248,18 +338,38 @@ struct StrictInputTests {
                     #expect(Channel.urlProblem(url) != nil)
                 }
                 for data in [#""{{""#, #""a {{""#, #""{{\n""#, #""{{{""#] {
-                    let response = try await call(client, .put, "/v1/templates/dangling", Self.adminToken, Array(#"{"name":"D","data":{"t":\#(data)}}"#.utf8))
+                    let response = try await call(
+                        client,
+                        .put,
+                        "/v1/templates/dangling",
+                        Self.adminToken,
+                        Array(#"{"name":"D","data":{"t":\#(data)}}"#.utf8)
+                    )
                     #expect(response.status == .badRequest, "\(data)")
                     let message = (try jsonObject(response)["error"] as? [String: Any])?["message"] as? String ?? ""
                     #expect(message.hasPrefix("$.data.t"), "\(message)")
                 }
-                #expect(try await call(client, .put, "/v1/templates/fine", Self.adminToken, Array(#"{"name":"F","data":{"t":"{{=<% %>=}} {{ literal"}}"#.utf8)).status == .created)
+                #expect(
+                    try await call(
+                        client,
+                        .put,
+                        "/v1/templates/fine",
+                        Self.adminToken,
+                        Array(#"{"name":"F","data":{"t":"{{=<% %>=}} {{ literal"}}"#.utf8)
+                    ).status == .created
+                )
                 for seen in ["2024-02-30T00:00:00Z", "2023-02-29T00:00:00Z", "2024-13-01T00:00:00Z", "2024-01-01T24:00:00Z", "2024-01-01T23:60:00Z"] {
                     let response = try await call(client, .post, "/v1/me/channels/feed/seen", sessions["u1"], Array(#"{"seen_at":"\#(seen)"}"#.utf8))
                     #expect(response.status == .badRequest, "\(seen)")
                     #expect(try errorCode(response) == "invalid_seen_at")
                 }
-                let leap = try await call(client, .post, "/v1/me/channels/feed/seen", sessions["u1"], Array(#"{"seen_at":"2024-02-29T00:00:00Z"}"#.utf8))
+                let leap = try await call(
+                    client,
+                    .post,
+                    "/v1/me/channels/feed/seen",
+                    sessions["u1"],
+                    Array(#"{"seen_at":"2024-02-29T00:00:00Z"}"#.utf8)
+                )
                 #expect(try jsonObject(leap)["last_seen_at"] as? String == "2024-02-29T00:00:00.000Z")
             }
         }

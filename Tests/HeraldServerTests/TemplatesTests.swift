@@ -22,23 +22,40 @@ struct TemplatesHTTPTests {
 
     func json(_ response: TestResponse) throws -> [String: Any] { try jsonObject(response) }
 
-    static let v1 = #"{"name":"Payment failed","variables":[{"name":"amount","type":"string","required":true}],"data":{"title":"Payment of {{amount}} failed"}}"#
-    static let v2 = #"{"name":"Payment failed","variables":[{"name":"amount","type":"string","required":true}],"data":{"title":"We could not charge {{amount}}"}}"#
+    static let v1 =
+        #"{"name":"Payment failed","variables":[{"name":"amount","type":"string","required":true}],"data":{"title":"Payment of {{amount}} failed"}}"#
+    static let v2 =
+        #"{"name":"Payment failed","variables":[{"name":"amount","type":"string","required":true}],"data":{"title":"We could not charge {{amount}}"}}"#
 
     @Test func changedDefinitionsGetNewVersionsAndOldOnesStay() async throws {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
             try await application(db).test(.router) { client in
-                let first = try await client.execute(uri: "/v1/templates/payment.failed", method: .put, headers: admin, body: ByteBuffer(string: Self.v1))
+                let first = try await client.execute(
+                    uri: "/v1/templates/payment.failed",
+                    method: .put,
+                    headers: admin,
+                    body: ByteBuffer(string: Self.v1)
+                )
                 #expect(first.status == .created)
                 #expect(try json(first)["version"] as? Int == 1)
                 #expect(try json(first)["outcome"] as? String == "created")
 
-                let again = try await client.execute(uri: "/v1/templates/payment.failed", method: .put, headers: admin, body: ByteBuffer(string: Self.v1))
+                let again = try await client.execute(
+                    uri: "/v1/templates/payment.failed",
+                    method: .put,
+                    headers: admin,
+                    body: ByteBuffer(string: Self.v1)
+                )
                 #expect(again.status == .ok)
                 #expect(try json(again)["version"] as? Int == 1)
                 #expect(try json(again)["outcome"] as? String == "unchanged")
 
-                let second = try await client.execute(uri: "/v1/templates/payment.failed", method: .put, headers: admin, body: ByteBuffer(string: Self.v2))
+                let second = try await client.execute(
+                    uri: "/v1/templates/payment.failed",
+                    method: .put,
+                    headers: admin,
+                    body: ByteBuffer(string: Self.v2)
+                )
                 #expect(try json(second)["version"] as? Int == 2)
                 #expect(try json(second)["outcome"] as? String == "updated")
 
@@ -47,7 +64,12 @@ struct TemplatesHTTPTests {
                 let old = try await client.execute(uri: "/v1/templates/payment.failed?version=1", method: .get, headers: admin)
                 #expect(((try json(old)["data"] as? [String: Any])?["title"] as? String) == "Payment of {{amount}} failed")
 
-                _ = try await client.execute(uri: "/v1/templates/digest", method: .put, headers: admin, body: ByteBuffer(string: #"{"data":{"text":"Your week"}}"#))
+                _ = try await client.execute(
+                    uri: "/v1/templates/digest",
+                    method: .put,
+                    headers: admin,
+                    body: ByteBuffer(string: #"{"data":{"text":"Your week"}}"#)
+                )
                 let list = try await client.execute(uri: "/v1/templates", method: .get, headers: admin)
                 let listed = (try json(list)["templates"] as? [[String: Any]]) ?? []
                 #expect(listed.map { $0["key"] as? String } == ["digest", "payment.failed"])
@@ -63,7 +85,10 @@ struct TemplatesHTTPTests {
             try await application(db).test(.router) { client in
                 let cases: [(String, String, String)] = [
                     ("/v1/templates/a", #"{"data":{"t":"{{who}}"}}"#, "$.data.t uses {{who}}, which is not a declared variable."),
-                    ("/v1/templates/a", #"{"variables":[{"name":"n","type":"number","default":"x"}],"data":{}}"#, "$.variables[0].default must be a number."),
+                    (
+                        "/v1/templates/a", #"{"variables":[{"name":"n","type":"number","default":"x"}],"data":{}}"#,
+                        "$.variables[0].default must be a number."
+                    ),
                     ("/v1/templates/a", #"{"key":"b","data":{}}"#, "$.key must match the key in the path."),
                     ("/v1/templates/a", #"{"data":"not an object"}"#, "$.data must be a JSON object."),
                     ("/v1/templates/a", #"{"name":"no data"}"#, "$.data is required."),
@@ -73,7 +98,10 @@ struct TemplatesHTTPTests {
                     #expect(response.status == .badRequest, "\(body)")
                     #expect((try json(response)["error"] as? [String: Any])?["message"] as? String == message, "\(body)")
                 }
-                #expect(try await client.execute(uri: "/v1/templates/Bad%20Key", method: .put, headers: admin, body: ByteBuffer(string: #"{"data":{}}"#)).status == .badRequest)
+                #expect(
+                    try await client.execute(uri: "/v1/templates/Bad%20Key", method: .put, headers: admin, body: ByteBuffer(string: #"{"data":{}}"#))
+                        .status == .badRequest
+                )
             }
             #expect(try await db.client.query("SELECT count(*) FROM templates").first?.decode(Int.self) == 0)
         }

@@ -26,7 +26,9 @@ struct UsersAndAuthTests {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
             try await application(db).test(.router) { client in
                 let created = try await client.execute(
-                    uri: "/v1/users/alice", method: .put, headers: headers(Self.adminToken),
+                    uri: "/v1/users/alice",
+                    method: .put,
+                    headers: headers(Self.adminToken),
                     body: ByteBuffer(string: #"{"nickname":"Alice","profile_url":"https://example.com/a.png"}"#)
                 )
                 #expect(created.status == .created)
@@ -36,7 +38,9 @@ struct UsersAndAuthTests {
                 #expect((body["created_at"] as? String)?.hasSuffix("Z") == true)
 
                 let updated = try await client.execute(
-                    uri: "/v1/users/alice", method: .put, headers: headers(Self.adminToken),
+                    uri: "/v1/users/alice",
+                    method: .put,
+                    headers: headers(Self.adminToken),
                     body: ByteBuffer(string: #"{"nickname":"Alice B."}"#)
                 )
                 #expect(updated.status == .ok)
@@ -79,14 +83,23 @@ struct UsersAndAuthTests {
                     #expect(try errorCode(response) == code, "\(uri) \(body)")
                 }
                 let wrongType = try await client.execute(
-                    uri: "/v1/users/carol", method: .put, headers: headers(Self.adminToken),
+                    uri: "/v1/users/carol",
+                    method: .put,
+                    headers: headers(Self.adminToken),
                     body: ByteBuffer(string: #"{"nickname":42}"#)
                 )
                 #expect((try json(wrongType)["error"] as? [String: Any])?["message"] as? String == "$.nickname must be a string.")
-                let notAnObject = try await client.execute(uri: "/v1/users/carol", method: .put, headers: headers(Self.adminToken), body: ByteBuffer(string: "[1]"))
+                let notAnObject = try await client.execute(
+                    uri: "/v1/users/carol",
+                    method: .put,
+                    headers: headers(Self.adminToken),
+                    body: ByteBuffer(string: "[1]")
+                )
                 #expect((try json(notAnObject)["error"] as? [String: Any])?["message"] as? String == "the body must be an object.")
                 let huge = try await client.execute(
-                    uri: "/v1/users/carol", method: .put, headers: headers(Self.adminToken),
+                    uri: "/v1/users/carol",
+                    method: .put,
+                    headers: headers(Self.adminToken),
                     body: ByteBuffer(string: "{\"nickname\":\"\(String(repeating: "n", count: 1 << 20))\"}")
                 )
                 #expect(huge.status == .contentTooLarge)
@@ -145,7 +158,9 @@ struct UsersAndAuthTests {
 
                 // An expired session is no longer recognised either.
                 let short = try await client.execute(
-                    uri: "/v1/users/erin/sessions", method: .post, headers: headers(Self.adminToken),
+                    uri: "/v1/users/erin/sessions",
+                    method: .post,
+                    headers: headers(Self.adminToken),
                     body: ByteBuffer(string: #"{"expires_in":60}"#)
                 )
                 let shortToken = try #require(try json(short)["token"] as? String)
@@ -154,7 +169,9 @@ struct UsersAndAuthTests {
                 #expect(try await client.execute(uri: "/v1/users/erin", method: .put, headers: headers(shortToken)).status == .unauthorized)
 
                 let badLifetime = try await client.execute(
-                    uri: "/v1/users/erin/sessions", method: .post, headers: headers(Self.adminToken),
+                    uri: "/v1/users/erin/sessions",
+                    method: .post,
+                    headers: headers(Self.adminToken),
                     body: ByteBuffer(string: #"{"expires_in":5}"#)
                 )
                 #expect(badLifetime.status == .badRequest)
@@ -172,7 +189,10 @@ struct UnstorableValueTests {
             try await heraldApplication(db, adminToken: "nul-admin").test(.router) { client in
                 let headers = jsonHeaders(bearer: "nul-admin")
                 let nulNickname = try await client.execute(
-                    uri: "/v1/users/zoe", method: .put, headers: headers, body: ByteBuffer(string: #"{"nickname":"a\u0000b"}"#)
+                    uri: "/v1/users/zoe",
+                    method: .put,
+                    headers: headers,
+                    body: ByteBuffer(string: #"{"nickname":"a\u0000b"}"#)
                 )
                 #expect(nulNickname.status == .badRequest)
                 #expect(try errorCode(nulNickname) == "invalid_value")

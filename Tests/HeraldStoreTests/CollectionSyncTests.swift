@@ -1,8 +1,9 @@
 import Foundation
 import HeraldCore
-@testable import HeraldStore
 import Postgres
 import Testing
+
+@testable import HeraldStore
 
 /// The sync protocol's rules on their own: no database, no HTTP.
 @Suite("Collection sync rules")
@@ -13,15 +14,27 @@ struct CollectionSyncTests {
     func snapshot(horizon: Int64 = 1_000, nextXID: Int64 = 1_001, compactedThrough: Int64 = 0, resetCount: Int32 = 0) -> CollectionStore.Snapshot {
         CollectionStore.Snapshot(
             state: ChannelState(unreadCount: 0, lastReadAt: nil, lastSeenAt: nil, resetCount: resetCount),
-            badge: 0, horizon: horizon, nextXID: nextXID, compactedThrough: compactedThrough
+            badge: 0,
+            horizon: horizon,
+            nextXID: nextXID,
+            compactedThrough: compactedThrough
         )
     }
 
     func item(_ id: Int64, xid: Int64) -> CollectionItem {
         let at = Date(timeIntervalSince1970: 1_700_000_000)
         return CollectionItem(
-            id: id, templateKey: "t", templateVersion: 1, data: PostgresJSONB("{}"), category: "", tags: [], eventDeadline: nil,
-            createdAt: at, updatedAt: at, status: .sent, position: xid
+            id: id,
+            templateKey: "t",
+            templateVersion: 1,
+            data: PostgresJSONB("{}"),
+            category: "",
+            tags: [],
+            eventDeadline: nil,
+            createdAt: at,
+            updatedAt: at,
+            status: .sent,
+            position: xid
         )
     }
 
@@ -36,10 +49,23 @@ struct CollectionSyncTests {
     }
 
     func token(at xid: Int64 = 400, category: String? = nil, resetCount: Int32 = 0, user: Int64? = nil, channel: Int64? = nil) -> SyncToken {
-        SyncToken(userKey: user ?? self.user, channelKey: channel ?? self.channel.key, resetCount: resetCount, category: category, position: .through(xid: xid))
+        SyncToken(
+            userKey: user ?? self.user,
+            channelKey: channel ?? self.channel.key,
+            resetCount: resetCount,
+            category: category,
+            position: .through(xid: xid)
+        )
     }
 
-    func page(_ token: SyncToken?, _ poll: CollectionStore.Poll, limit: Int = 10, hugeGap: Int = 20, category: String? = nil, pending: Int? = nil) async throws
+    func page(
+        _ token: SyncToken?,
+        _ poll: CollectionStore.Poll,
+        limit: Int = 10,
+        hugeGap: Int = 20,
+        category: String? = nil,
+        pending: Int? = nil
+    ) async throws
         -> (page: CollectionSync.Page?, counted: [Int])
     {
         var counted: [Int] = []
@@ -51,11 +77,18 @@ struct CollectionSyncTests {
     }
 
     @Test func aFirstLoadsTokenStandsJustBelowTheHorizon() {
-        let token = CollectionSync.firstToken(userKey: user, channelKey: channel.key, category: "news", snapshot: snapshot(horizon: 900, resetCount: 2))
+        let token = CollectionSync.firstToken(
+            userKey: user,
+            channelKey: channel.key,
+            category: "news",
+            snapshot: snapshot(horizon: 900, resetCount: 2)
+        )
         #expect(token.position == .through(xid: 899))
         #expect(token.resetCount == 2)
         #expect(token.filter == SyncToken.filterHash("news"))
-        #expect(CollectionSync.continues(token, userKey: user, channelKey: channel.key, category: "news", snapshot: snapshot(horizon: 900, resetCount: 2)))
+        #expect(
+            CollectionSync.continues(token, userKey: user, channelKey: channel.key, category: "news", snapshot: snapshot(horizon: 900, resetCount: 2))
+        )
     }
 
     @Test func aTokenContinuesOnlyWhereItWasIssued() {

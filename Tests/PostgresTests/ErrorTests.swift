@@ -34,7 +34,9 @@ struct ErrorTests {
     }
 
     @Test func connectionFailureIsConnectionLost() async throws {
-        let client = PostgresClient(configuration: .init(conninfo: "host=/nonexistent-herald-socket-dir port=1 connect_timeout=2", maximumConnections: 1))
+        let client = PostgresClient(
+            configuration: .init(conninfo: "host=/nonexistent-herald-socket-dir port=1 connect_timeout=2", maximumConnections: 1)
+        )
         let error = try await #require(throws: PostgresError.self) {
             try await client.query("SELECT 1")
         }
@@ -47,7 +49,9 @@ struct ErrorTests {
             let client = db.client
             let task = Task { try await client.query("SELECT pg_sleep(30)") }
             // Cancel once the statement is really executing on the server (sleeping, not being parsed).
-            while try await client.query("SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(30)' AND wait_event = 'PgSleep'").first?.decode(Int.self) == 0 {
+            while try await client.query("SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(30)' AND wait_event = 'PgSleep'")
+                .first?.decode(Int.self) == 0
+            {
                 await Task.yield()
             }
             task.cancel()

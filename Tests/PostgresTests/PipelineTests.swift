@@ -1,7 +1,8 @@
 import Foundation
 import HeraldTesting
-@testable import Postgres
 import Testing
+
+@testable import Postgres
 
 @Suite("Pipelined statements")
 struct PipelineTests {
@@ -9,7 +10,8 @@ struct PipelineTests {
     /// one pipeline connection; whatever happens in `body`, the locks are let go (so no statement stays
     /// blocked on them) and the client is shut down.
     private func withLockHolder(
-        _ db: TestDatabase, _ body: (PostgresConnection, PostgresClient) async throws -> Void
+        _ db: TestDatabase,
+        _ body: (PostgresConnection, PostgresClient) async throws -> Void
     ) async throws {
         let client = PostgresClient(configuration: .init(conninfo: db.conninfo, maximumConnections: 2, pipelineConnections: 1))
         do {
@@ -32,7 +34,12 @@ struct PipelineTests {
 
     /// Makes the pipeline's one connection busy with a statement waiting on advisory lock `key`, held
     /// by `holder`; returns that statement's task once the server shows it waiting.
-    private func occupyThePipeline(_ client: PostgresClient, lockedBy holder: PostgresConnection, key: Int, db: TestDatabase) async throws -> Task<PostgresResult, any Error> {
+    private func occupyThePipeline(
+        _ client: PostgresClient,
+        lockedBy holder: PostgresConnection,
+        key: Int,
+        db: TestDatabase
+    ) async throws -> Task<PostgresResult, any Error> {
         try await holder.query("SELECT pg_advisory_lock(\(key))")
         let blocked = Task { try await client.pipelinedQuery("SELECT pg_advisory_xact_lock(\(key))") }
         try await untilWaitingOnAdvisoryLocks(1, db: db)
@@ -64,7 +71,8 @@ struct PipelineTests {
                 let queued = (1...10).map { n in
                     Task { () -> Result<(Int, Int32), PostgresError> in
                         do {
-                            let sql: PostgresQuery = n == 5
+                            let sql: PostgresQuery =
+                                n == 5
                                 ? "INSERT INTO marks VALUES (1 / (\(n) - 5)) RETURNING n, pg_backend_pid()"
                                 : "INSERT INTO marks VALUES (\(n)) RETURNING n, pg_backend_pid()"
                             return .success(try #require(try await client.pipelinedQuery(sql).first).decode((Int, Int32).self))

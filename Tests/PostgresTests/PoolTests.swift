@@ -46,7 +46,9 @@ struct PoolTests {
             // so wait (bounded) for them to disappear.
             let remaining = try await withTimeout(.seconds(10), what: "the pool's backends to exit") {
                 while true {
-                    let row = try #require(try await db.client.query("SELECT count(*) FROM pg_stat_activity WHERE application_name = \(applicationName)").first)
+                    let row = try #require(
+                        try await db.client.query("SELECT count(*) FROM pg_stat_activity WHERE application_name = \(applicationName)").first
+                    )
                     let count = try row.decode(Int.self)
                     if count == 0 { return count }
                     await Task.yield()

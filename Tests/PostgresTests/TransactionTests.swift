@@ -30,7 +30,11 @@ struct TransactionTests {
             let rows = try await db.client.query("SELECT body FROM notes ORDER BY body")
             #expect(try rows.map { try $0.decode(String.self) } == ["kept"])
             // The connection that saw the rollback is healthy and not left inside a transaction.
-            let inTransaction = try #require(try await db.client.query("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'").first)
+            let inTransaction = try #require(
+                try await db.client.query(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'"
+                ).first
+            )
             #expect(try inTransaction.decode(Int.self) == 0)
         }
     }
@@ -82,12 +86,15 @@ struct TransactionTests {
     @Test func aSentTransactionCommitsInOrderAndEachStatementSeesTheOnesBefore() async throws {
         try await TestPostgres.withDatabase(migrated: false, maximumConnections: 1) { (db: TestDatabase) async throws in
             try await db.client.query("CREATE TABLE notes (id int PRIMARY KEY, body text NOT NULL)")
-            let results = try await db.client.transaction([
-                "INSERT INTO notes VALUES (1, \("one"))",
-                "UPDATE notes SET body = body || \("+") WHERE id = 1",
-                "SELECT body, txid_current_if_assigned() IS NOT NULL FROM notes",
-                "SELECT current_setting('transaction_isolation')",
-            ], isolation: .repeatableRead)
+            let results = try await db.client.transaction(
+                [
+                    "INSERT INTO notes VALUES (1, \("one"))",
+                    "UPDATE notes SET body = body || \("+") WHERE id = 1",
+                    "SELECT body, txid_current_if_assigned() IS NOT NULL FROM notes",
+                    "SELECT current_setting('transaction_isolation')",
+                ],
+                isolation: .repeatableRead
+            )
             #expect(results.count == 4)
             #expect(results[0].affectedRows == 1)
             #expect(results[1].affectedRows == 1)
@@ -120,7 +127,9 @@ struct TransactionTests {
             let ids = try await db.client.query("SELECT id FROM notes ORDER BY id").map { try $0.decode(Int.self) }
             #expect(ids == [1])
             // The one connection went back idle, outside any transaction, and keeps working.
-            let state = try await db.client.query("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'")
+            let state = try await db.client.query(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'"
+            )
             #expect(try state.first?.decode(Int.self) == 0)
             try await db.client.transaction(["INSERT INTO notes VALUES (4)"])
             #expect(try await db.client.query("SELECT count(*) FROM notes").first?.decode(Int.self) == 2)

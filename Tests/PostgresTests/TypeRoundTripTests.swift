@@ -20,7 +20,10 @@ struct TypeRoundTripTests {
     @Test func scalarsRoundTrip() async throws {
         try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
             let client = db.client
-            #expect(try await roundTrip("Grüße, 世界 👋 — \"quoted\" 'single' \\ back", as: "text", on: client) == "Grüße, 世界 👋 — \"quoted\" 'single' \\ back")
+            #expect(
+                try await roundTrip("Grüße, 世界 👋 — \"quoted\" 'single' \\ back", as: "text", on: client)
+                    == "Grüße, 世界 👋 — \"quoted\" 'single' \\ back"
+            )
             #expect(try await roundTrip("", as: "text", on: client) == "")
             #expect(try await roundTrip(true, as: "bool", on: client) == true)
             #expect(try await roundTrip(false, as: "bool", on: client) == false)
@@ -102,7 +105,11 @@ struct TypeRoundTripTests {
     @Test func arraysRoundTripIncludingEmpty() async throws {
         try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
             let client = db.client
-            #expect(try await roundTrip(["a", "Grüße", "", "with,comma", "{brace}", "\"q\""], as: "text[]", on: client) == ["a", "Grüße", "", "with,comma", "{brace}", "\"q\""])
+            #expect(
+                try await roundTrip(["a", "Grüße", "", "with,comma", "{brace}", "\"q\""], as: "text[]", on: client) == [
+                    "a", "Grüße", "", "with,comma", "{brace}", "\"q\"",
+                ]
+            )
             #expect(try await roundTrip([String](), as: "text[]", on: client) == [])
             #expect(try await roundTrip([1, -2, Int.max, Int.min], as: "int8[]", on: client) == [1, -2, Int.max, Int.min])
             #expect(try await roundTrip([Int](), as: "int8[]", on: client) == [])

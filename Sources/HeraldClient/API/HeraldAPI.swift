@@ -46,10 +46,16 @@ struct HeraldAPI: Sendable {
         return try ok.body.json
     }
 
-    func older(channelURL: String, before: String, limit: Int, category: String?) async throws -> Operations.OlderNotifications.Output.Ok.Body.JsonPayload {
+    func older(
+        channelURL: String,
+        before: String,
+        limit: Int,
+        category: String?
+    ) async throws -> Operations.OlderNotifications.Output.Ok.Body.JsonPayload {
         let output = try await unwrapping {
             try await client.olderNotifications(
-                path: .init(channelUrl: channelURL), query: .init(before: before, limit: limit, category: category)
+                path: .init(channelUrl: channelURL),
+                query: .init(before: before, limit: limit, category: category)
             )
         }
         guard case .ok(let ok) = output else { throw HeraldClientError.unexpected(output) }
@@ -58,13 +64,17 @@ struct HeraldAPI: Sendable {
 
     func markRead(channelURL: String, ids: [String]?) async throws -> ChannelState {
         // No ids: an empty body, which is what "all" is.
-        let output = try await unwrapping { try await client.markRead(path: .init(channelUrl: channelURL), body: ids.map { .json(.init(notificationIds: $0)) }) }
+        let output = try await unwrapping {
+            try await client.markRead(path: .init(channelUrl: channelURL), body: ids.map { .json(.init(notificationIds: $0)) })
+        }
         guard case .ok(let ok) = output else { throw HeraldClientError.unexpected(output) }
         return ChannelState(try ok.body.json)
     }
 
     func markSeen(channelURL: String, at: Date?) async throws -> ChannelState {
-        let output = try await unwrapping { try await client.markSeen(path: .init(channelUrl: channelURL), body: at.map { .json(.init(seenAt: $0)) }) }
+        let output = try await unwrapping {
+            try await client.markSeen(path: .init(channelUrl: channelURL), body: at.map { .json(.init(seenAt: $0)) })
+        }
         guard case .ok(let ok) = output else { throw HeraldClientError.unexpected(output) }
         return ChannelState(try ok.body.json)
     }
@@ -112,7 +122,9 @@ struct HeraldAPI: Sendable {
     }
 
     func logEvents(_ kind: NotificationEvent, ids: [String]) async throws {
-        let output = try await unwrapping { try await client.logEvents(body: .json(.init(_type: kind == .clicked ? .clicked : .viewed, notificationIds: ids))) }
+        let output = try await unwrapping {
+            try await client.logEvents(body: .json(.init(_type: kind == .clicked ? .clicked : .viewed, notificationIds: ids)))
+        }
         guard case .noContent = output else { throw HeraldClientError.unexpected(output) }
     }
 }

@@ -24,25 +24,27 @@ final class HeraldCache: Sendable {
     private static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
-            try db.execute(sql: """
-                CREATE TABLE collection (
-                    key TEXT PRIMARY KEY NOT NULL,
-                    token TEXT,
-                    previous_cursor TEXT,
-                    has_previous INTEGER NOT NULL,
-                    synced_through INTEGER NOT NULL,
-                    state BLOB NOT NULL,
-                    channel BLOB,
-                    removed BLOB NOT NULL
-                );
-                CREATE TABLE notification (
-                    collection TEXT NOT NULL,
-                    id INTEGER NOT NULL,
-                    body BLOB NOT NULL,
-                    PRIMARY KEY (collection, id)
-                );
-                CREATE TABLE meta (name TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL);
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE collection (
+                        key TEXT PRIMARY KEY NOT NULL,
+                        token TEXT,
+                        previous_cursor TEXT,
+                        has_previous INTEGER NOT NULL,
+                        synced_through INTEGER NOT NULL,
+                        state BLOB NOT NULL,
+                        channel BLOB,
+                        removed BLOB NOT NULL
+                    );
+                    CREATE TABLE notification (
+                        collection TEXT NOT NULL,
+                        id INTEGER NOT NULL,
+                        body BLOB NOT NULL,
+                        PRIMARY KEY (collection, id)
+                    );
+                    CREATE TABLE meta (name TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL);
+                    """
+            )
         }
         return migrator
     }

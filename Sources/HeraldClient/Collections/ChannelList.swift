@@ -97,8 +97,16 @@ public final class ChannelList {
 extension ChannelList.Entry {
     init(_ wire: Components.Schemas.ChannelListEntry) throws {
         self.init(
-            channel: ChannelInfo(url: wire.channelUrl, kind: wire.kind == .chat ? .chat : .feed, name: wire.name, coverURL: wire.coverUrl, customType: wire.customType),
-            unreadCount: wire.unreadCount, lastActivityAt: wire.lastActivityAt, lastNotification: try wire.lastNotification.map(HeraldNotification.init)
+            channel: ChannelInfo(
+                url: wire.channelUrl,
+                kind: wire.kind == .chat ? .chat : .feed,
+                name: wire.name,
+                coverURL: wire.coverUrl,
+                customType: wire.customType
+            ),
+            unreadCount: wire.unreadCount,
+            lastActivityAt: wire.lastActivityAt,
+            lastNotification: try wire.lastNotification.map(HeraldNotification.init)
         )
     }
 }

@@ -12,7 +12,11 @@ extension NotificationCollection {
         var changed = false
         while true {
             let answer = try await client.api.sync(
-                channelURL: channelURL, token: current, limit: pageSize, category: category, device: client.deviceReference
+                channelURL: channelURL,
+                token: current,
+                limit: pageSize,
+                category: category,
+                device: client.deviceReference
             )
             guard answer.isLive, let next = answer.nextToken else {
                 isLive = false
@@ -36,7 +40,13 @@ extension NotificationCollection {
     /// Loads the newest page afresh, dropping everything held.
     func reload() async throws {
         guard let client else { return }
-        let answer = try await client.api.sync(channelURL: channelURL, token: nil, limit: pageSize, category: category, device: client.deviceReference)
+        let answer = try await client.api.sync(
+            channelURL: channelURL,
+            token: nil,
+            limit: pageSize,
+            category: category,
+            device: client.deviceReference
+        )
         let wasLoaded = token != nil
         notifications = try answer.notifications.map(HeraldNotification.init).sorted { $0.number > $1.number }
         previousCursor = answer.prevCursor
@@ -81,8 +91,11 @@ extension NotificationCollection {
             client?.noteUnread(state.unreadCount, channel: channelURL, at: horizon)
         }
         channel = ChannelInfo(
-            url: answer.channel.channelUrl, kind: answer.channel.kind == .chat ? .chat : .feed, name: answer.channel.name,
-            coverURL: answer.channel.coverUrl, customType: answer.channel.customType
+            url: answer.channel.channelUrl,
+            kind: answer.channel.kind == .chat ? .chat : .feed,
+            name: answer.channel.name,
+            coverURL: answer.channel.coverUrl,
+            customType: answer.channel.customType
         )
     }
 
@@ -92,7 +105,9 @@ extension NotificationCollection {
     /// comes back; a notification older than the oldest held while older pages exist is left for
     /// `loadPrevious()` (holding it would leave a gap). Returns the ids inserted, updated and removed.
     func apply(
-        _ versions: [HeraldNotification], removed ids: [String], live: Bool = false
+        _ versions: [HeraldNotification],
+        removed ids: [String],
+        live: Bool = false
     ) -> (inserted: [String], updated: [String], removed: [String]) {
         var inserted: [String] = []
         var updated: [String] = []

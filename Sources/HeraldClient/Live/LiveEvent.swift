@@ -22,14 +22,21 @@ enum LiveEvent: Sendable {
         case "ready":
             self = .ready
         case "notification.created", "notification.updated":
-            guard let channelURL = message.channelUrl, let wire = message.notification, let notification = try? HeraldNotification(wire) else { return nil }
+            guard let channelURL = message.channelUrl, let wire = message.notification, let notification = try? HeraldNotification(wire) else {
+                return nil
+            }
             var version = notification
             // The event's position is the change's; the object's is the same change.
             version.position = message.position.flatMap { Int64($0) } ?? notification.position
             self = .upserted(channelURL: channelURL, notification: version, unreadCount: message.unreadCount ?? 0)
         case "notification.deleted":
             guard let channelURL = message.channelUrl, let id = message.notificationId else { return nil }
-            self = .deleted(channelURL: channelURL, id: id, position: message.position.flatMap { Int64($0) } ?? 0, unreadCount: message.unreadCount ?? 0)
+            self = .deleted(
+                channelURL: channelURL,
+                id: id,
+                position: message.position.flatMap { Int64($0) } ?? 0,
+                unreadCount: message.unreadCount ?? 0
+            )
         case "channel.read":
             guard let channelURL = message.channelUrl else { return nil }
             self = .channelRead(
@@ -42,10 +49,15 @@ enum LiveEvent: Sendable {
             self = .delivered(channelURL: channelURL, ids: message.notificationIds ?? [], position: message.position.flatMap { Int64($0) } ?? 0)
         case "channel.updated":
             guard let channelURL = message.channelUrl else { return nil }
-            self = .channelUpdated(ChannelInfo(
-                url: channelURL, kind: message.kind == "chat" ? .chat : .feed, name: message.name ?? "",
-                coverURL: message.coverUrl ?? "", customType: message.customType ?? ""
-            ))
+            self = .channelUpdated(
+                ChannelInfo(
+                    url: channelURL,
+                    kind: message.kind == "chat" ? .chat : .feed,
+                    name: message.name ?? "",
+                    coverURL: message.coverUrl ?? "",
+                    customType: message.customType ?? ""
+                )
+            )
         case "channel.deleted":
             guard let channelURL = message.channelUrl else { return nil }
             self = .channelDeleted(channelURL: channelURL)

@@ -63,9 +63,15 @@ struct NIOWebSocketTransport: WebSocketTransport {
         for (name, value) in headers {
             if let field = HTTPField.Name(name) { fields[field] = value }
         }
-        let configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 20, additionalHeaders: fields, autoPing: .enabled(timePeriod: pingInterval))
+        let configuration = WebSocketClientConfiguration(
+            maxFrameSize: 1 << 20,
+            additionalHeaders: fields,
+            autoPing: .enabled(timePeriod: pingInterval)
+        )
         let closed = try await WebSocketClient.connect(
-            url: url.absoluteString, configuration: configuration, logger: Logger(label: "herald.client.stream")
+            url: url.absoluteString,
+            configuration: configuration,
+            logger: Logger(label: "herald.client.stream")
         ) { inbound, _, _ in
             for try await message in inbound.messages(maxSize: 1 << 22) {
                 if case .text(let text) = message { await onText(text) }

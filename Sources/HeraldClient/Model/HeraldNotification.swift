@@ -25,8 +25,17 @@ public struct HeraldNotification: Sendable, Hashable, Identifiable, Codable {
     public var position: Int64
 
     public init(
-        id: String, templateKey: String, templateVersion: Int, data: HeraldJSON, category: String, tags: [String],
-        eventDeadline: Date?, status: Status, createdAt: Date, updatedAt: Date, position: Int64
+        id: String,
+        templateKey: String,
+        templateVersion: Int,
+        data: HeraldJSON,
+        category: String,
+        tags: [String],
+        eventDeadline: Date?,
+        status: Status,
+        createdAt: Date,
+        updatedAt: Date,
+        position: Int64
     ) {
         self.id = id
         self.templateKey = templateKey
@@ -48,10 +57,17 @@ public struct HeraldNotification: Sendable, Hashable, Identifiable, Codable {
 extension HeraldNotification {
     init(_ wire: Components.Schemas.CollectionNotification) throws {
         self.init(
-            id: wire.id, templateKey: wire.templateKey, templateVersion: wire.templateVersion,
-            data: try HeraldJSON.converting(wire.data), category: wire.category, tags: wire.tags,
-            eventDeadline: wire.eventDeadline?.onMillisecondGrid, status: Status(rawValue: wire.status.rawValue) ?? .sent,
-            createdAt: Date(milliseconds: wire.createdAtMs), updatedAt: Date(milliseconds: wire.updatedAtMs), position: Int64(wire.position) ?? 0
+            id: wire.id,
+            templateKey: wire.templateKey,
+            templateVersion: wire.templateVersion,
+            data: try HeraldJSON.converting(wire.data),
+            category: wire.category,
+            tags: wire.tags,
+            eventDeadline: wire.eventDeadline?.onMillisecondGrid,
+            status: Status(rawValue: wire.status.rawValue) ?? .sent,
+            createdAt: Date(milliseconds: wire.createdAtMs),
+            updatedAt: Date(milliseconds: wire.updatedAtMs),
+            position: Int64(wire.position) ?? 0
         )
     }
 }

@@ -22,11 +22,15 @@ public enum DeliveryReceipt {
     /// or was already counted). Throws `HeraldClientError.timedOut` past `timeout`.
     @discardableResult
     nonisolated(nonsending) public static func post(
-        userInfo: [AnyHashable: Any], serverURL: URL, sessionToken: String, timeout: Duration = .seconds(5)
+        userInfo: [AnyHashable: Any],
+        serverURL: URL,
+        sessionToken: String,
+        timeout: Duration = .seconds(5)
     ) async throws -> [String] {
         guard let herald = userInfo["herald"] as? [String: Any], JSONSerialization.isValidJSONObject(herald) else { return [] }
         let payload = try JSONDecoder().decode(
-            Operations.MarkDelivered.Input.Body.JsonPayload.HeraldPayload.self, from: JSONSerialization.data(withJSONObject: herald)
+            Operations.MarkDelivered.Input.Body.JsonPayload.HeraldPayload.self,
+            from: JSONSerialization.data(withJSONObject: herald)
         )
         let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
         let configuration = URLSessionConfiguration.ephemeral

@@ -10,8 +10,13 @@ public enum HMACSHA256 {
             message.withUnsafeBufferPointer { messageBuffer in
                 output.withUnsafeMutableBufferPointer { outputBuffer in
                     HMAC(
-                        SHA256.algorithm, keyBuffer.baseAddress, Int32(keyBuffer.count),
-                        messageBuffer.baseAddress, messageBuffer.count, outputBuffer.baseAddress, &length
+                        SHA256.algorithm,
+                        keyBuffer.baseAddress,
+                        Int32(keyBuffer.count),
+                        messageBuffer.baseAddress,
+                        messageBuffer.count,
+                        outputBuffer.baseAddress,
+                        &length
                     )
                 }
             }

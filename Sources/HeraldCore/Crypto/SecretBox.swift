@@ -35,9 +35,11 @@ public struct SecretBox: Sendable {
         var length: Int32 = 0
         var ok = EVP_EncryptInit_ex(cipher, EVP_aes_256_gcm(), nil, key, nonce) == 1
         ok = ok && EVP_EncryptUpdate(cipher, nil, &length, context, Int32(context.count)) == 1
-        ok = ok && ciphertext.withUnsafeMutableBufferPointer { out in
-            plaintext.isEmpty || EVP_EncryptUpdate(cipher, out.baseAddress, &length, plaintext, Int32(plaintext.count)) == 1
-        }
+        ok =
+            ok
+            && ciphertext.withUnsafeMutableBufferPointer { out in
+                plaintext.isEmpty || EVP_EncryptUpdate(cipher, out.baseAddress, &length, plaintext, Int32(plaintext.count)) == 1
+            }
         ok = ok && EVP_EncryptFinal_ex(cipher, nil, &length) == 1
         ok = ok && EVP_CIPHER_CTX_ctrl(cipher, EVP_CTRL_GCM_GET_TAG, 16, &tag) == 1
         precondition(ok, "AES-256-GCM sealing failed")
@@ -56,9 +58,11 @@ public struct SecretBox: Sendable {
         var length: Int32 = 0
         var ok = EVP_DecryptInit_ex(cipher, EVP_aes_256_gcm(), nil, key, nonce) == 1
         ok = ok && EVP_DecryptUpdate(cipher, nil, &length, context, Int32(context.count)) == 1
-        ok = ok && plaintext.withUnsafeMutableBufferPointer { out in
-            ciphertext.isEmpty || EVP_DecryptUpdate(cipher, out.baseAddress, &length, ciphertext, Int32(ciphertext.count)) == 1
-        }
+        ok =
+            ok
+            && plaintext.withUnsafeMutableBufferPointer { out in
+                ciphertext.isEmpty || EVP_DecryptUpdate(cipher, out.baseAddress, &length, ciphertext, Int32(ciphertext.count)) == 1
+            }
         ok = ok && EVP_CIPHER_CTX_ctrl(cipher, EVP_CTRL_GCM_SET_TAG, 16, &tag) == 1
         var final = [UInt8](repeating: 0, count: 16)
         ok = ok && EVP_DecryptFinal_ex(cipher, &final, &length) == 1

@@ -50,10 +50,28 @@ public enum AlertPayload {
         public var custom: [String: JSONValue]
 
         public init(
-            notificationID: Int64, createdAtMilliseconds: Int64, appID: String, title: String?, text: String, includeNickname: Bool,
-            type: String, customType: String, channelURL: String, channelName: String, channelCustomType: String, channelType: String,
-            channelUnreadCount: Int64, unreadMessageCount: Int64, badge: Int64?, sound: String, sender: Person?, recipient: Person,
-            mentionedUsers: [Person], audienceType: String, extraAPS: [String: JSONValue], custom: [String: JSONValue]
+            notificationID: Int64,
+            createdAtMilliseconds: Int64,
+            appID: String,
+            title: String?,
+            text: String,
+            includeNickname: Bool,
+            type: String,
+            customType: String,
+            channelURL: String,
+            channelName: String,
+            channelCustomType: String,
+            channelType: String,
+            channelUnreadCount: Int64,
+            unreadMessageCount: Int64,
+            badge: Int64?,
+            sound: String,
+            sender: Person?,
+            recipient: Person,
+            mentionedUsers: [Person],
+            audienceType: String,
+            extraAPS: [String: JSONValue],
+            custom: [String: JSONValue]
         ) {
             self.notificationID = notificationID
             self.createdAtMilliseconds = createdAtMilliseconds
@@ -146,12 +164,14 @@ public enum AlertPayload {
             "push_alert": .string(body),
             "push_sound": .string(content.sound),
             "audience_type": .string(content.audienceType),
-            "mentioned_users": .array(content.mentionedUsers.map { user in
-                .object([
-                    "user_id": .string(user.id), "nickname": .string(user.name), "profile_url": .string(user.profileURL),
-                    "require_auth_for_profile_image": .bool(false),
-                ])
-            }),
+            "mentioned_users": .array(
+                content.mentionedUsers.map { user in
+                    .object([
+                        "user_id": .string(user.id), "nickname": .string(user.name), "profile_url": .string(user.profileURL),
+                        "require_auth_for_profile_image": .bool(false),
+                    ])
+                }
+            ),
         ]
         var payload = content.custom
         payload["aps"] = .object(aps)

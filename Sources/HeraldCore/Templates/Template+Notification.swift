@@ -59,7 +59,9 @@ extension Template {
         guard size <= Self.maximumDataBytes else {
             let whose = userID.map { " for user '\($0)'" } ?? ""
             throw NotificationRenderProblem(
-                kind: .tooLarge, userID: userID, variable: nil,
+                kind: .tooLarge,
+                userID: userID,
+                variable: nil,
                 message: "The rendered data\(whose) is \(size) bytes; the limit is \(Self.maximumDataBytes) bytes."
             )
         }

@@ -24,9 +24,12 @@ public struct APIError: Error, HTTPResponseError, Sendable, Equatable {
     /// The head of this error's answer on a connection that closes after it, for handlers that write
     /// to the channel themselves (outside the router).
     func closingHead(bodyLength: Int) -> HTTPResponse {
-        HTTPResponse(status: status, headerFields: [
-            .contentType: "application/json; charset=utf-8", .contentLength: String(bodyLength), .connection: "close",
-        ])
+        HTTPResponse(
+            status: status,
+            headerFields: [
+                .contentType: "application/json; charset=utf-8", .contentLength: String(bodyLength), .connection: "close",
+            ]
+        )
     }
 
     /// The JSON body, keys always in the documented order (`JSONEncoder` follows a dictionary's order,

@@ -57,7 +57,11 @@ struct Authenticator: Sendable {
     }
 
     static let noSessionToken = APIError(.unauthorized, code: "unauthorized", message: "This route needs 'Authorization: Bearer <session token>'.")
-    static let invalidSession = APIError(.unauthorized, code: "unauthorized", message: "The session token is not valid (unknown, revoked or expired).")
+    static let invalidSession = APIError(
+        .unauthorized,
+        code: "unauthorized",
+        message: "The session token is not valid (unknown, revoked or expired)."
+    )
 
     /// The session token the request presents; no database work, so a request without one costs none.
     static func sessionToken(_ request: Request) throws -> SessionToken {

@@ -1,5 +1,5 @@
-import HeraldStore
 import HTTPTypes
+import HeraldStore
 import Hummingbird
 
 /// How a request names the caller's own device: the `Herald-Device` header, or `?device=` where a

@@ -52,7 +52,9 @@ public enum HeraldApplication {
     }
 
     /// The router, its routes, and the stream controller the WebSocket upgrade consults.
-    static func buildRouters(_ dependencies: Dependencies) -> (
+    static func buildRouters(
+        _ dependencies: Dependencies
+    ) -> (
         router: Router<HeraldRequestContext>, routes: [RouteDescription], streams: LiveController
     ) {
         let router = Router(context: HeraldRequestContext.self)
@@ -95,7 +97,8 @@ public enum HeraldApplication {
         ReceiptsController(collections: CollectionStore(client: dependencies.client))
             .register(in: registry)
         PushPreferencesController(
-            preferences: PushPreferenceStore(client: dependencies.client), collections: CollectionStore(client: dependencies.client)
+            preferences: PushPreferenceStore(client: dependencies.client),
+            collections: CollectionStore(client: dependencies.client)
         ).register(in: registry)
         let stream = LiveController(hub: dependencies.hub, sessions: sessions, devices: DeviceStore(client: dependencies.client))
         stream.register(in: registry)

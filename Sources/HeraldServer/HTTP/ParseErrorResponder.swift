@@ -47,7 +47,8 @@ final class ParseErrorResponder: ChannelInboundHandler, RemovableChannelHandler 
     static func apiError(for parseError: HTTPParserError) -> APIError {
         if case .headerOverflow = parseError {
             return APIError(
-                .init(code: 431, reasonPhrase: "Request Header Fields Too Large"), code: "headers_too_large",
+                .init(code: 431, reasonPhrase: "Request Header Fields Too Large"),
+                code: "headers_too_large",
                 message: "The request's line and headers are larger than the server accepts."
             )
         }

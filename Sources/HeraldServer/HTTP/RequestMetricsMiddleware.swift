@@ -60,9 +60,12 @@ struct RequestMetricsMiddleware: RouterMiddleware {
                 ]
                 requests = Counter(label: "hb.requests", dimensions: dimensions)
                 duration = Timer(label: "http.server.request.duration", dimensions: dimensions, preferredDisplayUnit: .seconds)
-                errors = Counter(label: "hb.request.errors", dimensions: [
-                    ("http.route", key.route), ("http.request.method", key.method.rawValue), ("error.type", String(key.status.code)),
-                ])
+                errors = Counter(
+                    label: "hb.request.errors",
+                    dimensions: [
+                        ("http.route", key.route), ("http.request.method", key.method.rawValue), ("error.type", String(key.status.code)),
+                    ]
+                )
             }
         }
 

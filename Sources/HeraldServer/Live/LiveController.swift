@@ -1,7 +1,7 @@
 import Foundation
+import HTTPTypes
 import HeraldCore
 import HeraldStore
-import HTTPTypes
 import Hummingbird
 import HummingbirdCore
 
@@ -25,12 +25,14 @@ struct LiveController {
             _ = try await authenticate(request)
             if request.headers[HTTPField.Name(RequestHeadFilter.brokenWebSocketHeader)!] != nil {
                 throw APIError(
-                    .badRequest, code: "invalid_websocket_handshake",
+                    .badRequest,
+                    code: "invalid_websocket_handshake",
                     message: "A WebSocket upgrade needs one Sec-WebSocket-Key and Sec-WebSocket-Version: 13 (RFC 6455 §4.1)."
                 )
             }
             throw APIError(
-                .upgradeRequired, code: "upgrade_required",
+                .upgradeRequired,
+                code: "upgrade_required",
                 message: "/v1/me/stream is a WebSocket: send the upgrade request (Connection: Upgrade, Upgrade: websocket)."
             )
         }
@@ -38,7 +40,11 @@ struct LiveController {
 
     /// The client behind the request, or the 4xx that refuses it.
     func authenticate(_ request: Request) async throws -> LiveClient {
-        try await authenticate(authorization: request.headers[.authorization], device: request.headers[DeviceNaming.header], query: request.uri.queryParameters)
+        try await authenticate(
+            authorization: request.headers[.authorization],
+            device: request.headers[DeviceNaming.header],
+            query: request.uri.queryParameters
+        )
     }
 
     /// For the upgrade: the client behind an upgrade request for this route; throws for any other path.
@@ -53,7 +59,11 @@ struct LiveController {
 
     private func authenticate(authorization: String?, device: String?, query: Parameters) async throws -> LiveClient {
         guard let presented = Authenticator.bearerToken(authorization) ?? query["access_token"].map(String.init), !presented.isEmpty else {
-            throw APIError(.unauthorized, code: "unauthorized", message: "The stream needs 'Authorization: Bearer <session token>' or ?access_token=.")
+            throw APIError(
+                .unauthorized,
+                code: "unauthorized",
+                message: "The stream needs 'Authorization: Bearer <session token>' or ?access_token=."
+            )
         }
         guard let token = SessionToken(parsing: presented), let (id, key, expiresAt) = try await sessions.authenticateWithExpiry(token) else {
             throw APIError(.unauthorized, code: "unauthorized", message: "The session token is not valid (unknown, revoked or expired).")
@@ -63,7 +73,12 @@ struct LiveController {
             guard let found = try await devices.find(userKey: key, reference: reference) else { throw DeviceNaming.notFound }
             deviceID = found
         }
-        return LiveClient(user: AuthenticatedUser(id: id, key: key), deviceID: deviceID, sessionHash: Hex.encode(token.hash), sessionExpiresAt: expiresAt)
+        return LiveClient(
+            user: AuthenticatedUser(id: id, key: key),
+            deviceID: deviceID,
+            sessionHash: Hex.encode(token.hash),
+            sessionExpiresAt: expiresAt
+        )
     }
 }
 

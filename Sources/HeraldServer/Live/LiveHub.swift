@@ -75,12 +75,14 @@ public final class LiveHub: Service, Sendable {
     func attach(_ client: LiveClient, to channel: any NIOCore.Channel) throws {
         let connection = LiveConnection(id: makeConnectionID(), client: client, channel: channel, settings: settings)
         try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: TimeAmount(settings.pingInterval)))
-        try channel.pipeline.syncOperations.addHandler(LiveChannelHandler(connection: connection) { connection in
-            Task {
-                await connection.waitUntilPresenceSettled()
-                await self.closed(connection)
+        try channel.pipeline.syncOperations.addHandler(
+            LiveChannelHandler(connection: connection) { connection in
+                Task {
+                    await connection.waitUntilPresenceSettled()
+                    await self.closed(connection)
+                }
             }
-        })
+        )
         openings.withLock { $0.append(connection) }
         openingsWake.signal()
     }

@@ -19,7 +19,9 @@ extension PushDispatcher {
         let results = await sendAll(pushes.map { ($0.0, $0.1, environment: $0.0.environment) }, kind: "alert")
         try await alerts.recordDelivered(results.filter { $0.1.outcome == .delivered }.map(\.0))
         try await recordUndelivered(
-            results, kind: "alert", attempts: \.attempts,
+            results,
+            kind: "alert",
+            attempts: \.attempts,
             retry: { try await alerts.recordRetry($0, after: $1) },
             fail: { try await alerts.recordFailure($0, status: $1, reason: $2, removeToken: $3, invalidSince: $4) }
         )
@@ -30,8 +32,11 @@ extension PushDispatcher {
     static func decide(_ candidates: [AlertCandidate], at now: Date) -> [(userKey: Int64, forced: Bool)] {
         candidates.compactMap { candidate in
             let decision = AlertDecision.decide(
-                preferences: candidate.preferences, channelOption: candidate.channelOption, mentioned: candidate.mentioned,
-                forced: candidate.forced, at: now
+                preferences: candidate.preferences,
+                channelOption: candidate.channelOption,
+                mentioned: candidate.mentioned,
+                forced: candidate.forced,
+                at: now
             )
             guard case .send(let forced) = decision else { return nil }
             return (candidate.userKey, forced)
@@ -39,7 +44,8 @@ extension PushDispatcher {
     }
 
     /// Each claim's alert push: text and title, sound, badge, the seed-format `herald` object.
-    private func alertPushes(for claims: [AlertClaim], alerts: AlertStore, preferences: PushPreferenceStore) async throws -> [(AlertClaim, APNsPush)] {
+    private func alertPushes(for claims: [AlertClaim], alerts: AlertStore, preferences: PushPreferenceStore) async throws -> [(AlertClaim, APNsPush)]
+    {
         let users = Array(Set(claims.map(\.userKey)))
         let summaries = try await store.refreshSummaries(userKeys: users)
         let uncounted = try await alerts.uncountedUnread(userKeys: users)
@@ -49,7 +55,9 @@ extension PushDispatcher {
         return claims.map { claim in
             let channels = summaries[claim.userKey] ?? []
             let unread = max(0, channels.reduce(0) { $0 + $1.unread } - (uncounted[claim.userKey] ?? 0))
-            let sender = claim.push.senderID.flatMap { id in people[id].map { AlertPayload.Content.Person(id: id, name: $0.nickname, profileURL: $0.profileURL) } }
+            let sender = claim.push.senderID.flatMap { id in
+                people[id].map { AlertPayload.Content.Person(id: id, name: $0.nickname, profileURL: $0.profileURL) }
+            }
             let text: String
             let title: String?
             if claim.push.noDetail {
@@ -59,20 +67,39 @@ extension PushDispatcher {
                 title = claim.pushTitle
             }
             let content = AlertPayload.Content(
-                notificationID: claim.notificationID, createdAtMilliseconds: RFC3339.milliseconds(from: claim.createdAt), appID: settings.appID,
-                title: title, text: text, includeNickname: claim.push.includeNickname && !claim.push.noDetail,
-                type: sender == nil ? "ADMM" : "MESG", customType: claim.category, channelURL: claim.channel.url, channelName: claim.channel.name,
-                channelCustomType: claim.channel.customType, channelType: claim.channel.kind.rawValue,
-                channelUnreadCount: channels.first { $0.url == claim.channel.url }?.unread ?? 0, unreadMessageCount: unread,
+                notificationID: claim.notificationID,
+                createdAtMilliseconds: RFC3339.milliseconds(from: claim.createdAt),
+                appID: settings.appID,
+                title: title,
+                text: text,
+                includeNickname: claim.push.includeNickname && !claim.push.noDetail,
+                type: sender == nil ? "ADMM" : "MESG",
+                customType: claim.category,
+                channelURL: claim.channel.url,
+                channelName: claim.channel.name,
+                channelCustomType: claim.channel.customType,
+                channelType: claim.channel.kind.rawValue,
+                channelUnreadCount: channels.first { $0.url == claim.channel.url }?.unread ?? 0,
+                unreadMessageCount: unread,
                 badge: settings.badge ? min(unread, Int64(settings.badgeCap ?? Int.max)) : nil,
                 sound: claim.push.sound ?? (sounds[claim.userKey] ?? nil) ?? "default",
-                sender: sender, recipient: .init(id: claim.recipientID, name: claim.recipientNickname),
-                mentionedUsers: claim.push.mentionedUserIDs.compactMap { id in people[id].map { .init(id: id, name: $0.nickname, profileURL: $0.profileURL) } },
-                audienceType: claim.audience, extraAPS: claim.push.aps, custom: claim.push.custom
+                sender: sender,
+                recipient: .init(id: claim.recipientID, name: claim.recipientNickname),
+                mentionedUsers: claim.push.mentionedUserIDs.compactMap { id in
+                    people[id].map { .init(id: id, name: $0.nickname, profileURL: $0.profileURL) }
+                },
+                audienceType: claim.audience,
+                extraAPS: claim.push.aps,
+                custom: claim.push.custom
             )
             let push = APNsPush(
-                deviceToken: claim.token, topic: claim.topic, pushType: "alert", priority: claim.push.priority == .low ? 5 : 10,
-                expiration: expiration, collapseID: claim.push.collapseID, payload: AlertPayload.make(content)
+                deviceToken: claim.token,
+                topic: claim.topic,
+                pushType: "alert",
+                priority: claim.push.priority == .low ? 5 : 10,
+                expiration: expiration,
+                collapseID: claim.push.collapseID,
+                payload: AlertPayload.make(content)
             )
             return (claim, push)
         }

@@ -169,13 +169,20 @@ public struct PushDispatcher: Service {
     private func deliver(_ claims: [DeviceClaim]) async throws -> [(DeviceClaim, APNsResult)] {
         let summaries = try await store.refreshSummaries(userKeys: Array(Set(claims.map(\.userKey))))
         let expiration = Int64(Date().timeIntervalSince1970) + settings.expiration.components.seconds
-        return await sendAll(claims.map { claim in
-            let push = Self.refreshPush(
-                token: claim.token, topic: claim.topic, userKey: claim.userKey, channels: summaries[claim.userKey] ?? [],
-                notificationID: claim.notificationID, expiration: expiration
-            )
-            return (claim, push, claim.environment)
-        }, kind: "refresh")
+        return await sendAll(
+            claims.map { claim in
+                let push = Self.refreshPush(
+                    token: claim.token,
+                    topic: claim.topic,
+                    userKey: claim.userKey,
+                    channels: summaries[claim.userKey] ?? [],
+                    notificationID: claim.notificationID,
+                    expiration: expiration
+                )
+                return (claim, push, claim.environment)
+            },
+            kind: "refresh"
+        )
     }
 
     /// Records the outcomes of one sent batch.
@@ -185,7 +192,9 @@ public struct PushDispatcher: Service {
         // devices are not pushed again when their claims lapse.
         try await store.recordDelivered(results.filter { $0.1.outcome == .delivered }.map(\.0))
         try await recordUndelivered(
-            results, kind: "refresh", attempts: \.attempts,
+            results,
+            kind: "refresh",
+            attempts: \.attempts,
             retry: { try await store.recordRetry($0, after: $1) },
             fail: { try await store.recordFailure($0, status: $1, reason: $2, removeToken: $3, invalidSince: $4) }
         )
@@ -196,7 +205,9 @@ public struct PushDispatcher: Service {
     /// backs off from `throttleDelay`, 5xx and connection trouble from `retryDelay`, doubling with
     /// jitter, until `maximumAttempts`; anything else is a failure never retried.
     func recordUndelivered<Claim: Sendable>(
-        _ results: [(Claim, APNsResult)], kind: String, attempts: KeyPath<Claim, Int>,
+        _ results: [(Claim, APNsResult)],
+        kind: String,
+        attempts: KeyPath<Claim, Int>,
         retry: (Claim, Duration) async throws -> Void,
         fail: (Claim, _ status: Int?, _ reason: String, _ removeToken: Bool, _ invalidSince: Date?) async throws -> Void
     ) async throws {
@@ -224,20 +235,32 @@ public struct PushDispatcher: Service {
             case .permanent:
                 try await fail(claim, result.status, result.reason ?? "refused", false, nil)
             }
-            logger.notice("\(kind) push not delivered", metadata: [
-                "outcome": "\(result.outcome)", "status": "\(result.status.map(String.init) ?? "-")", "reason": "\(result.reason ?? "")",
-                "attempt": "\(attempt)",
-            ])
+            logger.notice(
+                "\(kind) push not delivered",
+                metadata: [
+                    "outcome": "\(result.outcome)", "status": "\(result.status.map(String.init) ?? "-")", "reason": "\(result.reason ?? "")",
+                    "attempt": "\(attempt)",
+                ]
+            )
         }
     }
 
     /// The silent refresh push for one device of a user: background, priority 5, collapsed per user,
     /// naming the user's channels with their unread counts and the badge.
     static func refreshPush(
-        token: String, topic: String, userKey: Int64, channels: [(url: String, unread: Int64)], notificationID: Int64? = nil, expiration: Int64
+        token: String,
+        topic: String,
+        userKey: Int64,
+        channels: [(url: String, unread: Int64)],
+        notificationID: Int64? = nil,
+        expiration: Int64
     ) -> APNsPush {
         APNsPush(
-            deviceToken: token, topic: topic, pushType: "background", priority: 5, expiration: expiration,
+            deviceToken: token,
+            topic: topic,
+            pushType: "background",
+            priority: 5,
+            expiration: expiration,
             collapseID: "herald-refresh-\(userKey)",
             payload: RefreshPayload.make(channels: channels, badge: channels.reduce(0) { $0 + $1.unread }, notificationID: notificationID)
         )

@@ -71,10 +71,13 @@ final class PushTransport: Sendable {
         let entries = state.withLockedValue { $0.entries }
         guard !entries.isEmpty else {
             return pushes.map { push, environment in
-                logger.info("push (logging transport)", metadata: [
-                    "type": "\(push.pushType)", "topic": "\(push.topic)", "environment": "\(environment)",
-                    "payload": "\(String(decoding: push.payload, as: UTF8.self))",
-                ])
+                logger.info(
+                    "push (logging transport)",
+                    metadata: [
+                        "type": "\(push.pushType)", "topic": "\(push.topic)", "environment": "\(environment)",
+                        "payload": "\(String(decoding: push.payload, as: UTF8.self))",
+                    ]
+                )
                 return (APNsResult(outcome: .delivered, status: nil, reason: "logged: no APNs credentials"), .zero)
             }
         }
@@ -113,7 +116,9 @@ final class PushTransport: Sendable {
         let info = credential.info
         let url = settings.apnsURL ?? (info.environment == "production" ? APNsClient.productionURL : APNsClient.sandboxURL)
         let configuration = APNsClient.Configuration(
-            baseURL: url, additionalTrustRootFiles: settings.apnsCAFile.map { [$0] } ?? [], timeout: settings.requestTimeout,
+            baseURL: url,
+            additionalTrustRootFiles: settings.apnsCAFile.map { [$0] } ?? [],
+            timeout: settings.requestTimeout,
             maximumInFlight: settings.concurrency
         )
         let authentication: APNsAuthentication

@@ -35,13 +35,20 @@ struct APNsController: Sendable {
                 before = value
             }
             let failures = try await push.failures(limit: page.limit, before: before)
-            return FailureListBody(failures: failures.map(FailureBody.init), nextBefore: failures.count == page.limit ? failures.last.map { String($0.id) } : nil)
+            return FailureListBody(
+                failures: failures.map(FailureBody.init),
+                nextBefore: failures.count == page.limit ? failures.last.map { String($0.id) } : nil
+            )
         }
     }
 
     private func store() throws -> APNsCredentialStore {
         guard let credentials else {
-            throw APIError(.serviceUnavailable, code: "secrets_unavailable", message: "No secret key is configured (HERALD_SECRET_KEY), so credentials cannot be stored.")
+            throw APIError(
+                .serviceUnavailable,
+                code: "secrets_unavailable",
+                message: "No secret key is configured (HERALD_SECRET_KEY), so credentials cannot be stored."
+            )
         }
         return credentials
     }
@@ -74,8 +81,15 @@ struct APNsController: Sendable {
         if let topic = upload.topic, !DevicesController.isTopic(topic) { throw Self.invalid("topic must be a bundle id.") }
         let now = Date()
         var info = APNsCredentialInfo(
-            name: name, kind: .token, environment: upload.environment, topic: upload.topic ?? "", keyID: nil, teamID: nil,
-            certificateExpiresAt: nil, createdAt: now, updatedAt: now
+            name: name,
+            kind: .token,
+            environment: upload.environment,
+            topic: upload.topic ?? "",
+            keyID: nil,
+            teamID: nil,
+            certificateExpiresAt: nil,
+            createdAt: now,
+            updatedAt: now
         )
         let secret: [UInt8]
         var password: String?

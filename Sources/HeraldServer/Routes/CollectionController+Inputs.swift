@@ -47,7 +47,10 @@ extension CollectionController {
         /// The poll of `token` for `userKey`.
         func poll(_ token: SyncToken?, userKey: Int64) -> CollectionStore.PollRequest {
             CollectionStore.PollRequest(
-                userKey: userKey, channelURL: url, category: category, after: token?.position ?? .through(xid: 0),
+                userKey: userKey,
+                channelURL: url,
+                category: category,
+                after: token?.position ?? .through(xid: 0),
                 limit: token == nil ? 0 : limit + 1
             )
         }

@@ -1,7 +1,7 @@
 import Foundation
+import HTTPTypes
 import HeraldCore
 import HeraldStore
-import HTTPTypes
 import Hummingbird
 import HummingbirdCore
 
@@ -89,7 +89,11 @@ struct CollectionController: Sendable {
         let rules = CollectionSync(hugeGap: sync.hugeGap, limit: limit)
         let page = try await rules.page(after: token, userKey: user.key, category: category, poll: poll) { cap in
             try await collections.pendingChanges(
-                userKey: user.key, channelKey: poll.channel.key, after: token?.position ?? .through(xid: 0), horizon: poll.snapshot.horizon, cap: cap
+                userKey: user.key,
+                channelKey: poll.channel.key,
+                after: token?.position ?? .through(xid: 0),
+                horizon: poll.snapshot.horizon,
+                cap: cap
             )
         }
         guard let page else { return body }
@@ -186,7 +190,8 @@ struct CollectionController: Sendable {
         if let given = body?.notificationIDs {
             guard (1...Self.maximumReadIDs).contains(given.count) else {
                 throw APIError(
-                    .badRequest, code: "invalid_notification_ids",
+                    .badRequest,
+                    code: "invalid_notification_ids",
                     message: "notification_ids must list 1–\(Self.maximumReadIDs) notification ids; send no body to mark all read."
                 )
             }

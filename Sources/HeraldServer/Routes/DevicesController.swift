@@ -12,16 +12,28 @@ struct DevicesController: Sendable {
             let user = try CollectionController.user(context)
             let token = try Self.token(context)
             guard let body = try await RequestBody.decode(Registration.self, from: request, context: context) else {
-                throw APIError(.badRequest, code: "invalid_device", message: "The body must give the device's environment (sandbox or production) and topic (the app's bundle id).")
+                throw APIError(
+                    .badRequest,
+                    code: "invalid_device",
+                    message: "The body must give the device's environment (sandbox or production) and topic (the app's bundle id)."
+                )
             }
             guard ["sandbox", "production"].contains(body.environment) else {
                 throw APIError(.badRequest, code: "invalid_device", message: "environment must be 'sandbox' or 'production'.")
             }
             guard Self.isTopic(body.topic) else {
-                throw APIError(.badRequest, code: "invalid_device", message: "topic must be the app's bundle id (1–255 letters, digits, '.', '-' or '_').")
+                throw APIError(
+                    .badRequest,
+                    code: "invalid_device",
+                    message: "topic must be the app's bundle id (1–255 letters, digits, '.', '-' or '_')."
+                )
             }
             let (device, created) = try await devices.register(
-                userKey: user.key, token: token, environment: body.environment, topic: body.topic, unique: body.unique ?? false
+                userKey: user.key,
+                token: token,
+                environment: body.environment,
+                topic: body.topic,
+                unique: body.unique ?? false
             )
             return EditedResponse(status: created ? .created : .ok, response: DeviceBody(device))
         }
@@ -104,7 +116,11 @@ struct DevicesController: Sendable {
     static func token(_ context: HeraldRequestContext) throws -> String {
         let token = try context.parameters.require("device_token")
         guard DeviceReference.isToken(token) else {
-            throw APIError(.badRequest, code: "invalid_device_token", message: "A device token is hex with an even number of digits, 32 to 200 bytes decoded.")
+            throw APIError(
+                .badRequest,
+                code: "invalid_device_token",
+                message: "A device token is hex with an even number of digits, 32 to 200 bytes decoded."
+            )
         }
         return token.lowercased()
     }

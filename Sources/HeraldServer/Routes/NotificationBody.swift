@@ -104,8 +104,13 @@ struct NotificationBody: ResponseEncodable {
         fanout = Fanout(state: stored.fanoutState.rawValue, audienceSize: stored.audienceSize, reached: stored.recipientCount)
         self.counts = counts.map {
             Counts(
-                recipients: $0.sent + $0.delivered + $0.read, sent: $0.sent, delivered: $0.delivered, read: $0.read, pushed: stored.pushesSent,
-                viewed: $0.viewed, clicked: $0.clicked
+                recipients: $0.sent + $0.delivered + $0.read,
+                sent: $0.sent,
+                delivered: $0.delivered,
+                read: $0.read,
+                pushed: stored.pushesSent,
+                viewed: $0.viewed,
+                clicked: $0.clicked
             )
         }
         createdAt = RFC3339.string(from: stored.createdAt)

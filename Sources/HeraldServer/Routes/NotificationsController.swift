@@ -1,7 +1,7 @@
 import Foundation
+import HTTPTypes
 import HeraldCore
 import HeraldStore
-import HTTPTypes
 import Hummingbird
 
 /// Admin routes for sending notifications and changing them afterwards.
@@ -62,8 +62,13 @@ struct NotificationsController: Sendable {
     // MARK: - Send
 
     func send(_ request: Request, context: HeraldRequestContext) async throws -> Response {
-        guard let body = try await RequestBody.decode(SendNotificationRequest.self, from: request, context: context, limit: Self.maximumBodySize) else {
-            throw APIError(.badRequest, code: "invalid_notification", message: "The body must name channel_url, template_key and targets or audience.")
+        guard let body = try await RequestBody.decode(SendNotificationRequest.self, from: request, context: context, limit: Self.maximumBodySize)
+        else {
+            throw APIError(
+                .badRequest,
+                code: "invalid_notification",
+                message: "The body must name channel_url, template_key and targets or audience."
+            )
         }
         let idempotency = try Self.idempotencyKey(request, body: body)
         // A retry is answered before anything else is looked at: the template may have changed since,
@@ -81,9 +86,16 @@ struct NotificationsController: Sendable {
         let category = try Self.category(body.category, channel: channel, template: template.template)
         let content = try Self.render(template.template, variables: body.variables, userVariables: body.userVariables)
         let draft = NotificationDraft(
-            channelURL: channel.url, templateKey: template.template.key, templateVersion: template.version,
-            variables: body.variables, content: content, category: category, tags: body.tags,
-            eventDeadline: deadline, push: body.push, audience: audience
+            channelURL: channel.url,
+            templateKey: template.template.key,
+            templateVersion: template.version,
+            variables: body.variables,
+            content: content,
+            category: category,
+            tags: body.tags,
+            eventDeadline: deadline,
+            push: body.push,
+            audience: audience
         )
         let status: HTTPResponse.Status = audience == .all ? .accepted : .created
         let outcome: NotificationStore.SendOutcome
@@ -106,7 +118,8 @@ struct NotificationsController: Sendable {
             return jsonResponse(response, replayed: true)
         case .keyReused:
             throw APIError(
-                .unprocessableContent, code: "idempotency_key_reused",
+                .unprocessableContent,
+                code: "idempotency_key_reused",
                 message: "This Idempotency-Key was already used with a different request."
             )
         }
@@ -131,7 +144,8 @@ struct NotificationsController: Sendable {
         guard let key = request.headers[idempotencyHeader] else { return nil }
         guard (1...IdempotencyKey.maximumLength).contains(key.utf8.count) else {
             throw APIError(
-                .badRequest, code: "invalid_idempotency_key",
+                .badRequest,
+                code: "invalid_idempotency_key",
                 message: "Idempotency-Key must be 1–\(IdempotencyKey.maximumLength) bytes."
             )
         }
@@ -146,15 +160,21 @@ struct NotificationsController: Sendable {
         let known = ids.isEmpty ? "it has none" : "it has \(ids.joined(separator: ", "))"
         if let requested {
             guard ids.contains(requested) else {
-                throw APIError(.badRequest, code: "unknown_category", message: "category '\(requested)' is not a category of channel '\(channel.url)'; \(known).")
+                throw APIError(
+                    .badRequest,
+                    code: "unknown_category",
+                    message: "category '\(requested)' is not a category of channel '\(channel.url)'; \(known)."
+                )
             }
             return requested
         }
         if let own = template.category {
             guard ids.contains(own) else {
                 throw APIError(
-                    .badRequest, code: "unknown_category",
-                    message: "template '\(template.key)' has category '\(own)', which channel '\(channel.url)' does not have (\(known)); name one of the channel's in category, or add it to the channel."
+                    .badRequest,
+                    code: "unknown_category",
+                    message:
+                        "template '\(template.key)' has category '\(own)', which channel '\(channel.url)' does not have (\(known)); name one of the channel's in category, or add it to the channel."
                 )
             }
             return own
@@ -181,7 +201,8 @@ struct NotificationsController: Sendable {
 
     func update(_ request: Request, context: HeraldRequestContext) async throws -> NotificationBody {
         let id = try Self.notificationID(context)
-        guard let body = try await RequestBody.decode(UpdateNotificationRequest.self, from: request, context: context, limit: Self.maximumBodySize) else {
+        guard let body = try await RequestBody.decode(UpdateNotificationRequest.self, from: request, context: context, limit: Self.maximumBodySize)
+        else {
             throw APIError(.badRequest, code: "invalid_notification", message: "The body must give the new variables.")
         }
         try body.validate()
@@ -205,7 +226,11 @@ struct NotificationsController: Sendable {
     static func notificationID(_ context: HeraldRequestContext) throws -> Int64 {
         let text = try context.parameters.require("notification_id")
         guard let id = CanonicalInteger.id(text) else {
-            throw APIError(.badRequest, code: "invalid_notification_id", message: "notification_id must be a positive integer written in plain decimal (no sign, no leading zero).")
+            throw APIError(
+                .badRequest,
+                code: "invalid_notification_id",
+                message: "notification_id must be a positive integer written in plain decimal (no sign, no leading zero)."
+            )
         }
         return id
     }
@@ -221,9 +246,17 @@ struct NotificationsController: Sendable {
         case .unknownUsers(let ids, let total):
             return APIError(.badRequest, code: "unknown_users", message: "These users do not exist: \(list(ids, total: total)).")
         case .notRecipients(let ids, let total):
-            return APIError(.badRequest, code: "not_recipients", message: "user_variables names users who are not recipients: \(list(ids, total: total)).")
+            return APIError(
+                .badRequest,
+                code: "not_recipients",
+                message: "user_variables names users who are not recipients: \(list(ids, total: total))."
+            )
         case .fanoutInProgress:
-            return APIError(.conflict, code: "fanout_in_progress", message: "The notification is still reaching every user; change it when its fan-out is done.")
+            return APIError(
+                .conflict,
+                code: "fanout_in_progress",
+                message: "The notification is still reaching every user; change it when its fan-out is done."
+            )
         }
     }
 }

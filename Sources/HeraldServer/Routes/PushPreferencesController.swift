@@ -27,16 +27,25 @@ struct PushPreferencesController: Sendable {
             try await preferences.reset(userKey: user.key)
             return PreferencesBody(PushPreferences())
         }
-        routes.add(.get, "/v1/me/channels/{channel_url}/push-preferences", parse: CollectionController.ChannelInput.init) { _, context, input, answer in
+        routes.add(.get, "/v1/me/channels/{channel_url}/push-preferences", parse: CollectionController.ChannelInput.init) {
+            _,
+            context,
+            input,
+            answer in
             let user = try CollectionController.user(context)
             let channel = try await CollectionController.channel(input, answer: answer, collections)
             return ChannelBody(pushTriggerOption: try await preferences.channelOption(userKey: user.key, channelKey: channel.key).rawValue)
         }
-        routes.add(.put, "/v1/me/channels/{channel_url}/push-preferences", parse: CollectionController.ChannelInput.init) { request, context, input, answer in
+        routes.add(.put, "/v1/me/channels/{channel_url}/push-preferences", parse: CollectionController.ChannelInput.init) {
+            request,
+            context,
+            input,
+            answer in
             let user = try CollectionController.user(context)
             let channel = try await CollectionController.channel(input, answer: answer, collections)
             guard let body = try await RequestBody.decode(ChannelBody.self, from: request, context: context),
-                  let option = PushPreferences.ChannelTriggerOption(rawValue: body.pushTriggerOption) else {
+                let option = PushPreferences.ChannelTriggerOption(rawValue: body.pushTriggerOption)
+            else {
                 throw Self.invalid("push_trigger_option", "must be default, all, mention_only or off")
             }
             try await preferences.setChannelOption(userKey: user.key, channelKey: channel.key, option)
@@ -139,9 +148,12 @@ struct PushPreferencesController: Sendable {
             endHour = window?.end.hour ?? 0
             endMin = window?.end.minute ?? 0
             dndSchedules = preferences.schedules.map { schedule in
-                Day(day: schedule.day.rawValue, timeWindows: schedule.windows.map {
-                    Window(startHour: $0.start.hour, startMin: $0.start.minute, endHour: $0.end.hour, endMin: $0.end.minute)
-                })
+                Day(
+                    day: schedule.day.rawValue,
+                    timeWindows: schedule.windows.map {
+                        Window(startHour: $0.start.hour, startMin: $0.start.minute, endHour: $0.end.hour, endMin: $0.end.minute)
+                    }
+                )
             }
             snoozeEnabled = preferences.snooze != nil
             snoozeStartTs = preferences.snooze?.start ?? 0
@@ -180,9 +192,12 @@ struct PushPreferencesController: Sendable {
                     guard let weekday = PushPreferences.Weekday(rawValue: day.day) else {
                         throw invalid("dnd_schedules[\(index)].day", "must be a day of the week in lower case, such as monday")
                     }
-                    return .init(day: weekday, windows: day.timeWindows.map {
-                        .init(start: .init(hour: $0.startHour, minute: $0.startMin), end: .init(hour: $0.endHour, minute: $0.endMin))
-                    })
+                    return .init(
+                        day: weekday,
+                        windows: day.timeWindows.map {
+                            .init(start: .init(hour: $0.startHour, minute: $0.startMin), end: .init(hour: $0.endHour, minute: $0.endMin))
+                        }
+                    )
                 }
                 // Weekly schedules replace the legacy window.
                 if !preferences.schedules.isEmpty { preferences.doNotDisturb = nil }
@@ -193,7 +208,10 @@ struct PushPreferencesController: Sendable {
                     throw invalid("start_hour", "start_hour, start_min, end_hour and end_min are needed with do_not_disturb")
                 }
                 guard preferences.schedules.isEmpty else {
-                    throw invalid("do_not_disturb", "cannot be set while weekly dnd_schedules exist (they replace it); clear them with \"dnd_schedules\": [] first")
+                    throw invalid(
+                        "do_not_disturb",
+                        "cannot be set while weekly dnd_schedules exist (they replace it); clear them with \"dnd_schedules\": [] first"
+                    )
                 }
                 let current = preferences.doNotDisturb
                 preferences.doNotDisturb = .init(

@@ -29,7 +29,11 @@ struct ReceiptsController {
                 throw APIError(.badRequest, code: "invalid_event", message: "type must be viewed or clicked.")
             }
             guard (1...Self.maximumEventIDs).contains(body.notificationIDs.count) else {
-                throw APIError(.badRequest, code: "invalid_notification_ids", message: "notification_ids must name 1 to \(Self.maximumEventIDs) notifications.")
+                throw APIError(
+                    .badRequest,
+                    code: "invalid_notification_ids",
+                    message: "notification_ids must name 1 to \(Self.maximumEventIDs) notifications."
+                )
             }
             let ids = try body.notificationIDs.map(Self.parseID)
             try await Self.refusingStrangers { try await collections.logEvent(kind, userKey: user.key, ids: ids) }
@@ -63,7 +67,8 @@ struct ReceiptsController {
         }
         guard !texts.isEmpty else {
             throw APIError(
-                .badRequest, code: "invalid_receipt",
+                .badRequest,
+                code: "invalid_receipt",
                 message: "Name the delivered notifications: notification_ids, or the push's herald object (with notification_id or message_id)."
             )
         }

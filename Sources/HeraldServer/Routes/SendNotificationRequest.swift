@@ -143,7 +143,11 @@ struct UpdateNotificationRequest: Decodable, Sendable {
     func validate() throws(APIError) {
         try SendNotificationRequest.checkVariables(variables, field: "variables")
         guard userVariables.count <= SendNotificationRequest.maximumTargets else {
-            throw APIError(.badRequest, code: "invalid_notification", message: "user_variables may name at most \(SendNotificationRequest.maximumTargets) users.")
+            throw APIError(
+                .badRequest,
+                code: "invalid_notification",
+                message: "user_variables may name at most \(SendNotificationRequest.maximumTargets) users."
+            )
         }
         for userID in userVariables.keys.sorted() {
             if let problem = UserID.problem(with: userID) {

@@ -84,7 +84,11 @@ struct UsersController: Sendable {
             throw APIError(.badRequest, code: "invalid_nickname", message: "nickname must be at most \(Self.maximumNicknameLength) characters.")
         }
         if let url = update.profileURL, !url.isEmpty, !WebURL.isHTTP(url) {
-            throw APIError(.badRequest, code: "invalid_profile_url", message: "profile_url must be an http(s) URL of at most \(WebURL.maximumLength) characters.")
+            throw APIError(
+                .badRequest,
+                code: "invalid_profile_url",
+                message: "profile_url must be an http(s) URL of at most \(WebURL.maximumLength) characters."
+            )
         }
         let (user, created) = try await users.upsert(id: userID, nickname: update.nickname, profileURL: update.profileURL)
         let body = UserBody(

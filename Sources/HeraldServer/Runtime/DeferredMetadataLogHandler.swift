@@ -51,7 +51,8 @@ public struct DeferredMetadataLogHandler: LogHandler {
         var event = event
         let provided = metadataProvider?.get() ?? [:]
         if !metadata.isEmpty || !provided.isEmpty {
-            event.metadata = metadata
+            event.metadata =
+                metadata
                 .merging(provided) { _, provided in provided }
                 .merging(event.metadata ?? [:]) { _, explicit in explicit }
         }

@@ -59,7 +59,11 @@ public struct FixtureLoader: Sendable {
                     let outcome = try await ChannelStore.put(channel, on: connection).outcome
                     report.items.append(.init(kind: "channel", id: channel.url, outcome: outcome.rawValue))
                 } catch let change as ChannelStore.KindChange {
-                    throw Problem(file: file, path: "\(path).kind", message: "the channel exists as a \(change.existing.rawValue) channel; its kind cannot change")
+                    throw Problem(
+                        file: file,
+                        path: "\(path).kind",
+                        message: "the channel exists as a \(change.existing.rawValue) channel; its kind cannot change"
+                    )
                 }
             }
             for (_, _, template) in definitions.templates {
@@ -95,7 +99,11 @@ public struct FixtureLoader: Sendable {
                 content = try JSONDecoder().decode(FixtureFile.self, from: data)
                 // As on the API, a misspelt field is refused rather than ignored.
                 if let tree = StrictJSON.parse(data), let unknown = UnknownFields.first(in: tree, decoding: FixtureFile.self) {
-                    throw Problem(file: file, path: unknown.path, message: RequestBody.unknownField(unknown).message.dropFirst(unknown.path.count + 1).description)
+                    throw Problem(
+                        file: file,
+                        path: unknown.path,
+                        message: RequestBody.unknownField(unknown).message.dropFirst(unknown.path.count + 1).description
+                    )
                 }
             } catch let problem as Problem {
                 throw problem

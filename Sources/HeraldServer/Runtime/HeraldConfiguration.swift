@@ -114,7 +114,9 @@ public struct HeraldConfiguration: Sendable {
         }
         if let text = environment["HERALD_CHANGE_RETENTION"], !text.isEmpty {
             guard let retention = Self.duration(text), retention >= .seconds(60) else {
-                throw ConfigurationError("HERALD_CHANGE_RETENTION must be a duration of at least a minute such as 30d, 12h, 90m or 3600s, got '\(text)'")
+                throw ConfigurationError(
+                    "HERALD_CHANGE_RETENTION must be a duration of at least a minute such as 30d, 12h, 90m or 3600s, got '\(text)'"
+                )
             }
             configuration.changeRetention = retention
         }
@@ -201,7 +203,9 @@ public struct HeraldConfiguration: Sendable {
         if let heartbeat = try duration("HERALD_PRESENCE_HEARTBEAT", example: "10s") { stream.heartbeat = heartbeat }
         if let ttl = try duration("HERALD_PRESENCE_TTL", example: "30s") { stream.presenceTTL = ttl }
         guard stream.presenceTTL > stream.heartbeat else {
-            throw ConfigurationError("HERALD_PRESENCE_TTL (\(stream.presenceTTL)) must be longer than HERALD_PRESENCE_HEARTBEAT (\(stream.heartbeat))")
+            throw ConfigurationError(
+                "HERALD_PRESENCE_TTL (\(stream.presenceTTL)) must be longer than HERALD_PRESENCE_HEARTBEAT (\(stream.heartbeat))"
+            )
         }
     }
 

@@ -86,7 +86,11 @@ public enum HeraldRuntime {
             var results: [PushTestResult] = []
             for device in try await DeviceStore(client: client).targets(userKey: userKey) {
                 let push = PushDispatcher.refreshPush(
-                    token: device.token, topic: device.topic, userKey: userKey, channels: channels, expiration: expiration
+                    token: device.token,
+                    topic: device.topic,
+                    userKey: userKey,
+                    channels: channels,
+                    expiration: expiration
                 )
                 let result = await pushTransport.send(push, environment: device.environment)
                 results.append(PushTestResult(deviceToken: device.token, environment: device.environment, topic: device.topic, result: result))
@@ -120,10 +124,16 @@ public enum HeraldRuntime {
         do {
             migrator = try makeMigrator(configuration, client: client, logger: logger)
             let report = try await migrator.migrate()
-            logger.info("database schema is current", metadata: ["applied": "\(report.applied.count)", "already_applied": "\(report.alreadyApplied)"])
+            logger.info(
+                "database schema is current",
+                metadata: ["applied": "\(report.applied.count)", "already_applied": "\(report.alreadyApplied)"]
+            )
             if database.createdDatabase, let fixtures = configuration.fixturesDirectory ?? FixturesDirectory.locate() {
                 let loaded = try await FixtureLoader(client: client).load(directory: fixtures)
-                logger.info("loaded the demo fixtures into the new embedded database", metadata: ["items": "\(loaded.items.count)", "directory": "\(fixtures)"])
+                logger.info(
+                    "loaded the demo fixtures into the new embedded database",
+                    metadata: ["items": "\(loaded.items.count)", "directory": "\(fixtures)"]
+                )
             }
             adminToken = try resolveAdminToken(configuration, logger: logger)
         } catch {
@@ -142,7 +152,8 @@ public enum HeraldRuntime {
             throw error
         }
         let hub = LiveHub(
-            client: client, settings: configuration.stream,
+            client: client,
+            settings: configuration.stream,
             listener: PostgresListener(conninfo: database.conninfo, channels: [LiveHint.channel], applicationName: "herald-live", logger: logger),
             logger: logger
         )
@@ -172,7 +183,11 @@ public enum HeraldRuntime {
         try? await transport.refresh()
         let host = configuration.host
         let application = HeraldApplication.build(
-            dependencies, host: host, port: configuration.port, logger: logger, idleTimeout: configuration.httpIdleTimeout
+            dependencies,
+            host: host,
+            port: configuration.port,
+            logger: logger,
+            idleTimeout: configuration.httpIdleTimeout
         ) { port in
             // A plain line on stdout for people and scripts (tests read the port from it).
             Console.line("Herald listening on http://\(host):\(port)")
@@ -186,10 +201,16 @@ public enum HeraldRuntime {
         services.append(FanoutService(client: client, batchSize: configuration.fanoutBatchSize, wake: fanoutWake, logger: logger))
         services.append(HousekeepingService(client: client, logger: logger))
         services.append(CompactionService(client: client, retention: configuration.changeRetention, logger: logger))
-        services.append(PushDispatcher(
-            client: client, transport: transport, settings: pushSettings, wake: WakeSignal(),
-            listener: PostgresListener(conninfo: database.conninfo, channels: [PushStore.wakeChannel], logger: logger), logger: logger
-        ))
+        services.append(
+            PushDispatcher(
+                client: client,
+                transport: transport,
+                settings: pushSettings,
+                wake: WakeSignal(),
+                listener: PostgresListener(conninfo: database.conninfo, channels: [PushStore.wakeChannel], logger: logger),
+                logger: logger
+            )
+        )
         // After the dispatchers and before HTTP: streams close (and their presence goes) before the
         // pool does, and HTTP stops accepting new streams first.
         services.append(hub)

@@ -50,12 +50,14 @@ extension CollectionStore {
             list.removed = try row.decode(column: snapshot + 3, as: [String]?.self) ?? []
             guard try row.decode(column: 0, as: Int64?.self) != nil else { continue }
             let lastID = try row.decode(column: 8, as: Int64?.self)
-            list.entries.append(ChannelListEntry(
-                channel: try Self.decodeChannel(row),
-                unreadCount: try row.decode(column: 6, as: Int64.self),
-                lastActivityAt: try row.decode(column: 7, as: Date.self),
-                lastNotification: lastID == nil ? nil : try Self.decodeItem(row, offset: 8)
-            ))
+            list.entries.append(
+                ChannelListEntry(
+                    channel: try Self.decodeChannel(row),
+                    unreadCount: try row.decode(column: 6, as: Int64.self),
+                    lastActivityAt: try row.decode(column: 7, as: Date.self),
+                    lastNotification: lastID == nil ? nil : try Self.decodeItem(row, offset: 8)
+                )
+            )
         }
         return list
     }

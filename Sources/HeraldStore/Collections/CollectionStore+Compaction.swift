@@ -19,9 +19,11 @@ extension CollectionStore {
                 "INSERT INTO change_horizons (xid) VALUES (pg_snapshot_xmin(pg_current_snapshot())::text::bigint) ON CONFLICT DO NOTHING"
             )
             let seconds = Double(retention.components.seconds) + Double(retention.components.attoseconds) / 1e18
-            guard let bound = try await connection.query(
-                "SELECT max(xid) FROM change_horizons WHERE recorded_at < now() - make_interval(secs => \(seconds))"
-            ).first?.decode(Int64?.self) else { return nil }
+            guard
+                let bound = try await connection.query(
+                    "SELECT max(xid) FROM change_horizons WHERE recorded_at < now() - make_interval(secs => \(seconds))"
+                ).first?.decode(Int64?.self)
+            else { return nil }
             var encoded: [UInt8] = []
             withUnsafeBytes(of: bound.bigEndian) { encoded.append(contentsOf: $0) }
             try await connection.query(

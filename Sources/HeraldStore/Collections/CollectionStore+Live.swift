@@ -30,7 +30,9 @@ extension CollectionStore {
             JOIN notifications n ON n.id = r.notification_id
             """
         ).map { row in
-            let (user, position, deleted) = (try row.decode(column: 0, as: Int64.self), try row.decode(column: 1, as: Int64.self), try row.decode(column: 2, as: Bool.self))
+            let (user, position, deleted) = (
+                try row.decode(column: 0, as: Int64.self), try row.decode(column: 1, as: Int64.self), try row.decode(column: 2, as: Bool.self)
+            )
             return LiveCopy(userKey: user, position: position, change: deleted ? .deleted(id) : .upserted(try Self.decodeItem(row, offset: 3)))
         }
     }

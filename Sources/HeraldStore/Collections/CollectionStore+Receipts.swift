@@ -9,7 +9,8 @@ public struct NotRecipientError: Error, Sendable, Equatable {
 
 /// What a user reports about notifications they received.
 public enum NotificationEventKind: Int16, Sendable, CaseIterable {
-    case viewed = 1, clicked = 2
+    case viewed = 1
+    case clicked = 2
 
     public init?(name: String) {
         switch name {
@@ -34,34 +35,37 @@ extension CollectionStore {
         // One statement, so one round trip and atomic without a transaction around it: the check for
         // strangers (which stops every write), the row locks in a fixed order, the update, and the
         // live hints for what it changed. Rows come back as (nil, stranger's id) or (channel, id).
-        let rows = try await client.retryingQuery(Self.receiptQuery(
-            """
-            WITH strangers AS (\(Self.strangersSQL)),
-            target AS (
-                SELECT r.channel_key, r.notification_id, r.status
-                FROM unnest($2::int8[]) AS t(id) JOIN notifications n ON n.id = t.id
-                JOIN notification_recipients r ON r.user_key = $1 AND r.channel_key = n.channel_key AND r.notification_id = t.id
-                WHERE r.delivered_at IS NULL AND NOT r.deleted AND NOT EXISTS (SELECT 1 FROM strangers)
-                ORDER BY r.channel_key, r.notification_id
-                FOR UPDATE OF r
-            ),
-            updated AS (
-                UPDATE notification_recipients r SET status = greatest(r.status, 1), delivered_at = now(),
-                    change_xid = CASE WHEN t.status = 0 THEN \(NotificationStore.currentTransactionIDSQL) ELSE r.change_xid END
-                FROM target t
-                WHERE r.user_key = $1 AND r.channel_key = t.channel_key AND r.notification_id = t.notification_id
-                RETURNING r.user_key, r.channel_key, r.notification_id, t.status = 0 AS upgraded
-            ),
-            hints AS (\(LiveHint.deliveredHintsSQL(from: "updated WHERE upgraded")))
-            SELECT NULL::int8, id FROM strangers
-            UNION ALL
-            SELECT channel_key, notification_id FROM updated WHERE upgraded
-            UNION ALL
-            -- A WITH query that only reads runs only when read: this reads every hint, and yields no row.
-            SELECT NULL, NULL FROM hints HAVING count(*) < 0
-            """,
-            userKey: userKey, ids: ids
-        ))
+        let rows = try await client.retryingQuery(
+            Self.receiptQuery(
+                """
+                WITH strangers AS (\(Self.strangersSQL)),
+                target AS (
+                    SELECT r.channel_key, r.notification_id, r.status
+                    FROM unnest($2::int8[]) AS t(id) JOIN notifications n ON n.id = t.id
+                    JOIN notification_recipients r ON r.user_key = $1 AND r.channel_key = n.channel_key AND r.notification_id = t.id
+                    WHERE r.delivered_at IS NULL AND NOT r.deleted AND NOT EXISTS (SELECT 1 FROM strangers)
+                    ORDER BY r.channel_key, r.notification_id
+                    FOR UPDATE OF r
+                ),
+                updated AS (
+                    UPDATE notification_recipients r SET status = greatest(r.status, 1), delivered_at = now(),
+                        change_xid = CASE WHEN t.status = 0 THEN \(NotificationStore.currentTransactionIDSQL) ELSE r.change_xid END
+                    FROM target t
+                    WHERE r.user_key = $1 AND r.channel_key = t.channel_key AND r.notification_id = t.notification_id
+                    RETURNING r.user_key, r.channel_key, r.notification_id, t.status = 0 AS upgraded
+                ),
+                hints AS (\(LiveHint.deliveredHintsSQL(from: "updated WHERE upgraded")))
+                SELECT NULL::int8, id FROM strangers
+                UNION ALL
+                SELECT channel_key, notification_id FROM updated WHERE upgraded
+                UNION ALL
+                -- A WITH query that only reads runs only when read: this reads every hint, and yields no row.
+                SELECT NULL, NULL FROM hints HAVING count(*) < 0
+                """,
+                userKey: userKey,
+                ids: ids
+            )
+        )
         var strangers: [Int64] = []
         var changed: [Int64: [Int64]] = [:]
         for row in rows {
@@ -78,18 +82,22 @@ extension CollectionStore {
         let ids = Array(Set(ids)).sorted()
         guard !ids.isEmpty else { return }
         // One statement: the check for strangers stops the insert within it.
-        let strangers = try await client.retryingQuery(Self.receiptQuery(
-            """
-            WITH strangers AS (\(Self.strangersSQL)),
-            logged AS (
-                INSERT INTO notification_events AS e (notification_id, kind, user_key)
-                SELECT id, $3, $1 FROM unnest($2::int8[]) AS t(id) WHERE NOT EXISTS (SELECT 1 FROM strangers)
-                ON CONFLICT (notification_id, kind, user_key) DO UPDATE SET count = e.count + 1, last_at = now()
+        let strangers = try await client.retryingQuery(
+            Self.receiptQuery(
+                """
+                WITH strangers AS (\(Self.strangersSQL)),
+                logged AS (
+                    INSERT INTO notification_events AS e (notification_id, kind, user_key)
+                    SELECT id, $3, $1 FROM unnest($2::int8[]) AS t(id) WHERE NOT EXISTS (SELECT 1 FROM strangers)
+                    ON CONFLICT (notification_id, kind, user_key) DO UPDATE SET count = e.count + 1, last_at = now()
+                )
+                SELECT id FROM strangers ORDER BY id
+                """,
+                userKey: userKey,
+                ids: ids,
+                kind: kind
             )
-            SELECT id FROM strangers ORDER BY id
-            """,
-            userKey: userKey, ids: ids, kind: kind
-        )).map { try $0.decode(Int64.self) }
+        ).map { try $0.decode(Int64.self) }
         if !strangers.isEmpty { throw NotRecipientError(ids: strangers) }
     }
 

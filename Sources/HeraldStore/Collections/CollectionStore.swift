@@ -25,7 +25,9 @@ public struct ChannelState: Sendable, Equatable {
 /// A notification as its recipient sees it.
 public struct CollectionItem: Sendable, Equatable {
     public enum Status: Int16, Sendable {
-        case sent = 0, delivered = 1, read = 2
+        case sent = 0
+        case delivered = 1
+        case read = 2
 
         public var name: String {
             switch self {
@@ -151,7 +153,9 @@ public struct CollectionStore: Sendable {
     }
 
     static func pollQuery(_ request: PollRequest) -> PostgresQuery {
-        let (userKey, channelURL, category, position, limit) = (request.userKey, request.channelURL, request.category, request.position, request.limit)
+        let (userKey, channelURL, category, position, limit) = (
+            request.userKey, request.channelURL, request.category, request.position, request.limit
+        )
         return """
             WITH snap AS MATERIALIZED (
                 SELECT one.channel_key, c.kind, c.name, c.cover_url, c.custom_type, c.url, \(unescaped: Self.snapshotColumns)
@@ -223,7 +227,8 @@ public struct CollectionStore: Sendable {
         )
         let snapshot = try Self.decodeSnapshot(rows[0], offset: 0)
         let items = try rows.compactMap { row in
-            try row.decode(column: Self.snapshotColumnCount, as: Int64?.self) == nil ? nil : try Self.decodeItem(row, offset: Self.snapshotColumnCount)
+            try row.decode(column: Self.snapshotColumnCount, as: Int64?.self) == nil
+                ? nil : try Self.decodeItem(row, offset: Self.snapshotColumnCount)
         }
         return (snapshot, items)
     }
@@ -346,6 +351,13 @@ public struct CollectionStore: Sendable {
 
     static func decodeChannel(_ row: PostgresRow) throws -> CollectionChannel {
         let (key, kind, name, coverURL, customType, url) = try row.decode((Int64, String, String, String, String, String).self)
-        return CollectionChannel(key: key, url: url, kind: Channel.Kind(rawValue: kind) ?? .feed, name: name, coverURL: coverURL, customType: customType)
+        return CollectionChannel(
+            key: key,
+            url: url,
+            kind: Channel.Kind(rawValue: kind) ?? .feed,
+            name: name,
+            coverURL: coverURL,
+            customType: customType
+        )
     }
 }

@@ -31,7 +31,10 @@ public struct CollectionSync: Sendable {
     /// later changes come incrementally from there.
     public static func firstToken(userKey: Int64, channelKey: Int64, category: String?, snapshot: CollectionStore.Snapshot) -> SyncToken {
         SyncToken(
-            userKey: userKey, channelKey: channelKey, resetCount: snapshot.state.resetCount, category: category,
+            userKey: userKey,
+            channelKey: channelKey,
+            resetCount: snapshot.state.resetCount,
+            category: category,
             position: .through(xid: snapshot.horizon - 1)
         )
     }
@@ -39,7 +42,11 @@ public struct CollectionSync: Sendable {
     /// Whether `token` can continue in `channelKey`'s collection of `userKey`, filtered by `category`,
     /// as `snapshot` sees it.
     public static func continues(
-        _ token: SyncToken, userKey: Int64, channelKey: Int64, category: String?, snapshot: CollectionStore.Snapshot
+        _ token: SyncToken,
+        userKey: Int64,
+        channelKey: Int64,
+        category: String?,
+        snapshot: CollectionStore.Snapshot
     ) -> Bool {
         token.userKey == userKey && token.channelKey == channelKey
             && token.filter == SyncToken.filterHash(category)
@@ -53,7 +60,10 @@ public struct CollectionSync: Sendable {
     /// token below the horizon, stopping at the cap it is given; it is called only when a full page may
     /// hide more than `hugeGap`.
     public func page(
-        after token: SyncToken?, userKey: Int64, category: String?, poll: CollectionStore.Poll,
+        after token: SyncToken?,
+        userKey: Int64,
+        category: String?,
+        poll: CollectionStore.Poll,
         countPending: (_ cap: Int) async throws -> Int
     ) async throws -> Page? {
         guard let token, Self.continues(token, userKey: userKey, channelKey: poll.channel.key, category: category, snapshot: poll.snapshot)

@@ -30,9 +30,16 @@ public struct NotificationDraft: Sendable {
     public var audience: Audience
 
     public init(
-        channelURL: String, templateKey: String, templateVersion: Int, variables: [String: JSONValue],
-        content: RenderedNotification, category: String, tags: [String], eventDeadline: Date?,
-        push: PushOptions, audience: Audience
+        channelURL: String,
+        templateKey: String,
+        templateVersion: Int,
+        variables: [String: JSONValue],
+        content: RenderedNotification,
+        category: String,
+        tags: [String],
+        eventDeadline: Date?,
+        push: PushOptions,
+        audience: Audience
     ) {
         self.channelURL = channelURL
         self.templateKey = templateKey

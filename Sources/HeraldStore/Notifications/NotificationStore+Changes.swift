@@ -97,14 +97,18 @@ extension NotificationStore {
     /// channel key and, for a broadcast, the last user keys its fan-out has reached and its folding has
     /// passed (0 for targeted sends).
     static func lockForChange(
-        _ id: Int64, on connection: PostgresConnection, allowRunningFanout: Bool = false
+        _ id: Int64,
+        on connection: PostgresConnection,
+        allowRunningFanout: Bool = false
     ) async throws -> (channelKey: Int64, reachedThrough: Int64, foldedThrough: Int64)? {
-        guard let row = try await connection.query(
-            """
-            SELECT channel_key, fanout_state, audience, fanout_after, folded_through FROM notifications
-            WHERE id = \(id) AND deleted_at IS NULL FOR UPDATE
-            """
-        ).first else { return nil }
+        guard
+            let row = try await connection.query(
+                """
+                SELECT channel_key, fanout_state, audience, fanout_after, folded_through FROM notifications
+                WHERE id = \(id) AND deleted_at IS NULL FOR UPDATE
+                """
+            ).first
+        else { return nil }
         let (channelKey, state, audience, fanoutAfter, foldedThrough) = try row.decode((Int64, String, String, Int64, Int64).self)
         if state == "running", !allowRunningFanout { throw NotificationStoreError.fanoutInProgress }
         return audience == "all" ? (channelKey, fanoutAfter, foldedThrough) : (channelKey, 0, 0)

@@ -20,12 +20,14 @@ extension NotificationStore {
     public func fanOutNextBatch(size: Int) async throws -> FanoutProgress? {
         precondition(size > 0, "a batch holds at least one user")
         return try await client.withRetryingTransaction { connection in
-            guard let row = try await connection.query(
-                """
-                SELECT id, channel_key, fanout_after, fanout_through, fanout_skips_existing FROM notifications
-                WHERE fanout_state = 'running' ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
-                """
-            ).first else { return nil }
+            guard
+                let row = try await connection.query(
+                    """
+                    SELECT id, channel_key, fanout_after, fanout_through, fanout_skips_existing FROM notifications
+                    WHERE fanout_state = 'running' ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
+                    """
+                ).first
+            else { return nil }
             let (id, channelKey, after, through, skipsExisting) = try row.decode((Int64, Int64, Int64, Int64, Bool).self)
             let last = try await Self.batchEnd(after: after, through: through, size: size, on: connection)
             let xid = try await Self.currentTransactionID(on: connection)
@@ -67,7 +69,10 @@ extension NotificationStore {
     /// send-time count is taken back. Runs before the batch's insert, when the only copies in the range
     /// are the send-time ones.
     static func uncountReachedAtSend(
-        userKeysAfter after: Int64, through last: Int64, notification id: Int64, on connection: PostgresConnection
+        userKeysAfter after: Int64,
+        through last: Int64,
+        notification id: Int64,
+        on connection: PostgresConnection
     ) async throws {
         try await connection.query(
             """

@@ -23,13 +23,15 @@ extension NotificationStore {
         precondition(size > 0, "a batch holds at least one user")
         return try await client.withRetryingTransaction { connection in
             // Locked like a fan-out batch, so a concurrent delete sees either none or all of a batch.
-            guard let row = try await connection.query(
-                """
-                SELECT id, channel_key, folded_through, fanout_through, created_at FROM notifications
-                WHERE audience = 'all' AND deleted_at IS NULL AND fanout_state = 'done' AND folded_through < fanout_through
-                ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
-                """
-            ).first else { return nil }
+            guard
+                let row = try await connection.query(
+                    """
+                    SELECT id, channel_key, folded_through, fanout_through, created_at FROM notifications
+                    WHERE audience = 'all' AND deleted_at IS NULL AND fanout_state = 'done' AND folded_through < fanout_through
+                    ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
+                    """
+                ).first
+            else { return nil }
             let (id, channelKey, after, through, createdAt) = try row.decode((Int64, Int64, Int64, Int64, PostgresTimestamp).self)
             let last = try await Self.batchEnd(after: after, through: through, size: size, on: connection)
             // Every existing user in the range was reached (the fan-out gave each a copy) and counted

@@ -60,9 +60,11 @@ extension NotificationStore {
     }
 
     static func previousOutcome(for idempotency: IdempotencyKey, on connection: PostgresConnection) async throws -> SendOutcome? {
-        guard let row = try await connection.query(
-            "SELECT request_hash, status, response FROM idempotency_keys WHERE key = \(idempotency.key)"
-        ).first else { return nil }
+        guard
+            let row = try await connection.query(
+                "SELECT request_hash, status, response FROM idempotency_keys WHERE key = \(idempotency.key)"
+            ).first
+        else { return nil }
         let (hash, status, body) = try row.decode((PostgresBytes, Int, PostgresBytes).self)
         guard hash.bytes == idempotency.requestHash else { return .keyReused }
         return .replayed(StoredResponse(status: status, body: body.bytes))

@@ -55,9 +55,11 @@ public struct NotificationStore: Sendable {
 
     static func insert(_ draft: NotificationDraft, on connection: PostgresConnection) async throws -> StoredNotification {
         // FOR KEY SHARE keeps the channel from being deleted until this transaction ends.
-        guard let channelKey = try await connection.query(
-            "SELECT key FROM channels WHERE url = \(draft.channelURL) FOR KEY SHARE"
-        ).first?.decode(Int64.self) else {
+        guard
+            let channelKey = try await connection.query(
+                "SELECT key FROM channels WHERE url = \(draft.channelURL) FOR KEY SHARE"
+            ).first?.decode(Int64.self)
+        else {
             throw NotificationStoreError.unknownChannel
         }
         let overrides = try Self.overridesJSON(draft.content.perUser)
@@ -222,8 +224,12 @@ public struct NotificationStore: Sendable {
         ).map { row in
             let (key, userID, status, deliveredAt, readAt, deleted) = try row.decode((Int64, String, Int16, Date?, Date?, Bool).self)
             return RecipientStatus(
-                userKey: key, userID: userID, status: CollectionItem.Status(rawValue: status) ?? .sent,
-                deliveredAt: deliveredAt, readAt: readAt, deleted: deleted
+                userKey: key,
+                userID: userID,
+                status: CollectionItem.Status(rawValue: status) ?? .sent,
+                deliveredAt: deliveredAt,
+                readAt: readAt,
+                deleted: deleted
             )
         }
     }
@@ -254,14 +260,25 @@ public struct NotificationStore: Sendable {
         let pushesSent = try row.decode(column: 18, as: Int64.self)
         let decoder = JSONDecoder()
         return StoredNotification(
-            id: id, channelURL: channelURL, templateKey: templateKey, templateVersion: templateVersion,
+            id: id,
+            channelURL: channelURL,
+            templateKey: templateKey,
+            templateVersion: templateVersion,
             variables: try decoder.decode([String: JSONValue].self, from: Data(variables.utf8)),
             data: try decoder.decode(JSONValue.self, from: Data(data.utf8)),
-            pushTitle: pushTitle, pushBody: pushBody, category: category, tags: tags, eventDeadline: deadline,
+            pushTitle: pushTitle,
+            pushBody: pushBody,
+            category: category,
+            tags: tags,
+            eventDeadline: deadline,
             push: try decoder.decode(PushOptions.self, from: Data(push.utf8)),
-            audience: audience, audienceSize: audienceSize, recipientCount: recipientCount,
+            audience: audience,
+            audienceSize: audienceSize,
+            recipientCount: recipientCount,
             fanoutState: StoredNotification.FanoutState(rawValue: fanoutState) ?? .done,
-            createdAt: createdAt, updatedAt: updatedAt, pushesSent: pushesSent
+            createdAt: createdAt,
+            updatedAt: updatedAt,
+            pushesSent: pushesSent
         )
     }
 }

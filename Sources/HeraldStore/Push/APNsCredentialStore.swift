@@ -20,8 +20,15 @@ public struct APNsCredentialInfo: Sendable, Equatable {
     public var updatedAt: Date
 
     public init(
-        name: String, kind: Kind, environment: String, topic: String, keyID: String?, teamID: String?,
-        certificateExpiresAt: Date?, createdAt: Date, updatedAt: Date
+        name: String,
+        kind: Kind,
+        environment: String,
+        topic: String,
+        keyID: String?,
+        teamID: String?,
+        certificateExpiresAt: Date?,
+        createdAt: Date,
+        updatedAt: Date
     ) {
         self.name = name
         self.kind = kind
@@ -112,8 +119,15 @@ public struct APNsCredentialStore: Sendable {
             (String, String, String, String, String?, String?, Date?, Date, Date).self
         )
         return APNsCredentialInfo(
-            name: name, kind: APNsCredentialInfo.Kind(rawValue: kind) ?? .token, environment: environment, topic: topic,
-            keyID: keyID, teamID: teamID, certificateExpiresAt: expires, createdAt: created, updatedAt: updated
+            name: name,
+            kind: APNsCredentialInfo.Kind(rawValue: kind) ?? .token,
+            environment: environment,
+            topic: topic,
+            keyID: keyID,
+            teamID: teamID,
+            certificateExpiresAt: expires,
+            createdAt: created,
+            updatedAt: updated
         )
     }
 }

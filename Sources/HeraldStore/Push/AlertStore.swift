@@ -77,8 +77,10 @@ public struct AlertStore: Sendable {
                     """
                 ).map { row in
                     AlertCandidate(
-                        userKey: try row.decode(column: 0, as: Int64.self), channelKey: try row.decode(column: 1, as: Int64.self),
-                        mentioned: try row.decode(column: 2, as: Bool.self), forced: try row.decode(column: 3, as: Bool.self),
+                        userKey: try row.decode(column: 0, as: Int64.self),
+                        channelKey: try row.decode(column: 1, as: Int64.self),
+                        mentioned: try row.decode(column: 2, as: Bool.self),
+                        forced: try row.decode(column: 3, as: Bool.self),
                         preferences: try PushPreferenceStore.decode(row, offset: 5),
                         channelOption: PushPreferences.ChannelTriggerOption(rawValue: try row.decode(column: 4, as: String.self)) ?? .default
                     )
@@ -147,17 +149,31 @@ public struct AlertStore: Sendable {
                 try row.decode(column: 12, as: String.self), try row.decode(column: 13, as: String.self), try row.decode(column: 14, as: String.self)
             )
             return AlertClaim(
-                id: id, userKey: user, deviceID: device, token: token, environment: environment, topic: topic, attempts: Int(attempts),
-                forced: forced, notificationID: try row.decode(column: 8, as: Int64.self),
+                id: id,
+                userKey: user,
+                deviceID: device,
+                token: token,
+                environment: environment,
+                topic: topic,
+                attempts: Int(attempts),
+                forced: forced,
+                notificationID: try row.decode(column: 8, as: Int64.self),
                 channel: CollectionChannel(
-                    key: try row.decode(column: 9, as: Int64.self), url: url, kind: Channel.Kind(rawValue: kind) ?? .feed, name: name,
-                    coverURL: cover, customType: customType
+                    key: try row.decode(column: 9, as: Int64.self),
+                    url: url,
+                    kind: Channel.Kind(rawValue: kind) ?? .feed,
+                    name: name,
+                    coverURL: cover,
+                    customType: customType
                 ),
-                category: try row.decode(column: 15, as: String.self), createdAt: try row.decode(column: 16, as: Date.self),
-                pushTitle: try row.decode(column: 17, as: String?.self), pushBody: try row.decode(column: 18, as: String?.self),
+                category: try row.decode(column: 15, as: String.self),
+                createdAt: try row.decode(column: 16, as: Date.self),
+                pushTitle: try row.decode(column: 17, as: String?.self),
+                pushBody: try row.decode(column: 18, as: String?.self),
                 dataTitle: try row.decode(column: 19, as: String?.self),
                 push: try decoder.decode(PushOptions.self, from: Data(try row.decode(column: 20, as: PostgresJSONB.self).utf8)),
-                audience: try row.decode(column: 21, as: String.self), recipientID: try row.decode(column: 22, as: String.self),
+                audience: try row.decode(column: 21, as: String.self),
+                recipientID: try row.decode(column: 22, as: String.self),
                 recipientNickname: try row.decode(column: 23, as: String.self)
             )
         }
@@ -217,8 +233,16 @@ public struct AlertStore: Sendable {
     public func recordFailure(_ claim: AlertClaim, status: Int?, reason: String, removeToken: Bool, invalidSince: Date?) async throws {
         try await client.withRetryingTransaction { connection in
             _ = try await PushStore.recordFailure(
-                userKey: claim.userKey, deviceID: claim.deviceID, token: claim.token, environment: claim.environment, topic: claim.topic,
-                status: status, reason: "alert: \(reason)", attempts: claim.attempts, removeToken: removeToken, invalidSince: invalidSince,
+                userKey: claim.userKey,
+                deviceID: claim.deviceID,
+                token: claim.token,
+                environment: claim.environment,
+                topic: claim.topic,
+                status: status,
+                reason: "alert: \(reason)",
+                attempts: claim.attempts,
+                removeToken: removeToken,
+                invalidSince: invalidSince,
                 on: connection
             )
             try await connection.query("DELETE FROM alert_pushes WHERE id = \(claim.id)")

@@ -29,7 +29,13 @@ public struct DeviceStore: Sendable {
     /// this one (a device changes hands when someone else signs in on it). `unique` removes the user's
     /// other tokens. Returns the device, and whether it is new to this user (not registered before, or
     /// until now another user's).
-    public func register(userKey: Int64, token: String, environment: String, topic: String, unique: Bool) async throws -> (device: Device, created: Bool) {
+    public func register(
+        userKey: Int64,
+        token: String,
+        environment: String,
+        topic: String,
+        unique: Bool
+    ) async throws -> (device: Device, created: Bool) {
         let token = token.lowercased()
         // One round trip: none of the statements needs another's answer in Swift.
         let results = try await client.transaction([
@@ -99,6 +105,15 @@ public struct DeviceStore: Sendable {
         let (id, token, environment, topic, created, registered, pushed, synced) = try row.decode(
             (Int64, String, String, String, Date, Date, Date?, Date?).self
         )
-        return Device(id: id, token: token, environment: environment, topic: topic, createdAt: created, registeredAt: registered, lastPushAt: pushed, lastSyncedAt: synced)
+        return Device(
+            id: id,
+            token: token,
+            environment: environment,
+            topic: topic,
+            createdAt: created,
+            registeredAt: registered,
+            lastPushAt: pushed,
+            lastSyncedAt: synced
+        )
     }
 }

@@ -117,9 +117,12 @@ public struct PushPreferenceStore: Sendable {
     static func decodeSchedules(_ json: PostgresJSONB) throws -> [PushPreferences.DaySchedule] {
         try JSONDecoder().decode([StoredDay].self, from: Data(json.utf8)).compactMap { day in
             guard let weekday = PushPreferences.Weekday(rawValue: day.day) else { return nil }
-            return .init(day: weekday, windows: day.windows.compactMap { pair in
-                pair.count == 2 ? .init(start: time(pair[0]), end: time(pair[1])) : nil
-            })
+            return .init(
+                day: weekday,
+                windows: day.windows.compactMap { pair in
+                    pair.count == 2 ? .init(start: time(pair[0]), end: time(pair[1])) : nil
+                }
+            )
         }
     }
 }

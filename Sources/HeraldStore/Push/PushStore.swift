@@ -69,8 +69,12 @@ public struct PushStore: Sendable {
     /// Records, in the caller's transaction, that the recipients of `notification` (those with keys in
     /// `(after, through]` when given) need a refresh, and hints every live hub of the change.
     static func enqueue(
-        notification: Int64, channelKey: Int64, change: LiveHint.NotificationChange,
-        usersAfter after: Int64? = nil, through: Int64? = nil, on connection: PostgresConnection
+        notification: Int64,
+        channelKey: Int64,
+        change: LiveHint.NotificationChange,
+        usersAfter after: Int64? = nil,
+        through: Int64? = nil,
+        on connection: PostgresConnection
     ) async throws {
         let hint = LiveHint.notification(change, id: notification, channelKey: channelKey, usersAfter: after, usersThrough: through)
         // One statement: the row and both hints (delivered at commit, dropped on rollback).
@@ -153,8 +157,15 @@ public struct PushStore: Sendable {
                 )
                 guard let id, let user, let token, let environment, let topic, let xid, let attempts else { return nil }
                 return DeviceClaim(
-                    deviceID: id, userKey: user, token: token, environment: environment, topic: topic, wantedXID: xid,
-                    notificationID: notification, attempts: Int(attempts), claimedAt: claimedAt
+                    deviceID: id,
+                    userKey: user,
+                    token: token,
+                    environment: environment,
+                    topic: topic,
+                    wantedXID: xid,
+                    notificationID: notification,
+                    attempts: Int(attempts),
+                    claimedAt: claimedAt
                 )
             }
             return (Int(recipients), claims)
@@ -163,7 +174,10 @@ public struct PushStore: Sendable {
 
     /// Expands outbox rows (`expandOutbox(users:claiming:)`) until `users` recipients are done or no
     /// row is free; returns how many recipients that was, the claims made, and whether any row was found.
-    public func expandOutbox(atLeast users: Int, claiming terms: ClaimTerms? = nil) async throws -> (recipients: Int, claims: [DeviceClaim], foundWork: Bool) {
+    public func expandOutbox(
+        atLeast users: Int,
+        claiming terms: ClaimTerms? = nil
+    ) async throws -> (recipients: Int, claims: [DeviceClaim], foundWork: Bool) {
         var recipients = 0
         var claims: [DeviceClaim] = []
         var foundWork = false
@@ -213,8 +227,15 @@ public struct PushStore: Sendable {
                 (Int64, Int64, String, String, String, Int64, Int64?, Int32, Int64).self
             )
             return DeviceClaim(
-                deviceID: id, userKey: user, token: token, environment: environment, topic: topic, wantedXID: xid,
-                notificationID: notification, attempts: Int(attempts), claimedAt: claimedAt
+                deviceID: id,
+                userKey: user,
+                token: token,
+                environment: environment,
+                topic: topic,
+                wantedXID: xid,
+                notificationID: notification,
+                attempts: Int(attempts),
+                claimedAt: claimedAt
             )
         }
     }
@@ -303,8 +324,17 @@ public struct PushStore: Sendable {
     public func recordFailure(_ claim: DeviceClaim, status: Int?, reason: String, removeToken: Bool, invalidSince: Date?) async throws {
         try await client.withRetryingTransaction { connection in
             let removed = try await Self.recordFailure(
-                userKey: claim.userKey, deviceID: claim.deviceID, token: claim.token, environment: claim.environment, topic: claim.topic,
-                status: status, reason: reason, attempts: claim.attempts, removeToken: removeToken, invalidSince: invalidSince, on: connection
+                userKey: claim.userKey,
+                deviceID: claim.deviceID,
+                token: claim.token,
+                environment: claim.environment,
+                topic: claim.topic,
+                status: status,
+                reason: reason,
+                attempts: claim.attempts,
+                removeToken: removeToken,
+                invalidSince: invalidSince,
+                on: connection
             )
             if !removed {
                 try await connection.query(
@@ -322,17 +352,27 @@ public struct PushStore: Sendable {
     /// (unless, for a 410 with a timestamp, it was registered again after it). Returns whether the
     /// token went. Shared by refresh and alert pushes.
     static func recordFailure(
-        userKey: Int64, deviceID: Int64, token: String, environment: String, topic: String, status: Int?, reason: String, attempts: Int,
-        removeToken: Bool, invalidSince: Date?, on connection: PostgresConnection
+        userKey: Int64,
+        deviceID: Int64,
+        token: String,
+        environment: String,
+        topic: String,
+        status: Int?,
+        reason: String,
+        attempts: Int,
+        removeToken: Bool,
+        invalidSince: Date?,
+        on connection: PostgresConnection
     ) async throws -> Bool {
         var removed = false
         if removeToken {
-            removed = try await connection.query(
-                """
-                DELETE FROM devices WHERE id = \(deviceID)
-                    AND (\(invalidSince)::timestamptz IS NULL OR registered_at <= \(invalidSince))
-                """
-            ).affectedRows > 0
+            removed =
+                try await connection.query(
+                    """
+                    DELETE FROM devices WHERE id = \(deviceID)
+                        AND (\(invalidSince)::timestamptz IS NULL OR registered_at <= \(invalidSince))
+                    """
+                ).affectedRows > 0
         }
         try await connection.query(
             """
@@ -389,8 +429,16 @@ public struct PushStore: Sendable {
                 (Int64, String?, String, String, String, Int32?, String, Int32, Bool, Date).self
             )
             return PushFailure(
-                id: id, userID: user, deviceToken: token, environment: environment, topic: topic, status: status.map(Int.init),
-                reason: reason, attempts: Int(attempts), tokenRemoved: removed, failedAt: at
+                id: id,
+                userID: user,
+                deviceToken: token,
+                environment: environment,
+                topic: topic,
+                status: status.map(Int.init),
+                reason: reason,
+                attempts: Int(attempts),
+                tokenRemoved: removed,
+                failedAt: at
             )
         }
     }

@@ -55,7 +55,8 @@ public struct SessionStore: Sendable {
     /// user's; otherwise `nil`, and the caller runs its lookup the ordinary way (and reports what that
     /// finds).
     public func authenticate<Answer>(
-        _ token: SessionToken, alongside companion: SessionCompanion<Answer>
+        _ token: SessionToken,
+        alongside companion: SessionCompanion<Answer>
     ) async throws -> (user: (userID: String, userKey: Int64)?, answer: Answer?) {
         let outcomes = try await client.pipelinedQueries([Self.sessionQuery(token), companion.query])
         guard let (userID, userKey, _) = try Self.decodeSession(token, try outcomes[0].get()) else { return (nil, nil) }

@@ -136,7 +136,7 @@ extension LibPQConnection {
     func executeTransaction(_ queries: [PostgresQuery], isolation: PostgresIsolationLevel) throws(PostgresError) -> [PostgresResult] {
         do {
             return try executeTransactionOnce(queries, isolation: isolation)
-        } catch where error.sqlState == "0A000" && isOpen {
+        } catch  where error.sqlState == "0A000" && isOpen {
             // A stale plan (see `execute`), now forgotten: nothing was committed, so running the whole
             // transaction again, freshly prepared, is safe.
             return try executeTransactionOnce(queries, isolation: isolation)

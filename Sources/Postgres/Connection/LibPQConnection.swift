@@ -37,10 +37,17 @@ final class LibPQConnection: @unchecked Sendable {
         refreshCancelHandle()
         // libpq prints server notices (e.g. "table … does not exist, skipping") to stderr by default;
         // they belong in the log instead, at debug level.
-        PQsetNoticeProcessor(handle, { _, message in
-            guard let message else { return }
-            Logger(label: "herald.postgres").debug("server notice", metadata: ["notice": "\(String(cString: message).trimmingTrailingNewlines())"])
-        }, nil)
+        PQsetNoticeProcessor(
+            handle,
+            { _, message in
+                guard let message else { return }
+                Logger(label: "herald.postgres").debug(
+                    "server notice",
+                    metadata: ["notice": "\(String(cString: message).trimmingTrailingNewlines())"]
+                )
+            },
+            nil
+        )
     }
 
     deinit { close() }
@@ -117,7 +124,7 @@ final class LibPQConnection: @unchecked Sendable {
     func execute(_ query: PostgresQuery) throws(PostgresError) -> PostgresResult {
         do {
             return try executeOnce(query)
-        } catch where error.sqlState == "0A000" && isIdleOutsideTransaction {
+        } catch  where error.sqlState == "0A000" && isIdleOutsideTransaction {
             // "cached plan must not change result type": the table changed shape under a prepared
             // statement (now forgotten). Outside a transaction block the failed call had no effect,
             // so running it again, freshly prepared, is safe.
@@ -264,7 +271,10 @@ final class LibPQConnection: @unchecked Sendable {
             guard let cancel else { return }
             var buffer = [CChar](repeating: 0, count: 256)
             if PQcancel(cancel.pointer, &buffer, Int32(buffer.count)) == 0 {
-                Logger(label: "herald.postgres").warning("could not cancel a statement", metadata: ["error": "\(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))"])
+                Logger(label: "herald.postgres").warning(
+                    "could not cancel a statement",
+                    metadata: ["error": "\(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))"]
+                )
             }
         }
     }

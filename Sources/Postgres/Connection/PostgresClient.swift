@@ -202,7 +202,10 @@ public final class PostgresClient: Service, Sendable {
     }
 
     func release(_ connection: LibPQConnection) {
-        enum Outcome { case handOff(Waiter), pooled, close }
+        enum Outcome {
+            case handOff(Waiter)
+            case pooled, close
+        }
         let outcome: Outcome
         if connection.isOpen {
             outcome = state.withLockedValue { state in
