@@ -41,27 +41,29 @@ extension CollectionStore {
         let rows = try await client.query(Self.channelListQuery(userKey: userKey, changedSince: changedSince))
         var list = ChannelList(entries: [], removed: [], horizon: 0, nextXID: 0, compactedThrough: 0)
         for row in rows {
-            // The snapshot's columns come after the entry's, in every row (the entry's are null when
-            // nothing is listed).
-            let snapshot = Self.channelListEntryColumnCount
-            list.horizon = try row.decode(column: snapshot, as: Int64.self)
-            list.nextXID = try row.decode(column: snapshot + 1, as: Int64.self)
-            list.compactedThrough = try row.decode(column: snapshot + 2, as: Int64.self)
-            list.removed = try row.decode(column: snapshot + 3, as: [String]?.self) ?? []
-            guard try row.decode(column: 0, as: Int64?.self) != nil else { continue }
-            let lastID = try row.decode(column: 8, as: Int64?.self)
+            // Every row: the entry's columns (null when nothing is listed) — the channel, unread, last
+            // activity and the last notification — then the snapshot's position and the removed URLs.
+            var column = 0
+            let channel = try row.decode(column: 0, as: Int64?.self) == nil ? nil : try Self.decodeChannel(row, at: &column)
+            column = 6
+            let unread = try row.decode(column: column, as: Int64?.self)
+            let lastActivityAt = try row.decode(column: column + 1, as: Date?.self)
+            column += 2
+            let lastNotification = try row.decode(column: column, as: Int64?.self) == nil ? nil : try Self.decodeItem(row, at: &column)
+            column = Self.channelListEntryColumnCount
+            let position = try ChangePositionSQL.decodeSnapshotPosition(row, at: &column)
+            (list.horizon, list.nextXID, list.compactedThrough) = (position.horizon, position.nextXID, position.compactedThrough)
+            list.removed = try row.decode(column: column, as: [String]?.self) ?? []
+            guard let channel, let unread, let lastActivityAt else { continue }
             list.entries.append(
-                ChannelListEntry(
-                    channel: try Self.decodeChannel(row),
-                    unreadCount: try row.decode(column: 6, as: Int64.self),
-                    lastActivityAt: try row.decode(column: 7, as: Date.self),
-                    lastNotification: lastID == nil ? nil : try Self.decodeItem(row, offset: 8)
-                )
+                ChannelListEntry(channel: channel, unreadCount: unread, lastActivityAt: lastActivityAt, lastNotification: lastNotification)
             )
         }
         return list
     }
 
+    /// The entry's columns in a row of `channelListSelect`: the channel's 6, unread, last activity,
+    /// and the last notification's 11 (`itemColumns`).
     static let channelListEntryColumnCount = 19
 
     /// One statement, so one snapshot. The whole list and the change log are two texts (each keeps a
@@ -70,14 +72,14 @@ extension CollectionStore {
     static func channelListQuery(userKey: Int64, changedSince: Int64?) -> PostgresQuery {
         guard let since = changedSince else {
             return """
-                WITH snap AS (\(unescaped: channelListSnapshot)),
+                WITH snap AS (\(channelListSnapshot)),
                 u AS (SELECT \(userKey)::bigint AS user_key, h.channel_key, h.unread FROM herald_user_channels(\(userKey)) AS h),
                 removed AS (SELECT NULL::text AS url WHERE false)
-                \(unescaped: channelListSelect)
+                \(channelListSelect)
                 """
         }
         return """
-            WITH RECURSIVE snap AS (\(unescaped: channelListSnapshot)),
+            WITH RECURSIVE snap AS (\(channelListSnapshot)),
             listing AS (SELECT \(userKey)::bigint AS user_key, h.channel_key, h.unread FROM herald_user_channels(\(userKey)) AS h),
             -- The channels the user has copies in (tombstones too): a loose scan of the changes index, one
             -- probe per channel rather than a row per copy.
@@ -113,16 +115,16 @@ extension CollectionStore {
                 WHERE g.user_key = \(userKey) AND g.change_xid >= \(since) AND g.change_xid < snap.horizon
                     AND g.channel_url NOT IN (SELECT c.url FROM listing JOIN channels c ON c.key = listing.channel_key)
             )
-            \(unescaped: channelListSelect)
+            \(channelListSelect)
             """
     }
 
     /// The snapshot's horizon, next transaction id and compaction bound.
-    static let channelListSnapshot = "SELECT \(positionColumns)"
+    static let channelListSnapshot: PostgresQuery = "SELECT \(ChangePositionSQL.snapshotPosition)"
 
     /// Every listed channel of `u` (user key, channel key, unread) as a row, with the snapshot's
     /// columns and the removed URLs after it; one row of only those when `u` is empty.
-    static let channelListSelect = """
+    static let channelListSelect: PostgresQuery = """
         SELECT c.key, c.kind, c.name, c.cover_url, c.custom_type, c.url, u.unread, activity.at,
             last.id, last.template_key, last.template_version, last.data, last.category, last.tags,
             last.event_deadline, last.created_at, last.updated_at, last.status, last.change_xid,
@@ -133,7 +135,7 @@ extension CollectionStore {
         LEFT JOIN channel_states s ON s.user_key = u.user_key AND s.channel_key = c.key
         LEFT JOIN LATERAL (
             SELECT coalesce(greatest(s.last_activity_at, (SELECT max(b.created_at) FROM notifications b
-                WHERE b.channel_key = c.key AND \(countedBroadcast("b", reaching: "u.user_key")))),
+                WHERE b.channel_key = c.key AND \(UnreadSQL.countedBroadcast("b", reaching: "u.user_key")))),
                 'epoch'::timestamptz) AS at
         ) AS activity ON true
         LEFT JOIN LATERAL (

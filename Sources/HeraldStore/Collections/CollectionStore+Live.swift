@@ -24,7 +24,7 @@ extension CollectionStore {
         guard !userKeys.isEmpty else { return [] }
         return try await client.query(
             """
-            SELECT r.user_key, r.change_xid, r.deleted, \(unescaped: Self.itemColumns)
+            SELECT r.user_key, r.change_xid, r.deleted, \(Self.itemColumns)
             FROM unnest(\(userKeys)::int8[]) AS k(user_key)
             JOIN notification_recipients r ON r.user_key = k.user_key AND r.channel_key = \(channelKey) AND r.notification_id = \(id)
             JOIN notifications n ON n.id = r.notification_id
@@ -33,7 +33,8 @@ extension CollectionStore {
             let (user, position, deleted) = (
                 try row.decode(column: 0, as: Int64.self), try row.decode(column: 1, as: Int64.self), try row.decode(column: 2, as: Bool.self)
             )
-            return LiveCopy(userKey: user, position: position, change: deleted ? .deleted(id) : .upserted(try Self.decodeItem(row, offset: 3)))
+            var itemColumn = 3
+            return LiveCopy(userKey: user, position: position, change: deleted ? .deleted(id) : .upserted(try Self.decodeItem(row, at: &itemColumn)))
         }
     }
 
@@ -41,7 +42,7 @@ extension CollectionStore {
     public func liveState(userKey: Int64, channelKey: Int64) async throws -> (state: ChannelState, position: Int64) {
         let row = try await client.query(
             """
-            SELECT coalesce(s.unread_adjustment, 0) + \(unescaped: Self.broadcastsReaching(channel: true)),
+            SELECT coalesce(s.unread_adjustment, 0) + \(UnreadSQL.broadcastsReaching(user: "one.user_key", channel: "one.channel_key")),
                 s.last_read_at, s.last_seen_at, coalesce(s.reset_count, 0),
                 coalesce((SELECT max(change_xid) FROM notification_recipients WHERE user_key = one.user_key AND channel_key = one.channel_key), 0)
             FROM (SELECT \(userKey)::bigint AS user_key, \(channelKey)::bigint AS channel_key) AS one

@@ -14,15 +14,15 @@ extension CollectionStore {
         let results = try await client.transaction([
             """
             WITH marked AS (
-                UPDATE notification_recipients SET status = 2, change_xid = \(unescaped: NotificationStore.currentTransactionIDSQL), read_at = now()
-                WHERE user_key = \(userKey) AND channel_key = \(channelKey) AND status < 2 AND NOT deleted
+                UPDATE notification_recipients SET status = \(CollectionItem.Status.read), change_xid = \(ChangePositionSQL.currentTransactionID), read_at = now()
+                WHERE user_key = \(userKey) AND channel_key = \(channelKey) AND status < \(CollectionItem.Status.read) AND NOT deleted
                     AND (\(ids)::int8[] IS NULL OR notification_id = ANY(\(ids)))
                 RETURNING 1
             )
             INSERT INTO channel_states AS s (user_key, channel_key, unread_adjustment, last_read_at, opened, opened_xid)
-            VALUES (\(userKey), \(channelKey), -(SELECT count(*) FROM marked), \(ids == nil ? Date() : nil), true, \(unescaped: NotificationStore.currentTransactionIDSQL))
+            VALUES (\(userKey), \(channelKey), -(SELECT count(*) FROM marked), \(ids == nil ? Date() : nil), true, \(ChangePositionSQL.currentTransactionID))
             ON CONFLICT (user_key, channel_key) DO UPDATE SET
-                unread_adjustment = s.unread_adjustment + EXCLUDED.unread_adjustment, \(unescaped: Self.openedSQL),
+                unread_adjustment = s.unread_adjustment + EXCLUDED.unread_adjustment, \(Self.openedSQL),
                 last_read_at = CASE WHEN \(ids == nil) THEN greatest(s.last_read_at, now()) ELSE s.last_read_at END
             """,
             LiveHint.channelState(userKey: userKey, channelKey: channelKey).query,
@@ -38,7 +38,7 @@ extension CollectionStore {
     /// halves of the batch, or neither; our own write holds the row, so nothing moves in between.
     static func stateQuery(userKey: Int64, channelKey: Int64) -> PostgresQuery {
         """
-        SELECT s.unread_adjustment + \(unescaped: Self.broadcastsReaching(user: "s.user_key", channel: "s.channel_key")),
+        SELECT s.unread_adjustment + \(UnreadSQL.broadcastsReaching(user: "s.user_key", channel: "s.channel_key")),
             s.last_read_at, s.last_seen_at, s.reset_count
         FROM channel_states s WHERE s.user_key = \(userKey) AND s.channel_key = \(channelKey)
         """
@@ -49,8 +49,8 @@ extension CollectionStore {
         let results = try await client.transaction([
             """
             INSERT INTO channel_states AS s (user_key, channel_key, last_seen_at, opened, opened_xid)
-            VALUES (\(userKey), \(channelKey), \(at), true, \(unescaped: NotificationStore.currentTransactionIDSQL))
-            ON CONFLICT (user_key, channel_key) DO UPDATE SET last_seen_at = greatest(s.last_seen_at, EXCLUDED.last_seen_at), \(unescaped: Self.openedSQL)
+            VALUES (\(userKey), \(channelKey), \(at), true, \(ChangePositionSQL.currentTransactionID))
+            ON CONFLICT (user_key, channel_key) DO UPDATE SET last_seen_at = greatest(s.last_seen_at, EXCLUDED.last_seen_at), \(Self.openedSQL)
             """,
             LiveHint.channelState(userKey: userKey, channelKey: channelKey).query,
             Self.stateQuery(userKey: userKey, channelKey: channelKey),
@@ -64,9 +64,9 @@ extension CollectionStore {
         try await client.query(
             """
             INSERT INTO channel_states AS s (user_key, channel_key, opened, opened_xid)
-            SELECT \(userKey), \(channelKey), true, \(unescaped: NotificationStore.currentTransactionIDSQL)
+            SELECT \(userKey), \(channelKey), true, \(ChangePositionSQL.currentTransactionID)
             WHERE NOT EXISTS (SELECT 1 FROM channel_states WHERE user_key = \(userKey) AND channel_key = \(channelKey) AND opened)
-            ON CONFLICT (user_key, channel_key) DO UPDATE SET \(unescaped: Self.openedSQL)
+            ON CONFLICT (user_key, channel_key) DO UPDATE SET \(Self.openedSQL)
             """
         )
     }
@@ -74,7 +74,7 @@ extension CollectionStore {
     /// The `ON CONFLICT` assignments of a write that opens the channel (`EXCLUDED.opened_xid` its
     /// transaction id): the opening's position for the channel list's change log is taken only when
     /// `opened` turns true, as the list changes only then.
-    static let openedSQL = "opened = true, opened_xid = CASE WHEN s.opened THEN s.opened_xid ELSE EXCLUDED.opened_xid END"
+    static let openedSQL: PostgresQuery = "opened = true, opened_xid = CASE WHEN s.opened THEN s.opened_xid ELSE EXCLUDED.opened_xid END"
 
     /// An admin reset of the user's channel: every copy is removed from the collection, the unread
     /// count goes to 0, and every token issued before stops being live.
@@ -82,13 +82,13 @@ extension CollectionStore {
         try await client.transaction([
             """
             WITH gone AS (
-                UPDATE notification_recipients SET deleted = true, change_xid = \(unescaped: NotificationStore.currentTransactionIDSQL),
+                UPDATE notification_recipients SET deleted = true, change_xid = \(ChangePositionSQL.currentTransactionID),
                     data = NULL, push_title = NULL, push_body = NULL
                 WHERE user_key = \(userKey) AND channel_key = \(channelKey) AND NOT deleted
                 RETURNING status
             )
             INSERT INTO channel_states AS s (user_key, channel_key, unread_adjustment, reset_count)
-            VALUES (\(userKey), \(channelKey), -(SELECT count(*) FILTER (WHERE status < 2) FROM gone), 1)
+            VALUES (\(userKey), \(channelKey), -(SELECT count(*) FILTER (WHERE status < \(CollectionItem.Status.read)) FROM gone), 1)
             ON CONFLICT (user_key, channel_key) DO UPDATE SET
                 unread_adjustment = s.unread_adjustment + EXCLUDED.unread_adjustment, reset_count = s.reset_count + 1
             """,

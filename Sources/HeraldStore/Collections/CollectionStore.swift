@@ -158,7 +158,7 @@ public struct CollectionStore: Sendable {
         )
         return """
             WITH snap AS MATERIALIZED (
-                SELECT one.channel_key, c.kind, c.name, c.cover_url, c.custom_type, c.url, \(unescaped: Self.snapshotColumns)
+                SELECT one.channel_key, c.kind, c.name, c.cover_url, c.custom_type, c.url, \(Self.snapshotColumns)
                 FROM channels c
                 CROSS JOIN LATERAL (SELECT \(userKey)::bigint AS user_key, c.key AS channel_key) AS one
                 LEFT JOIN channel_states s ON s.user_key = one.user_key AND s.channel_key = one.channel_key
@@ -166,7 +166,7 @@ public struct CollectionStore: Sendable {
             )
             SELECT snap.*, changed.*
             FROM snap LEFT JOIN LATERAL (
-                SELECT r.change_xid, r.deleted, \(unescaped: Self.itemColumns)
+                SELECT r.change_xid, r.deleted, \(Self.itemColumns)
                 FROM notification_recipients r JOIN notifications n ON n.id = r.notification_id
                 WHERE r.user_key = \(userKey) AND r.channel_key = snap.channel_key
                     AND (r.change_xid, r.notification_id) > (\(position.xid), \(position.notificationID))
@@ -180,15 +180,17 @@ public struct CollectionStore: Sendable {
     /// The poll in the rows of `pollQuery`; `nil` when there is no such channel.
     static func decodePoll(_ rows: PostgresResult) throws -> Poll? {
         guard let first = rows.first else { return nil }
-        let channel = try Self.decodeChannel(first)
-        let snapshot = try Self.decodeSnapshot(first, offset: 6)
-        // After the channel's six columns and the snapshot's: position, deleted, then the item.
-        let change = 6 + Self.snapshotColumnCount
+        var column = 0
+        let channel = try Self.decodeChannel(first, at: &column)
+        let snapshot = try Self.decodeSnapshot(first, at: &column)
+        // Then, in every row: the change's position and whether it is a deletion, then the item.
+        let change = column
         var changes: [(position: ChangePosition, change: CollectionChange)] = []
         for row in rows {
             guard let xid = try row.decode(column: change, as: Int64?.self) else { continue }
             let deleted = try row.decode(column: change + 1, as: Bool.self)
-            let item = try Self.decodeItem(row, offset: change + 2)
+            var itemColumn = change + 2
+            let item = try Self.decodeItem(row, at: &itemColumn)
             changes.append((ChangePosition(xid: xid, notificationID: item.id), deleted ? .deleted(item.id) : .upserted(item)))
         }
         return Poll(channel: channel, snapshot: snapshot, changes: changes)
@@ -199,7 +201,7 @@ public struct CollectionStore: Sendable {
     public func page(userKey: Int64, channelKey: Int64, category: String?, before: Int64?, limit: Int) async throws -> [CollectionItem] {
         try await client.query(
             """
-            SELECT \(unescaped: Self.itemColumns) FROM notification_recipients r JOIN notifications n ON n.id = r.notification_id
+            SELECT \(Self.itemColumns) FROM notification_recipients r JOIN notifications n ON n.id = r.notification_id
             WHERE r.user_key = \(userKey) AND r.channel_key = \(channelKey) AND NOT r.deleted
                 AND r.notification_id < \(before ?? .max) AND (\(category)::text IS NULL OR n.category = \(category))
             ORDER BY r.notification_id DESC LIMIT \(limit)
@@ -213,22 +215,25 @@ public struct CollectionStore: Sendable {
         let rows = try await client.query(
             """
             WITH snap AS MATERIALIZED (
-                SELECT \(unescaped: Self.snapshotColumns)
+                SELECT \(Self.snapshotColumns)
                 FROM (SELECT \(userKey)::bigint AS user_key, \(channelKey)::bigint AS channel_key) AS one
                 LEFT JOIN channel_states s ON s.user_key = one.user_key AND s.channel_key = one.channel_key
             )
             SELECT snap.*, page.* FROM snap LEFT JOIN LATERAL (
-                SELECT \(unescaped: Self.itemColumns) FROM notification_recipients r JOIN notifications n ON n.id = r.notification_id
+                SELECT \(Self.itemColumns) FROM notification_recipients r JOIN notifications n ON n.id = r.notification_id
                 WHERE r.user_key = \(userKey) AND r.channel_key = \(channelKey) AND NOT r.deleted
                     AND (\(category)::text IS NULL OR n.category = \(category))
                 ORDER BY r.notification_id DESC LIMIT \(limit)
             ) AS page ON true
             """
         )
-        let snapshot = try Self.decodeSnapshot(rows[0], offset: 0)
-        let items = try rows.compactMap { row in
-            try row.decode(column: Self.snapshotColumnCount, as: Int64?.self) == nil
-                ? nil : try Self.decodeItem(row, offset: Self.snapshotColumnCount)
+        // The snapshot's columns, then the item's (null when the page is empty).
+        var itemStart = 0
+        let snapshot = try Self.decodeSnapshot(rows[0], at: &itemStart)
+        let items = try rows.compactMap { row -> CollectionItem? in
+            guard try row.decode(column: itemStart, as: Int64?.self) != nil else { return nil }
+            var column = itemStart
+            return try Self.decodeItem(row, at: &column)
         }
         return (snapshot, items)
     }
@@ -251,113 +256,79 @@ public struct CollectionStore: Sendable {
     // MARK: - Snapshot
 
     /// What `Snapshot` holds, as columns over `one` (user and channel keys) left-joined to the
-    /// channel state `s`: unread, last read, last seen, reset count, badge, horizon, next xid,
-    /// compaction bound.
-    static let snapshotColumns = """
-        coalesce(s.unread_adjustment, 0) + \(broadcastsReaching(channel: true)) AS unread_count,
-        s.last_read_at, s.last_seen_at, s.reset_count, \(badge) AS badge, \(positionColumns)
+    /// channel state `s`: unread, last read, last seen, reset count, badge, then the snapshot's
+    /// position. Read by `decodeSnapshot`.
+    static let snapshotColumns: PostgresQuery = """
+        coalesce(s.unread_adjustment, 0) + \(UnreadSQL.broadcastsReaching(user: "one.user_key", channel: "one.channel_key")) AS unread_count,
+        s.last_read_at, s.last_seen_at, s.reset_count, \(UnreadSQL.badge(user: "one.user_key")) AS badge, \(ChangePositionSQL.snapshotPosition)
         """
 
-    /// Where the snapshot stands among the change positions: its horizon (every transaction below
-    /// has ended), the next transaction id, and the compaction bound.
-    static let positionColumns = """
-        pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS horizon,
-        pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next_xid,
-        coalesce((SELECT ('x' || encode(value, 'hex'))::bit(64)::bigint FROM herald_settings WHERE name = 'compacted_through'), 0) AS compacted
-        """
-
-    /// How many columns `snapshotColumns` has.
-    static let snapshotColumnCount = 8
-
-    static func decodeSnapshot(_ row: PostgresRow, offset: Int) throws -> Snapshot {
+    /// The columns of `snapshotColumns`, from `column` on; `column` moves past them.
+    static func decodeSnapshot(_ row: PostgresRow, at column: inout Int) throws -> Snapshot {
         let state = ChannelState(
-            unreadCount: try row.decode(column: offset, as: Int64?.self) ?? 0,
-            lastReadAt: try row.decode(column: offset + 1, as: Date?.self),
-            lastSeenAt: try row.decode(column: offset + 2, as: Date?.self),
-            resetCount: try row.decode(column: offset + 3, as: Int32?.self) ?? 0
+            unreadCount: try row.decode(column: column, as: Int64?.self) ?? 0,
+            lastReadAt: try row.decode(column: column + 1, as: Date?.self),
+            lastSeenAt: try row.decode(column: column + 2, as: Date?.self),
+            resetCount: try row.decode(column: column + 3, as: Int32?.self) ?? 0
         )
+        let badge = try row.decode(column: column + 4, as: Int64.self)
+        column += 5
+        let position = try ChangePositionSQL.decodeSnapshotPosition(row, at: &column)
         return Snapshot(
             state: state,
-            badge: try row.decode(column: offset + 4, as: Int64.self),
-            horizon: try row.decode(column: offset + 5, as: Int64.self),
-            nextXID: try row.decode(column: offset + 6, as: Int64.self),
-            compactedThrough: try row.decode(column: offset + 7, as: Int64.self)
+            badge: badge,
+            horizon: position.horizon,
+            nextXID: position.nextXID,
+            compactedThrough: position.compactedThrough
         )
     }
-
-    // MARK: - Counts
-
-    /// How many live broadcasts have reached the user `one.user_key` and are not yet folded into their
-    /// counters — in channel `one.channel_key`, or in all channels. This is `herald_broadcasts_reaching`
-    /// of `sql/0012` spelled out, because the server does not inline SQL functions that read tables,
-    /// and these run on every poll.
-    static func broadcastsReaching(channel: Bool) -> String {
-        broadcastsReaching(user: "one.user_key", channel: channel ? "one.channel_key" : nil)
-    }
-
-    /// The same count for the user and channel keys of any two SQL expressions (all channels when
-    /// `channel` is nil). A call of `herald_broadcasts_reaching` instead would cost its statement a
-    /// planning of the function's query on every execution (~0.14 ms, `sql/0013`).
-    static func broadcastsReaching(user: String, channel: String?) -> String {
-        """
-        (SELECT count(*) FROM notifications b WHERE \(countedBroadcast("b", reaching: user))\
-        \(channel.map { " AND b.channel_key = \($0)" } ?? ""))
-        """
-    }
-
-    /// The condition under which broadcast `alias` counts for user key `user` per request: live, its
-    /// fan-out past the user, its folding into the counters not yet (see `sql/0012`). The first
-    /// comparison follows from the other two; it is spelled out so that the planner picks the partial
-    /// indexes, which hold only broadcasts not fully folded.
-    static func countedBroadcast(_ alias: String, reaching user: String) -> String {
-        """
-        \(alias).audience = 'all' AND \(alias).deleted_at IS NULL AND \(alias).folded_through < \(alias).fanout_through \
-        AND \(alias).folded_through < \(user) AND \(alias).fanout_after >= \(user)
-        """
-    }
-
-    /// The user's total unread count: every channel's adjustment plus every live broadcast that
-    /// reached them.
-    static let badge = """
-        ((SELECT coalesce(sum(unread_adjustment), 0) FROM channel_states WHERE user_key = one.user_key) + \(broadcastsReaching(channel: false)))::bigint
-        """
 
     // MARK: - Rows
 
-    static let itemColumns = """
+    static let itemColumns: PostgresQuery = """
         n.id, n.template_key, n.template_version, coalesce(r.data, n.data), n.category, n.tags, n.event_deadline, \
         n.created_at, n.updated_at, r.status, r.change_xid
         """
 
     static func decodeItem(_ row: PostgresRow) throws -> CollectionItem {
-        try decodeItem(row, offset: 0)
+        var column = 0
+        return try decodeItem(row, at: &column)
     }
 
-    static func decodeItem(_ row: PostgresRow, offset: Int) throws -> CollectionItem {
-        CollectionItem(
-            id: try row.decode(column: offset, as: Int64.self),
-            templateKey: try row.decode(column: offset + 1, as: String.self),
-            templateVersion: try row.decode(column: offset + 2, as: Int.self),
-            data: try row.decode(column: offset + 3, as: PostgresJSONB.self),
-            category: try row.decode(column: offset + 4, as: String.self),
-            tags: try row.decode(column: offset + 5, as: [String].self),
-            eventDeadline: try row.decode(column: offset + 6, as: Date?.self),
-            createdAt: try row.decode(column: offset + 7, as: Date.self),
-            updatedAt: try row.decode(column: offset + 8, as: Date.self),
-            status: CollectionItem.Status(rawValue: try row.decode(column: offset + 9, as: Int16.self)) ?? .sent,
-            position: try row.decode(column: offset + 10, as: Int64.self)
+    /// The columns of `itemColumns`, from `column` on; `column` moves past them.
+    static func decodeItem(_ row: PostgresRow, at column: inout Int) throws -> CollectionItem {
+        defer { column += 11 }
+        return CollectionItem(
+            id: try row.decode(column: column, as: Int64.self),
+            templateKey: try row.decode(column: column + 1, as: String.self),
+            templateVersion: try row.decode(column: column + 2, as: Int.self),
+            data: try row.decode(column: column + 3, as: PostgresJSONB.self),
+            category: try row.decode(column: column + 4, as: String.self),
+            tags: try row.decode(column: column + 5, as: [String].self),
+            eventDeadline: try row.decode(column: column + 6, as: Date?.self),
+            createdAt: try row.decode(column: column + 7, as: Date.self),
+            updatedAt: try row.decode(column: column + 8, as: Date.self),
+            status: CollectionItem.Status(rawValue: try row.decode(column: column + 9, as: Int16.self)) ?? .sent,
+            position: try row.decode(column: column + 10, as: Int64.self)
         )
     }
 
     static func decodeChannel(_ row: PostgresRow) throws -> CollectionChannel {
-        let (key, kind, name, coverURL, customType, url) = try row.decode((Int64, String, String, String, String, String).self)
+        var column = 0
+        return try decodeChannel(row, at: &column)
+    }
+
+    /// A channel as key, kind, name, cover URL, custom type and URL, from `column` on; `column` moves
+    /// past them.
+    static func decodeChannel(_ row: PostgresRow, at column: inout Int) throws -> CollectionChannel {
+        defer { column += 6 }
         return CollectionChannel(
-            key: key,
-            url: url,
-            kind: Channel.Kind(rawValue: kind) ?? .feed,
-            name: name,
-            coverURL: coverURL,
-            customType: customType
+            key: try row.decode(column: column, as: Int64.self),
+            url: try row.decode(column: column + 5, as: String.self),
+            kind: Channel.Kind(rawValue: try row.decode(column: column + 1, as: String.self)) ?? .feed,
+            name: try row.decode(column: column + 2, as: String.self),
+            coverURL: try row.decode(column: column + 3, as: String.self),
+            customType: try row.decode(column: column + 4, as: String.self)
         )
     }
 }

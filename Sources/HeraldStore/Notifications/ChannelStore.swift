@@ -37,7 +37,7 @@ public struct ChannelStore: Sendable {
     /// `put` inside a caller's transaction (the fixtures loader applies many at once).
     public static func put(_ channel: Channel, on connection: PostgresConnection) async throws -> (stored: StoredChannel, outcome: PutOutcome) {
         let categories = try PostgresJSONB(utf8: Array(JSONEncoder().encode(channel.categories)))
-        let current = try await connection.query("SELECT \(unescaped: columns) FROM channels WHERE url = \(channel.url) FOR UPDATE")
+        let current = try await connection.query("SELECT \(Self.columns) FROM channels WHERE url = \(channel.url) FOR UPDATE")
         if let existing = try current.first.map(decode) {
             guard existing.channel.kind == channel.kind else { throw KindChange(existing: existing.channel.kind) }
             if existing.channel == channel { return (existing, .unchanged) }
@@ -46,11 +46,11 @@ public struct ChannelStore: Sendable {
             """
             INSERT INTO channels AS c (url, kind, name, cover_url, custom_type, categories, change_xid)
             VALUES (\(channel.url), \(channel.kind.rawValue), \(channel.name), \(channel.coverURL), \(channel.customType), \(categories),
-                \(unescaped: NotificationStore.currentTransactionIDSQL))
+                \(ChangePositionSQL.currentTransactionID))
             ON CONFLICT (url) DO UPDATE SET
                 name = EXCLUDED.name, cover_url = EXCLUDED.cover_url, custom_type = EXCLUDED.custom_type,
                 categories = EXCLUDED.categories, updated_at = now(), change_xid = EXCLUDED.change_xid
-            RETURNING \(unescaped: columns), (xmax = 0) AS created, key
+            RETURNING \(Self.columns), (xmax = 0) AS created, key
             """
         )
         let stored = try decode(rows[0])
@@ -62,13 +62,13 @@ public struct ChannelStore: Sendable {
     }
 
     public func get(_ url: String) async throws -> StoredChannel? {
-        try await client.query("SELECT \(unescaped: Self.columns) FROM channels WHERE url = \(url)").first.map(Self.decode)
+        try await client.query("SELECT \(Self.columns) FROM channels WHERE url = \(url)").first.map(Self.decode)
     }
 
     /// Channels in URL order, `limit` at a time, starting after `after`.
     public func list(after: String?, limit: Int) async throws -> [StoredChannel] {
         try await client.query(
-            "SELECT \(unescaped: Self.columns) FROM channels WHERE url > \(after ?? "") ORDER BY url LIMIT \(limit)"
+            "SELECT \(Self.columns) FROM channels WHERE url > \(after ?? "") ORDER BY url LIMIT \(limit)"
         ).map(Self.decode)
     }
 
@@ -126,7 +126,7 @@ public struct ChannelStore: Sendable {
 
     // MARK: - Rows
 
-    static let columns = "url, kind, name, cover_url, custom_type, categories, created_at, updated_at"
+    static let columns: PostgresQuery = "url, kind, name, cover_url, custom_type, categories, created_at, updated_at"
 
     static func decode(_ row: PostgresRow) throws -> StoredChannel {
         let (url, kind, name, coverURL, customType, categories, createdAt, updatedAt) =

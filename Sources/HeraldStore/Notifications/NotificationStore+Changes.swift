@@ -71,8 +71,8 @@ extension NotificationStore {
                 FROM (
                     SELECT r.user_key, r.channel_key,
                         CASE WHEN r.user_key > \(locked.foldedThrough) AND r.user_key <= \(locked.reachedThrough)
-                            THEN CASE WHEN r.status < 2 AND NOT r.deleted THEN 0 ELSE 1 END
-                            ELSE CASE WHEN r.status < 2 AND NOT r.deleted THEN -1 ELSE 0 END
+                            THEN CASE WHEN r.status < \(CollectionItem.Status.read) AND NOT r.deleted THEN 0 ELSE 1 END
+                            ELSE CASE WHEN r.status < \(CollectionItem.Status.read) AND NOT r.deleted THEN -1 ELSE 0 END
                         END AS delta
                     FROM notification_recipients r WHERE r.notification_id = \(id)
                 ) AS d

@@ -40,7 +40,7 @@ extension NotificationStore {
                 """
                 INSERT INTO notification_recipients (user_key, channel_key, notification_id, change_xid)
                 SELECT key, \(channelKey), \(id), \(xid) FROM users WHERE key > \(after) AND key <= \(last)
-                \(unescaped: skipsExisting ? "ON CONFLICT DO NOTHING" : "")
+                \(skipsExisting ? "ON CONFLICT DO NOTHING" : "" as PostgresQuery)
                 """
             ).affectedRows
             let finished = last >= through

@@ -168,11 +168,9 @@ public struct NotificationStore: Sendable {
     /// This transaction's id as a change position (see `sql/0005_notifications.sql`). Assigns the id
     /// if the transaction has none yet.
     static func currentTransactionID(on connection: PostgresConnection) async throws -> Int64 {
-        try await connection.query("SELECT \(unescaped: currentTransactionIDSQL)").first!.decode(Int64.self)
+        // A SELECT of one expression always answers one row.
+        try await connection.query("SELECT \(ChangePositionSQL.currentTransactionID)")[0].decode(Int64.self)
     }
-
-    /// The same as an SQL expression, for statements that take their position themselves.
-    static let currentTransactionIDSQL = "pg_current_xact_id()::text::bigint"
 
     static func overridesJSON(_ perUser: [String: Template.Rendered]) throws -> PostgresJSONB {
         struct Override: Encodable {
@@ -201,7 +199,8 @@ public struct NotificationStore: Sendable {
     public func counts(_ id: Int64) async throws -> RecipientCounts {
         let row = try await client.query(
             """
-            SELECT count(*) FILTER (WHERE status = 0), count(*) FILTER (WHERE status = 1), count(*) FILTER (WHERE status = 2),
+            SELECT count(*) FILTER (WHERE status = \(CollectionItem.Status.sent)), count(*) FILTER (WHERE status = \(CollectionItem.Status.delivered)),
+                count(*) FILTER (WHERE status = \(CollectionItem.Status.read)),
                 (SELECT count(*) FROM notification_events WHERE notification_id = \(id) AND kind = 1),
                 (SELECT count(*) FROM notification_events WHERE notification_id = \(id) AND kind = 2)
             FROM notification_recipients WHERE notification_id = \(id) AND NOT deleted
@@ -236,11 +235,11 @@ public struct NotificationStore: Sendable {
 
     static func fetch(_ id: Int64, on connection: PostgresConnection) async throws -> StoredNotification? {
         try await connection.query(
-            "SELECT \(unescaped: columns) FROM notifications n JOIN channels c ON c.key = n.channel_key WHERE n.id = \(id) AND n.deleted_at IS NULL"
+            "SELECT \(columns) FROM notifications n JOIN channels c ON c.key = n.channel_key WHERE n.id = \(id) AND n.deleted_at IS NULL"
         ).first.map(decode)
     }
 
-    static let columns = """
+    static let columns: PostgresQuery = """
         n.id, c.url, n.template_key, n.template_version, n.variables, n.data, n.push_title, n.push_body, \
         n.category, n.tags, n.event_deadline, n.push, n.audience, n.audience_size, n.recipient_count, \
         n.fanout_state, n.created_at, n.updated_at, n.pushes_sent

@@ -73,7 +73,7 @@ public struct APNsCredentialStore: Sendable {
             ON CONFLICT (name) DO UPDATE SET kind = EXCLUDED.kind, environment = EXCLUDED.environment, topic = EXCLUDED.topic,
                 key_id = EXCLUDED.key_id, team_id = EXCLUDED.team_id, secret = EXCLUDED.secret, password = EXCLUDED.password,
                 certificate_expires_at = EXCLUDED.certificate_expires_at, updated_at = now()
-            RETURNING \(unescaped: Self.columns), xmax = 0
+            RETURNING \(Self.columns), xmax = 0
             """
         ).first!
         // xmax is 0 for a row this statement inserted, the updater's id for one it replaced.
@@ -81,7 +81,7 @@ public struct APNsCredentialStore: Sendable {
     }
 
     public func list() async throws -> [APNsCredentialInfo] {
-        try await client.query("SELECT \(unescaped: Self.columns) FROM apns_credentials ORDER BY name").map(Self.decode)
+        try await client.query("SELECT \(Self.columns) FROM apns_credentials ORDER BY name").map(Self.decode)
     }
 
     public func delete(_ name: String) async throws -> Bool {
@@ -99,7 +99,7 @@ public struct APNsCredentialStore: Sendable {
     }
 
     public func allWithSecrets() async throws -> [APNsCredentialSecrets] {
-        let rows = try await client.query("SELECT \(unescaped: Self.columns), secret, password FROM apns_credentials ORDER BY name")
+        let rows = try await client.query("SELECT \(Self.columns), secret, password FROM apns_credentials ORDER BY name")
         return try rows.map { row in
             let info = try Self.decode(row)
             let secret = try row.decode(column: 9, as: PostgresBytes.self)
@@ -112,7 +112,7 @@ public struct APNsCredentialStore: Sendable {
         }
     }
 
-    static let columns = "name, kind, environment, topic, key_id, team_id, certificate_expires_at, created_at, updated_at"
+    static let columns: PostgresQuery = "name, kind, environment, topic, key_id, team_id, certificate_expires_at, created_at, updated_at"
 
     static func decode(_ row: PostgresRow) throws -> APNsCredentialInfo {
         let (name, kind, environment, topic, keyID, teamID, expires, created, updated) = try row.decode(

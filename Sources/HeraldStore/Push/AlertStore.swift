@@ -65,7 +65,7 @@ public struct AlertStore: Sendable {
                     SELECT r.user_key, r.channel_key,
                         u.id IN (SELECT jsonb_array_elements_text(coalesce(n.push->'mentioned_user_ids', '[]'))),
                         u.id IN (SELECT jsonb_array_elements_text(coalesce(n.push->'force_push', '[]'))),
-                        coalesce(cp.trigger_option, 'default'), \(unescaped: PushPreferenceStore.columns)
+                        coalesce(cp.trigger_option, 'default'), \(PushPreferenceStore.columns)
                     FROM notifications n
                     JOIN notification_recipients r ON r.notification_id = n.id
                     JOIN users u ON u.key = r.user_key
@@ -106,7 +106,7 @@ public struct AlertStore: Sendable {
     /// Claims up to `limit` due alert pushes. Alerts to recipients who are online by `policy` are
     /// dropped (they see the notification live), as are alerts whose notification was deleted.
     public func claimDue(limit: Int, lease: Duration, policy: MultiDevicePolicy) async throws -> [AlertClaim] {
-        let online = PresenceStore.onlineSQL(deviceColumn: "a.device_id", userColumn: "a.user_key", policy: policy)
+        let online = PresenceSQL.online(deviceColumn: "a.device_id", userColumn: "a.user_key", policy: policy)
         let claimed = try await client.query(
             """
             WITH due AS (
@@ -114,10 +114,10 @@ public struct AlertStore: Sendable {
                 WHERE next_attempt_at <= now() AND (claimed_until IS NULL OR claimed_until < now())
                 ORDER BY next_attempt_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED
             ), online AS (
-                DELETE FROM alert_pushes a USING due WHERE a.id = due.id AND \(unescaped: online)
+                DELETE FROM alert_pushes a USING due WHERE a.id = due.id AND \(online)
                 RETURNING a.id
             )
-            UPDATE alert_pushes a SET claimed_until = now() + \(PushStore.interval(lease))::interval, attempts = a.attempts + 1
+            UPDATE alert_pushes a SET claimed_until = now() + \(TimeSQL.interval(lease))::interval, attempts = a.attempts + 1
             FROM due WHERE a.id = due.id AND a.id NOT IN (SELECT id FROM online)
             RETURNING a.id
             """
@@ -202,7 +202,7 @@ public struct AlertStore: Sendable {
         for row in try await client.query(
             """
             SELECT r.user_key, count(*) FROM notification_recipients r JOIN notifications n ON n.id = r.notification_id
-            WHERE r.user_key = ANY(\(userKeys)) AND r.status < 2 AND NOT r.deleted AND n.deleted_at IS NULL
+            WHERE r.user_key = ANY(\(userKeys)) AND r.status < \(CollectionItem.Status.read) AND NOT r.deleted AND n.deleted_at IS NULL
                 AND n.push->>'counted_in_badge' = 'false'
             GROUP BY r.user_key
             """
@@ -225,7 +225,7 @@ public struct AlertStore: Sendable {
     /// Try again no earlier than `after` from now.
     public func recordRetry(_ claim: AlertClaim, after delay: Duration) async throws {
         try await client.query(
-            "UPDATE alert_pushes SET next_attempt_at = now() + \(PushStore.interval(delay))::interval, claimed_until = NULL WHERE id = \(claim.id)"
+            "UPDATE alert_pushes SET next_attempt_at = now() + \(TimeSQL.interval(delay))::interval, claimed_until = NULL WHERE id = \(claim.id)"
         )
     }
 

@@ -50,7 +50,7 @@ public struct DeviceStore: Sendable {
                 refresh_wanted_xid = CASE WHEN devices.user_key = EXCLUDED.user_key THEN devices.refresh_wanted_xid END,
                 refresh_notification_id = CASE WHEN devices.user_key = EXCLUDED.user_key THEN devices.refresh_notification_id END,
                 refresh_outstanding = devices.refresh_outstanding AND devices.user_key = EXCLUDED.user_key
-            RETURNING \(unescaped: Self.columns), NOT EXISTS (SELECT 1 FROM previous WHERE previous.user_key = \(userKey))
+            RETURNING \(Self.columns), NOT EXISTS (SELECT 1 FROM previous WHERE previous.user_key = \(userKey))
             """,
             unique
                 ? "DELETE FROM devices WHERE user_key = \(userKey) AND token <> \(token)"
@@ -68,7 +68,7 @@ public struct DeviceStore: Sendable {
     /// The user's devices, most recently registered first.
     public func list(userKey: Int64) async throws -> [Device] {
         try await client.query(
-            "SELECT \(unescaped: Self.columns) FROM devices WHERE user_key = \(userKey) ORDER BY registered_at DESC, id DESC"
+            "SELECT \(Self.columns) FROM devices WHERE user_key = \(userKey) ORDER BY registered_at DESC, id DESC"
         ).map(Self.decode)
     }
 
@@ -99,7 +99,7 @@ public struct DeviceStore: Sendable {
         ).first?.decode(Int64.self)
     }
 
-    static let columns = "id, token, environment, topic, created_at, registered_at, last_push_at, last_synced_at"
+    static let columns: PostgresQuery = "id, token, environment, topic, created_at, registered_at, last_push_at, last_synced_at"
 
     static func decode(_ row: PostgresRow) throws -> Device {
         let (id, token, environment, topic, created, registered, pushed, synced) = try row.decode(

@@ -27,17 +27,6 @@ public struct PresenceStore: Sendable {
         self.client = client
     }
 
-    /// SQL true when a live stream (one on a node whose heartbeat has not expired) names the device
-    /// (`anyOffline`: devices count one by one) or its user (`allOffline`), given the columns that hold
-    /// the device id and the user key. Only fixed text and those column names are spliced in.
-    static func onlineSQL(deviceColumn: String, userColumn: String, policy: MultiDevicePolicy) -> String {
-        let match = policy == .anyOffline ? "c.device_id = \(deviceColumn)" : "c.user_key = \(userColumn)"
-        return """
-            EXISTS (SELECT 1 FROM stream_connections c JOIN herald_nodes n ON n.id = c.node_id
-                WHERE \(match) AND n.expires_at > now())
-            """
-    }
-
     /// Renews the node's expiry to `ttl` from now (creating the node row if it is missing) and removes
     /// expired nodes with their streams. Returns true when the row had to be created: the node was
     /// taken for dead (it stalled past its expiry), and it must record its open streams again.
@@ -45,7 +34,7 @@ public struct PresenceStore: Sendable {
         try await client.withRetryingTransaction { connection in
             let created = try await connection.query(
                 """
-                INSERT INTO herald_nodes (id, expires_at) VALUES (\(node), now() + \(PushStore.interval(ttl))::interval)
+                INSERT INTO herald_nodes (id, expires_at) VALUES (\(node), now() + \(TimeSQL.interval(ttl))::interval)
                 ON CONFLICT (id) DO UPDATE SET expires_at = EXCLUDED.expires_at
                 RETURNING xmax = 0
                 """
@@ -62,7 +51,7 @@ public struct PresenceStore: Sendable {
         guard !streams.isEmpty else { return }
         try await client.transaction([
             """
-            INSERT INTO herald_nodes (id, expires_at) VALUES (\(node), now() + \(PushStore.interval(ttl))::interval)
+            INSERT INTO herald_nodes (id, expires_at) VALUES (\(node), now() + \(TimeSQL.interval(ttl))::interval)
             ON CONFLICT (id) DO NOTHING
             """,
             """

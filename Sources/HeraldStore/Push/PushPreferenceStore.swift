@@ -19,7 +19,7 @@ public struct PushPreferenceStore: Sendable {
     public func preferences(userKeys: [Int64]) async throws -> [Int64: PushPreferences] {
         var result: [Int64: PushPreferences] = [:]
         for row in try await client.query(
-            "SELECT p.user_key, \(unescaped: Self.columns) FROM push_preferences p WHERE p.user_key = ANY(\(userKeys))"
+            "SELECT p.user_key, \(Self.columns) FROM push_preferences p WHERE p.user_key = ANY(\(userKeys))"
         ) {
             result[try row.decode(column: 0, as: Int64.self)] = try Self.decode(row, offset: 1)
         }
@@ -27,7 +27,8 @@ public struct PushPreferenceStore: Sendable {
     }
 
     /// The columns `decode` reads, of `push_preferences p` (all NULL for a user without a row).
-    static let columns = "p.trigger_option, p.dnd_start, p.dnd_end, p.dnd_schedules, p.snooze_start, p.snooze_end, p.time_zone, p.sound"
+    static let columns: PostgresQuery =
+        "p.trigger_option, p.dnd_start, p.dnd_end, p.dnd_schedules, p.snooze_start, p.snooze_end, p.time_zone, p.sound"
 
     /// Preferences from `columns` starting at `offset`; the defaults when the row was missing.
     static func decode(_ row: PostgresRow, offset: Int) throws -> PushPreferences {

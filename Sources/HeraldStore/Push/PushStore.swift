@@ -106,7 +106,7 @@ public struct PushStore: Sendable {
     /// expanded.
     public func expandOutbox(users: Int, claiming terms: ClaimTerms? = nil) async throws -> (recipients: Int, claims: [DeviceClaim])? {
         let claimable = terms.map { Self.claimable("d", terms: $0) } ?? "false"
-        let lease = Self.interval(terms?.lease ?? .zero)
+        let lease = TimeSQL.interval(terms?.lease ?? .zero)
         return try await client.withRetryingTransaction { connection in
             let rows = try await connection.query(
                 """
@@ -136,15 +136,15 @@ public struct PushStore: Sendable {
                     -- concurrent dispatcher just committed is seen).
                     UPDATE devices d SET refresh_wanted_xid = pg_current_xact_id()::text::bigint,
                         refresh_notification_id = coalesce(d.refresh_notification_id, slice.notification_id),
-                        claimed_until = CASE WHEN \(unescaped: claimable) THEN now() + \(lease)::interval ELSE d.claimed_until END,
-                        attempts = CASE WHEN \(unescaped: claimable) THEN d.attempts + 1 ELSE d.attempts END
+                        claimed_until = CASE WHEN \(claimable) THEN now() + \(lease)::interval ELSE d.claimed_until END,
+                        attempts = CASE WHEN \(claimable) THEN d.attempts + 1 ELSE d.attempts END
                     FROM slice WHERE d.user_key = slice.user_key
                     RETURNING d.id, d.user_key, d.token, d.environment, d.topic, d.refresh_wanted_xid, d.refresh_notification_id,
                         d.attempts, d.claimed_until IS NOT DISTINCT FROM now() + \(lease)::interval AS claimed
                 )
                 SELECT (SELECT count(*) FROM next), (SELECT count(*) FROM slice),
                     w.id, w.user_key, w.token, w.environment, w.topic, w.refresh_wanted_xid, w.refresh_notification_id, w.attempts,
-                    \(unescaped: Self.nowMicroseconds)
+                    \(TimeSQL.nowMicroseconds)
                 FROM (SELECT 1) AS always LEFT JOIN wanted w ON w.claimed
                 """
             )
@@ -192,13 +192,13 @@ public struct PushStore: Sendable {
     /// SQL true for a device row (`alias`) a dispatcher may claim now under `terms`, whether or not it
     /// wants a refresh: none outstanding, past its retry time and the minimum interval since its last
     /// push, not claimed by a live dispatcher, and offline by the policy — no live stream names the
-    /// device (`anyOffline`) or its user (`allOffline`). Only durations and fixed text are spliced in.
-    static func claimable(_ alias: String, terms: ClaimTerms) -> String {
-        let online = PresenceStore.onlineSQL(deviceColumn: "\(alias).id", userColumn: "\(alias).user_key", policy: terms.policy)
+    /// device (`anyOffline`) or its user (`allOffline`).
+    static func claimable(_ alias: PostgresQuery, terms: ClaimTerms) -> PostgresQuery {
+        let online = PresenceSQL.online(deviceColumn: "\(alias).id", userColumn: "\(alias).user_key", policy: terms.policy)
         return """
             (NOT \(alias).refresh_outstanding AND \(alias).next_attempt_at <= now()
                 AND (\(alias).claimed_until IS NULL OR \(alias).claimed_until < now())
-                AND (\(alias).last_push_at IS NULL OR \(alias).last_push_at <= now() - '\(interval(terms.minimumInterval))'::interval)
+                AND (\(alias).last_push_at IS NULL OR \(alias).last_push_at <= now() - \(TimeSQL.interval(terms.minimumInterval))::interval)
                 AND NOT \(online))
             """
     }
@@ -211,15 +211,15 @@ public struct PushStore: Sendable {
     public func claimDue(limit: Int, terms: ClaimTerms) async throws -> [DeviceClaim] {
         let rows = try await client.query(
             """
-            UPDATE devices d SET claimed_until = now() + \(Self.interval(terms.lease))::interval, attempts = d.attempts + 1
+            UPDATE devices d SET claimed_until = now() + \(TimeSQL.interval(terms.lease))::interval, attempts = d.attempts + 1
             FROM (
                 SELECT id FROM devices
-                WHERE refresh_wanted_xid IS NOT NULL AND \(unescaped: Self.claimable("devices", terms: terms))
+                WHERE refresh_wanted_xid IS NOT NULL AND \(Self.claimable("devices", terms: terms))
                 ORDER BY next_attempt_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED
             ) AS due
             WHERE d.id = due.id
             RETURNING d.id, d.user_key, d.token, d.environment, d.topic, d.refresh_wanted_xid, d.refresh_notification_id, d.attempts,
-                \(unescaped: Self.nowMicroseconds)
+                \(TimeSQL.nowMicroseconds)
             """
         )
         return try rows.map { row in
@@ -255,7 +255,7 @@ public struct PushStore: Sendable {
             ),
             broadcasts AS (
                 SELECT k.user_key, b.channel_key, count(*) AS reaching
-                FROM k JOIN notifications b ON \(unescaped: CollectionStore.countedBroadcast("b", reaching: "k.user_key"))
+                FROM k JOIN notifications b ON \(UnreadSQL.countedBroadcast("b", reaching: "k.user_key"))
                 GROUP BY k.user_key, b.channel_key
             )
             SELECT coalesce(s.user_key, b.user_key), c.url, (coalesce(s.unread_adjustment, 0) + coalesce(b.reaching, 0))::int8
@@ -297,9 +297,6 @@ public struct PushStore: Sendable {
         ])
     }
 
-    /// The transaction's `now()` in microseconds since 1970 (exact: `extract` answers a numeric).
-    static let nowMicroseconds = "(extract(epoch FROM now()) * 1000000)::int8"
-
     /// Adds one to each notification's `pushes_sent` per time it is named (refresh and alert pushes).
     static func countPushes(notificationIDs ids: [Int64]) -> PostgresQuery {
         """
@@ -313,7 +310,7 @@ public struct PushStore: Sendable {
     public func recordRetry(_ claim: DeviceClaim, after delay: Duration) async throws {
         try await client.query(
             """
-            UPDATE devices SET next_attempt_at = now() + \(Self.interval(delay))::interval, claimed_until = NULL WHERE id = \(claim.deviceID)
+            UPDATE devices SET next_attempt_at = now() + \(TimeSQL.interval(delay))::interval, claimed_until = NULL WHERE id = \(claim.deviceID)
             """
         )
     }
@@ -404,7 +401,7 @@ public struct PushStore: Sendable {
                     refresh_notification_id = CASE WHEN refresh_wanted_xid < \(horizon) THEN NULL ELSE refresh_notification_id END
                 FROM device WHERE devices.id = device.id
                     AND (refresh_outstanding OR refresh_wanted_xid < \(horizon) OR last_synced_at IS NULL
-                        OR last_synced_at < now() - \(Self.interval(Self.syncedAtResolution))::interval)
+                        OR last_synced_at < now() - \(TimeSQL.interval(Self.syncedAtResolution))::interval)
             )
             SELECT EXISTS (SELECT 1 FROM device)
             """
@@ -446,10 +443,5 @@ public struct PushStore: Sendable {
     /// Outbox rows not yet expanded (for tests and the readiness of benchmarks).
     public func pendingOutbox() async throws -> Int {
         Int(try await client.query("SELECT count(*) FROM push_outbox")[0].decode(Int64.self))
-    }
-
-    static func interval(_ duration: Duration) -> String {
-        let micros = duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000
-        return "\(micros) microseconds"
     }
 }

@@ -20,6 +20,15 @@ public struct PostgresBindings: Sendable {
         lengths.append(Int32(bytes.count - start))
     }
 
+    /// Appends every value of `other`, after the ones already here.
+    public mutating func append(contentsOf other: PostgresBindings) {
+        let base = bytes.count
+        types += other.types
+        offsets += other.offsets.map { $0 + base }
+        lengths += other.lengths
+        bytes += other.bytes
+    }
+
     /// Appends a value that may be NULL; the type is still sent so the server can resolve `$n`.
     public mutating func append<Value: PostgresEncodable>(_ value: Value?) {
         if let value {
