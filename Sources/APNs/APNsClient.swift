@@ -1,10 +1,9 @@
-import Atomics
 import Foundation
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOHPACK
 import NIOSSL
+import Synchronization
 
 /// How a client proves it may push: a provider token signed with a `.p8` key, or a TLS client
 /// certificate from a `.p12`.
@@ -73,7 +72,7 @@ public final class APNsClient: Sendable {
     /// `:authority`: the host, with the port unless it is 443.
     private let authority: String
     private let slots: [ConnectionSlot]
-    private let next = ManagedAtomic<Int>(0)
+    private let next = Atomic<Int>(0)
     private let logger: Logger
 
     public init(configuration: Configuration, authentication: APNsAuthentication, logger: Logger = Logger(label: "herald.apns")) throws {
@@ -126,7 +125,7 @@ public final class APNsClient: Sendable {
             sendable.append((index, request(for: push, authorization: authorization)))
         }
         // Contiguous shares, one per connection; a lone push goes to the connections in turn.
-        let first = next.loadThenWrappingIncrement(ordering: .relaxed)
+        let first = next.wrappingAdd(1, ordering: .relaxed).oldValue
         let shares = min(slots.count, sendable.count)
         let answered = await withTaskGroup(of: [(Int, Result<APNsAnswer, APNsConnectionError>)].self) { group in
             for share in 0..<shares {
@@ -228,10 +227,10 @@ private final class ConnectionSlot: Sendable {
         case connecting(Task<APNsConnection, any Error>)
     }
 
-    private let state = NIOLockedValueBox(State())
+    private let state = Mutex(State())
 
     func connection(_ connect: @escaping @Sendable () async throws -> APNsConnection) async throws -> APNsConnection {
-        let lease = try state.withLockedValue { state -> Lease in
+        let lease = try state.withLock { state -> Lease in
             if let connection = state.connection, connection.isUsable { return .ready(connection) }
             if let connecting = state.connecting { return .connecting(connecting) }
             if let retryAfter = state.retryAfter, ContinuousClock.now < retryAfter {
@@ -248,7 +247,7 @@ private final class ConnectionSlot: Sendable {
         }
         do {
             let connection = try await task.value
-            state.withLockedValue { state in
+            state.withLock { state in
                 if state.connection !== connection {
                     state.connection = connection
                     state.connecting = nil
@@ -260,7 +259,7 @@ private final class ConnectionSlot: Sendable {
         } catch let error as ReconnectBackoff {
             throw error
         } catch {
-            state.withLockedValue { state in
+            state.withLock { state in
                 if state.connecting != nil {
                     state.connecting = nil
                     state.failures += 1
@@ -273,7 +272,7 @@ private final class ConnectionSlot: Sendable {
     }
 
     func close() async {
-        let connection = state.withLockedValue { state -> APNsConnection? in
+        let connection = state.withLock { state -> APNsConnection? in
             defer {
                 state.connection = nil
                 state.connecting?.cancel()

@@ -1,4 +1,3 @@
-import Atomics
 import NIOCore
 import NIOHTTP2
 import NIOPosix
@@ -12,23 +11,23 @@ import NIOSSL
 final class APNsConnection: Sendable {
     let channel: any Channel
     private let handler: NIOLoopBound<APNsStreamsHandler>
-    private let retiring: ManagedAtomic<Bool>
+    private let retiring: RetirementFlag
 
-    private init(channel: any Channel, handler: NIOLoopBound<APNsStreamsHandler>, retiring: ManagedAtomic<Bool>) {
+    private init(channel: any Channel, handler: NIOLoopBound<APNsStreamsHandler>, retiring: RetirementFlag) {
         self.channel = channel
         self.handler = handler
         self.retiring = retiring
     }
 
     /// True while new streams may start here.
-    var isUsable: Bool { channel.isActive && !retiring.load(ordering: .relaxed) }
+    var isUsable: Bool { channel.isActive && !retiring.isSet }
 
     /// Connects to `host:port` (TLS with ALPN `h2`, SNI for names) within `timeout`. Every request's
     /// deadline is `timeout` from when its stream starts; at most `maximumInFlight` streams are open
     /// at once (fewer if the server says so).
     static func connect(host: String, port: Int, tls: NIOSSLContext, timeout: Duration, maximumInFlight: Int) async throws -> APNsConnection {
         let serverHostname = host.first?.isNumber == true || host.contains(":") ? nil : host
-        let retiring = ManagedAtomic(false)
+        let retiring = RetirementFlag()
         let channelAndHandler = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connectTimeout(TimeAmount(timeout))
             .channelOption(.socketOption(.tcp_nodelay), value: 1)

@@ -1,4 +1,3 @@
-import Atomics
 import NIOCore
 import NIOHPACK
 import NIOHTTP2
@@ -89,7 +88,7 @@ final class APNsStreamsHandler: ChannelInboundHandler {
     private let clientLimit: Int
     /// Set once no new stream may start here (GOAWAY, stream ids used up, closed); read by the client
     /// from other threads to replace the connection.
-    let retiring: ManagedAtomic<Bool>
+    let retiring: RetirementFlag
     /// Streams open at once, at most: none until the server's first SETTINGS, then the lower of its
     /// limit and the client's.
     private var limit = 0
@@ -101,7 +100,7 @@ final class APNsStreamsHandler: ChannelInboundHandler {
     private var needsFlush = false
     private var window = HTTP2ConnectionWindow()
 
-    init(timeout: Duration, maximumInFlight: Int, retiring: ManagedAtomic<Bool>) {
+    init(timeout: Duration, maximumInFlight: Int, retiring: RetirementFlag) {
         self.timeout = TimeAmount(timeout)
         self.clientLimit = maximumInFlight
         self.retiring = retiring
@@ -118,7 +117,7 @@ final class APNsStreamsHandler: ChannelInboundHandler {
 
     /// Queues the batch's requests and starts as many streams as the limits allow.
     func submit(_ requests: [APNsRequest], to batch: APNsBatch) {
-        guard let context, !retiring.load(ordering: .relaxed) else {
+        guard let context, !retiring.isSet else {
             for index in requests.indices { batch.complete(index, .failure(.closed)) }
             return
         }
@@ -213,7 +212,7 @@ final class APNsStreamsHandler: ChannelInboundHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        retiring.store(true, ordering: .relaxed)
+        retiring.set()
         failEverything(.closed)
         context.fireChannelInactive()
     }
@@ -224,7 +223,7 @@ final class APNsStreamsHandler: ChannelInboundHandler {
             finish(Int32(streamError.streamID), .failure(.failed("stream: \(streamError.baseError)")))
             return
         }
-        retiring.store(true, ordering: .relaxed)
+        retiring.set()
         failEverything(.failed("connection: \(error)"))
         context.close(promise: nil)
     }
@@ -242,7 +241,7 @@ final class APNsStreamsHandler: ChannelInboundHandler {
     private func finish(_ id: Int32, _ outcome: Result<APNsAnswer, APNsConnectionError>) {
         guard let stream = streams.removeValue(forKey: id) else { return }
         stream.batch.complete(stream.index, outcome)
-        if let context, retiring.load(ordering: .relaxed) {
+        if let context, retiring.isSet {
             if streams.isEmpty { context.close(promise: nil) }
         } else {
             startWaiting()
@@ -266,7 +265,7 @@ final class APNsStreamsHandler: ChannelInboundHandler {
     /// No new streams here: the waiting ones fail as `closed` (to be retried elsewhere); the
     /// connection closes once its open streams are answered.
     private func retire(context: ChannelHandlerContext) {
-        retiring.store(true, ordering: .relaxed)
+        retiring.set()
         while let next = waiting.popFirst() { next.batch.complete(next.index, .failure(.closed)) }
         if streams.isEmpty { context.close(promise: nil) }
     }

@@ -1,5 +1,5 @@
 import Foundation
-import NIOConcurrencyHelpers
+import Synchronization
 
 /// One provider token (JWT) per signing key, shared by every connection and request, made again only
 /// when it is `refreshAfter` old or APNs refused it.
@@ -21,7 +21,7 @@ public final class ProviderTokenCache: Sendable {
     private let teamID: String
     private let refreshAfter: Int64
     private let now: @Sendable () -> Date
-    private let state = NIOLockedValueBox<Token?>(nil)
+    private let state = Mutex<Token?>(nil)
 
     /// `refreshAfter` must lie within APNs's window of 20 to 60 minutes; the default is 50.
     public init(
@@ -41,7 +41,7 @@ public final class ProviderTokenCache: Sendable {
 
     /// The token to send now.
     public func current() -> Token {
-        state.withLockedValue { token in
+        state.withLock { token in
             let seconds = Int64(now().timeIntervalSince1970)
             if let existing = token, seconds - existing.issuedAt < refreshAfter { return existing }
             let fresh = Token(
@@ -57,7 +57,7 @@ public final class ProviderTokenCache: Sendable {
     /// APNs refused the token of `generation`: the next `current()` makes a new one. Later refusals of
     /// the same generation (other requests in flight) change nothing.
     public func invalidate(generation: Int) {
-        state.withLockedValue { token in
+        state.withLock { token in
             if token?.generation == generation {
                 token = Token(value: "", issuedAt: .min / 2, generation: generation)
             }

@@ -2,7 +2,7 @@ import Dispatch
 import HTTPTypes
 import Hummingbird
 import Metrics
-import NIOConcurrencyHelpers
+import Synchronization
 
 /// Hummingbird's request metrics — `hb.requests`, `http.server.request.duration`,
 /// `hb.request.errors` and `http.server.active_requests`, with the same labels — recorded when the
@@ -69,11 +69,11 @@ struct RequestMetricsMiddleware: RouterMiddleware {
             }
         }
 
-        private let methods = NIOLockedValueBox<[HTTPRequest.Method: Meter]>([:])
-        private let endpoints = NIOLockedValueBox<[Key: Endpoint]>([:])
+        private let methods = Mutex<[HTTPRequest.Method: Meter]>([:])
+        private let endpoints = Mutex<[Key: Endpoint]>([:])
 
         func activeRequests(_ method: HTTPRequest.Method) -> Meter {
-            methods.withLockedValue { methods in
+            methods.withLock { methods in
                 if let meter = methods[method] { return meter }
                 let meter = Meter(label: "http.server.active_requests", dimensions: [("http.request.method", method.rawValue)])
                 methods[method] = meter
@@ -82,7 +82,7 @@ struct RequestMetricsMiddleware: RouterMiddleware {
         }
 
         func endpoint(_ key: Key) -> Endpoint {
-            endpoints.withLockedValue { endpoints in
+            endpoints.withLock { endpoints in
                 if let endpoint = endpoints[key] { return endpoint }
                 let endpoint = Endpoint(key)
                 endpoints[key] = endpoint

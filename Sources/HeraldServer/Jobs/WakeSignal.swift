@@ -1,4 +1,4 @@
-import NIOConcurrencyHelpers
+import Synchronization
 
 /// Wakes a background service early: `signal()` ends the current `wait`, or the next one when nobody
 /// is waiting (signals coalesce). One waiter at a time.
@@ -8,12 +8,12 @@ public final class WakeSignal: Sendable {
         var waiter: CheckedContinuation<Void, Never>?
     }
 
-    private let state = NIOLockedValueBox(State())
+    private let state = Mutex(State())
 
     public init() {}
 
     public func signal() {
-        let waiter = state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
             guard let waiter = state.waiter else {
                 state.pending = true
                 return nil
@@ -37,7 +37,7 @@ public final class WakeSignal: Sendable {
     private func waitForSignal() async {
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                let resumeNow = state.withLockedValue { state -> Bool in
+                let resumeNow = state.withLock { state -> Bool in
                     if state.pending {
                         state.pending = false
                         return true
@@ -50,7 +50,7 @@ public final class WakeSignal: Sendable {
                 if resumeNow { continuation.resume() }
             }
         } onCancel: {
-            let waiter = state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
+            let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
                 defer { state.waiter = nil }
                 return state.waiter
             }

@@ -2,7 +2,7 @@ import APNs
 import Foundation
 import HeraldStore
 import Logging
-import NIOConcurrencyHelpers
+import Synchronization
 
 /// Where the dispatcher's pushes go: an APNs client per stored credential, chosen by the device's
 /// environment and topic — or, while no credential is stored at all, the log.
@@ -23,7 +23,7 @@ final class PushTransport: Sendable {
     private let store: APNsCredentialStore
     private let settings: PushSettings
     private let logger: Logger
-    private let state = NIOLockedValueBox(State())
+    private let state = Mutex(State())
 
     init(store: APNsCredentialStore, settings: PushSettings, logger: Logger) {
         self.store = store
@@ -32,12 +32,12 @@ final class PushTransport: Sendable {
     }
 
     /// True while no credential is stored: pushes are logged, not sent.
-    var isLoggingOnly: Bool { state.withLockedValue { $0.entries.isEmpty } }
+    var isLoggingOnly: Bool { state.withLock { $0.entries.isEmpty } }
 
     /// Reloads the credentials if they changed since the last look.
     func refresh() async throws {
         let fingerprint = try await store.fingerprint()
-        guard state.withLockedValue({ $0.fingerprint }) != fingerprint else { return }
+        guard state.withLock({ $0.fingerprint }) != fingerprint else { return }
         var entries: [Entry] = []
         for credential in try await store.allWithSecrets() {
             do {
@@ -46,7 +46,7 @@ final class PushTransport: Sendable {
                 logger.error("an APNs credential cannot be used", metadata: ["credential": "\(credential.info.name)", "error": "\(error)"])
             }
         }
-        let old = state.withLockedValue { state -> [Entry] in
+        let old = state.withLock { state -> [Entry] in
             let old = state.entries
             state.entries = entries
             state.fingerprint = fingerprint
@@ -68,7 +68,7 @@ final class PushTransport: Sendable {
     /// Sends each push with the credential for its environment and topic — each credential's share as
     /// one batch — and returns every result and its stream's duration, in order.
     func send(_ pushes: [(push: APNsPush, environment: String)]) async -> [(result: APNsResult, elapsed: Duration)] {
-        let entries = state.withLockedValue { $0.entries }
+        let entries = state.withLock { $0.entries }
         guard !entries.isEmpty else {
             return pushes.map { push, environment in
                 logger.info(
@@ -105,7 +105,7 @@ final class PushTransport: Sendable {
     }
 
     func shutdown() async {
-        let entries = state.withLockedValue { state -> [Entry] in
+        let entries = state.withLock { state -> [Entry] in
             defer { state.entries = [] }
             return state.entries
         }

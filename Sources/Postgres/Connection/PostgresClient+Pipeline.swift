@@ -1,5 +1,4 @@
 import DequeModule
-import NIOConcurrencyHelpers
 import Synchronization
 
 extension PostgresClient {
@@ -38,7 +37,7 @@ extension PostgresClient {
         precondition(!queries.isEmpty, "pipelinedQueries needs at least one statement")
         try Task.checkCancellation()
         // Nothing waiting and a pipeline connection free: run them right away.
-        let runsItself = pipeline.withLockedValue { pipeline -> Bool in
+        let runsItself = pipeline.withLock { pipeline -> Bool in
             guard pipeline.waiting.isEmpty, pipeline.drainers < configuration.pipelineConnections else { return false }
             pipeline.drainers += 1
             return true
@@ -47,7 +46,7 @@ extension PostgresClient {
         let id = nextStatementID.wrappingAdd(1, ordering: .relaxed).newValue
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[Result<PostgresResult, PostgresError>], any Error>) in
-                let startDrainer = pipeline.withLockedValue { pipeline -> Bool in
+                let startDrainer = pipeline.withLock { pipeline -> Bool in
                     pipeline.waiting.append(PipelineState.Statement(id: id, queries: queries, continuation: continuation))
                     guard pipeline.drainers < configuration.pipelineConnections else { return false }
                     pipeline.drainers += 1
@@ -56,7 +55,7 @@ extension PostgresClient {
                 if startDrainer { acquireDrainerConnection() }
             }
         } onCancel: {
-            let withdrawn = pipeline.withLockedValue { pipeline -> PipelineState.Statement? in
+            let withdrawn = pipeline.withLock { pipeline -> PipelineState.Statement? in
                 guard let index = pipeline.waiting.firstIndex(where: { $0.id == id }) else { return nil }
                 return pipeline.waiting.remove(at: index)
             }
@@ -90,7 +89,7 @@ extension PostgresClient {
     /// that queued meanwhile (on the pool's threads, so the caller can go on), or gives the slot and the
     /// connection back.
     private func handOn(_ connection: LibPQConnection?, sent: Int = 0) {
-        let more = pipeline.withLockedValue { pipeline -> Bool in
+        let more = pipeline.withLock { pipeline -> Bool in
             if sent > 1 { pipeline.roundTripsShared += 1 }
             if pipeline.waiting.isEmpty {
                 pipeline.drainers -= 1
@@ -155,7 +154,7 @@ extension PostgresClient {
     /// pool's threads only.
     private func drain(_ connection: LibPQConnection) {
         while true {
-            let batch = pipeline.withLockedValue { pipeline -> [PipelineState.Statement] in
+            let batch = pipeline.withLock { pipeline -> [PipelineState.Statement] in
                 let taken = Array(pipeline.waiting.prefix(PipelineState.batchLimit))
                 pipeline.waiting.removeFirst(taken.count)
                 if taken.isEmpty { pipeline.drainers -= 1 }
@@ -181,7 +180,7 @@ extension PostgresClient {
 
     /// No connection can be had: fail every waiting statement and stop this drainer.
     private func abandonPipeline(_ error: any Error) {
-        let abandoned = pipeline.withLockedValue { pipeline -> [PipelineState.Statement] in
+        let abandoned = pipeline.withLock { pipeline -> [PipelineState.Statement] in
             defer { pipeline.waiting.removeAll() }
             pipeline.drainers -= 1
             return Array(pipeline.waiting)
@@ -212,6 +211,6 @@ struct PipelineState: Sendable {
 extension PostgresClient {
     /// Callers waiting, connections working them off, and round trips shared so far (for tests).
     var pipelineCounts: (waiting: Int, drainers: Int, roundTripsShared: Int) {
-        pipeline.withLockedValue { ($0.waiting.count, $0.drainers, $0.roundTripsShared) }
+        pipeline.withLock { ($0.waiting.count, $0.drainers, $0.roundTripsShared) }
     }
 }

@@ -1,7 +1,5 @@
-import DequeModule
 import Logging
 import Metrics
-import NIOConcurrencyHelpers
 import ServiceLifecycle
 import Synchronization
 
@@ -25,17 +23,17 @@ public final class PostgresClient: Service, Sendable {
     /// connections, whose `/healthz` must answer while the database holds every connection.
     static let computeThreads = 2
     private let logger: Logger
-    private let state: NIOLockedValueBox<State>
+    private let state: Mutex<State>
     private let gauges: PoolGauges
     /// Statements waiting for a pipeline connection (see `pipelinedQuery`).
-    let pipeline = NIOLockedValueBox(PipelineState())
+    let pipeline = Mutex(PipelineState())
     let nextStatementID = Atomic<Int>(0)
 
     public init(configuration: Configuration, logger: Logger = Logger(label: "herald.postgres")) {
         self.configuration = configuration
         self.logger = logger
         self.executor = PostgresExecutor(threadCount: configuration.maximumConnections + Self.computeThreads, name: "herald-pg")
-        self.state = NIOLockedValueBox(State())
+        self.state = Mutex(State(machine: PoolStateMachine(maximumConnections: configuration.maximumConnections)))
         self.gauges = PoolGauges(maximum: configuration.maximumConnections)
     }
 
@@ -75,24 +73,19 @@ public final class PostgresClient: Service, Sendable {
     /// Refuses new leases, waits for the ones in flight, closes every connection and stops the threads.
     /// Safe to call more than once.
     public func shutdown() async {
-        let (waiters, idle) = state.withLockedValue { state -> ([Waiter], [LibPQConnection]) in
-            state.isShutdown = true
-            let waiters = Array(state.waiters)
-            state.waiters.removeAll()
-            let idle = state.idle
-            state.open -= idle.count
-            state.idle.removeAll()
+        let (waiters, idle) = state.withLock { state in
+            let (waiters, idle, _) = state.machine.shutdown()
             return (waiters, idle)
         }
         for waiter in waiters {
-            waiter.continuation.resume(throwing: PostgresError(code: .clientClosed, serverMessage: "the pool is shut down"))
+            waiter.resume(throwing: Self.shutDownError)
         }
         for connection in idle {
             _ = try? await executor.run { connection.close() }
         }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = state.withLockedValue { state -> Bool in
-                if state.open == 0 { return true }
+            let done = state.withLock { state -> Bool in
+                if state.machine.open == 0 { return true }
                 state.drained.append(continuation)
                 return false
             }
@@ -104,40 +97,26 @@ public final class PostgresClient: Service, Sendable {
 
     // MARK: - Leasing
 
-    enum Grant: Sendable {
-        case existing(LibPQConnection)
-        case create
+    typealias Waiter = CheckedContinuation<Grant, any Error>
+    typealias Grant = PoolGrant<LibPQConnection>
+
+    private struct State {
+        var machine: PoolStateMachine<LibPQConnection, Waiter>
+        var nextWaiterID = 0
+        /// `shutdown()` calls waiting for the last connection to close.
+        var drained: [CheckedContinuation<Void, Never>] = []
     }
+
+    static let shutDownError = PostgresError(code: .clientClosed, serverMessage: "the pool is shut down")
 
     /// What a lease gets without waiting: a connection, a slot to open one in, or an error; `nil`
     /// means every connection is leased.
     func grantWithoutWaiting() -> Result<Grant, any Error>? {
-        state.withLockedValue { state -> Result<Grant, any Error>? in
-            if state.isShutdown {
-                return .failure(PostgresError(code: .clientClosed, serverMessage: "the pool is shut down"))
-            }
-            if let connection = state.idle.popLast() { return .success(.existing(connection)) }
-            if state.open < configuration.maximumConnections {
-                state.open += 1
-                return .success(.create)
-            }
-            return nil
+        switch state.withLock({ $0.machine.lease() }) {
+        case .grant(let grant): return .success(grant)
+        case .wait: return nil
+        case .shutDown: return .failure(Self.shutDownError)
         }
-    }
-
-    private struct Waiter {
-        let id: Int
-        let continuation: CheckedContinuation<Grant, any Error>
-    }
-
-    private struct State {
-        var idle: [LibPQConnection] = []
-        /// Connections open or being opened, leased or idle.
-        var open = 0
-        var waiters = Deque<Waiter>()
-        var nextWaiterID = 0
-        var isShutdown = false
-        var drained: [CheckedContinuation<Void, Never>] = []
     }
 
     func lease() async throws -> LibPQConnection {
@@ -171,56 +150,32 @@ public final class PostgresClient: Service, Sendable {
     /// Slow path: queue until a connection is released or a slot frees up. The state is checked again
     /// under the lock, since it may have changed since the fast path looked.
     func waitForGrant() async throws -> Grant {
-        let id = state.withLockedValue { state in
+        let id = state.withLock { state in
             state.nextWaiterID += 1
             return state.nextWaiterID
         }
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Grant, any Error>) in
-                let immediate = state.withLockedValue { state -> Result<Grant, any Error>? in
-                    if state.isShutdown {
-                        return .failure(PostgresError(code: .clientClosed, serverMessage: "the pool is shut down"))
-                    }
-                    if Task.isCancelled { return .failure(CancellationError()) }
-                    if let connection = state.idle.popLast() { return .success(.existing(connection)) }
-                    if state.open < configuration.maximumConnections {
-                        state.open += 1
-                        return .success(.create)
-                    }
-                    state.waiters.append(Waiter(id: id, continuation: continuation))
-                    return nil
+            try await withCheckedThrowingContinuation { (continuation: Waiter) in
+                let action = state.withLock { state -> PoolStateMachine<LibPQConnection, Waiter>.LeaseAction? in
+                    if Task.isCancelled { return nil }
+                    return state.machine.enqueue(id: id, continuation)
                 }
-                if let immediate { continuation.resume(with: immediate) }
+                switch action {
+                case nil: continuation.resume(throwing: CancellationError())
+                case .grant(let grant)?: continuation.resume(returning: grant)
+                case .shutDown?: continuation.resume(throwing: Self.shutDownError)
+                case .wait?: break
+                }
             }
         } onCancel: {
-            let waiter = state.withLockedValue { state -> Waiter? in
-                guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
-                return state.waiters.remove(at: index)
-            }
-            waiter?.continuation.resume(throwing: CancellationError())
+            state.withLock { $0.machine.cancel(id: id) }?.resume(throwing: CancellationError())
         }
     }
 
     func release(_ connection: LibPQConnection) {
-        enum Outcome {
-            case handOff(Waiter)
-            case pooled, close
-        }
-        let outcome: Outcome
-        if connection.isOpen {
-            outcome = state.withLockedValue { state in
-                // Returned after shutdown began: close it instead of pooling it.
-                if state.isShutdown { return .close }
-                if let waiter = state.waiters.popFirst() { return .handOff(waiter) }
-                state.idle.append(connection)
-                return .pooled
-            }
-        } else {
-            outcome = .close
-        }
-        switch outcome {
+        switch state.withLock({ $0.machine.release(connection, isUsable: connection.isOpen) }) {
         case .handOff(let waiter):
-            waiter.continuation.resume(returning: .existing(connection))
+            waiter.resume(returning: .existing(connection))
         case .pooled:
             break
         case .close:
@@ -235,23 +190,18 @@ public final class PostgresClient: Service, Sendable {
 
     /// A connection slot was freed: give it to a waiter (who will open a new connection) or shrink.
     private func connectionClosed() {
-        let (waiter, drained) = state.withLockedValue { state -> (Waiter?, [CheckedContinuation<Void, Never>]) in
-            if !state.isShutdown, let waiter = state.waiters.popFirst() {
-                return (waiter, [])
-            }
-            state.open -= 1
-            if state.open == 0 {
-                defer { state.drained.removeAll() }
-                return (nil, state.drained)
-            }
-            return (nil, [])
+        let (action, drained) = state.withLock { state in
+            let action = state.machine.connectionClosed()
+            guard case .drained = action else { return (action, [CheckedContinuation<Void, Never>]()) }
+            defer { state.drained.removeAll() }
+            return (action, state.drained)
         }
-        waiter?.continuation.resume(returning: .create)
+        if case .handSlot(let waiter) = action { waiter.resume(returning: .create) }
         drained.forEach { $0.resume() }
     }
 
     private func publishGauges() {
-        let (open, idle, waiting) = state.withLockedValue { ($0.open, $0.idle.count, $0.waiters.count) }
+        let (open, idle, waiting) = state.withLock { ($0.machine.open, $0.machine.idle.count, $0.machine.waiting) }
         gauges.publish(open: open, idle: idle, waiting: waiting, pipelineWaiting: pipelineCounts.waiting)
     }
 }
