@@ -50,7 +50,7 @@ CREATE INDEX notifications_fanout_running ON notifications (id) WHERE fanout_sta
 -- change_xid < pg_snapshot_xmin(pg_current_snapshot()), i.e. from transactions that have finished,
 -- and page by (change_xid, notification_id). A transaction still open — even one that began before
 -- a later one committed — has an xid at or above that horizon, so it sorts after every position
--- already handed to a reader and can never be skipped (reference/pgdesign.md §B.6, solution 1).
+-- already handed to a reader and can never be skipped (docs/scaling.md, "Sync and long transactions").
 -- Unlike a per-user counter row it needs no lock per recipient, which a 100,000-user fan-out could
 -- not afford. A row holds only its latest change: one transaction's changes become visible
 -- together, so no reader needs their order within it.

@@ -1,4 +1,4 @@
--- The channel list's own change log (DESIGN §4): `GET /v1/me/channels?token=` answers the entries
+-- The channel list's own change log: `GET /v1/me/channels?token=` answers the entries
 -- that changed since the token and the channels that left the list, with the same positions as the
 -- collections (transaction ids, read below the snapshot's horizon; see CollectionStore+ChannelList).
 --

@@ -12,7 +12,7 @@ import Postgres
 import Prometheus
 import Testing
 
-/// DESIGN's bad-input and isolation bars: thousands of requests generated from `openapi.yaml`
+/// Bad input and isolation, at scale: thousands of requests generated from `openapi.yaml`
 /// (`OpenAPIRequestGenerator`), sent over real HTTP to a server on a real database. None may get a 5xx;
 /// every rejection must be the documented JSON error; no answer may carry a secret; the unread counters
 /// still equal the true counts afterwards; and one user's requests leave another's rows as they were.
@@ -75,7 +75,7 @@ struct GeneratedRequestsTests {
         }
     }
 
-    /// DESIGN's isolation bar: generated user requests with another user's session — aimed at the first
+    /// Isolation: generated user requests with another user's session — aimed at the first
     /// user's notification ids, sync and list tokens, device token and channels — change nothing of the
     /// first user's. (Registering a device is left out: a token registered again moves to the new
     /// user, as APNs tokens follow the device's current user.)

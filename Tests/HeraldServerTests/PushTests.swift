@@ -653,7 +653,7 @@ struct PushTests {
         }
     }
 
-    /// DESIGN's crash bar: `herald serve` is killed (SIGKILL) at seeded random points while three
+    /// Crash safety: `herald serve` is killed (SIGKILL) at seeded random points while three
     /// broadcasts fan out, fold into the counters and push, and started again each time. In the end no
     /// copy is lost (none can be doubled: the recipients' key forbids it), every unread counter equals
     /// the truth, and every device got its refresh push.

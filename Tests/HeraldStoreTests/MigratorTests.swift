@@ -108,6 +108,43 @@ struct MigratorTests {
         }
     }
 
+    /// The comments reworded after the files shipped, as they were: each earlier text is the current
+    /// one with this line in place of its successor.
+    static let rewordings: [String: (now: String, before: String)] = [
+        "0005_notifications": (
+            now: #"-- already handed to a reader and can never be skipped (docs/scaling.md, "Sync and long transactions")."#,
+            before: "-- already handed to a reader and can never be skipped (reference/pgdesign.md §B.6, solution 1)."
+        ),
+        "0014_channel_list_changes": (
+            now: "-- The channel list's own change log: `GET /v1/me/channels?token=` answers the entries",
+            before: "-- The channel list's own change log (DESIGN §4): `GET /v1/me/channels?token=` answers the entries"
+        ),
+    ]
+
+    /// A database that applied a file before its comments were reworded still migrates: the earlier
+    /// checksum is accepted, and it is exactly the checksum of the file with only that comment changed
+    /// back. Any other change to an applied file is still refused (`editedAppliedFileIsRefused`).
+    @Test func filesWhoseCommentsWereRewordedStillMatchTheirEarlierChecksums() async throws {
+        let current = try TestPostgres.repositoryMigrations()
+        #expect(Set(Self.rewordings.keys) == Set(current.filter { !$0.earlierChecksums.isEmpty }.map(\.name)))
+        let earlier = current.map { migration -> Migration in
+            guard let wording = Self.rewordings[migration.name] else { return migration }
+            let lines = migration.sql.split(separator: "\n", omittingEmptySubsequences: false)
+            #expect(lines.filter { $0 == wording.now }.count == 1, "\(migration.name) holds the new wording once")
+            let old = Migration(name: migration.name, sql: migration.sql.replacingOccurrences(of: wording.now, with: wording.before))
+            #expect(migration.earlierChecksums == [old.checksum], "\(migration.name)")
+            return old
+        }
+        try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
+            try await Migrator(client: db.client, migrations: earlier).migrate()
+            let migrator = Migrator(client: db.client, migrations: current)
+            let status = try await migrator.status()
+            #expect(status.problems.isEmpty)
+            #expect(status.isCurrent)
+            #expect(try await migrator.migrate().applied.isEmpty)
+        }
+    }
+
     @Test func loadsFilesInNameOrder() throws {
         let directory = NSTemporaryDirectory() + "herald-sql-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

@@ -109,7 +109,7 @@ public struct Migrator: Sendable {
         var problems: [MigrationError] = []
         let known = Set(migrations.map(\.name))
         for migration in migrations {
-            if let checksum = applied[migration.name], checksum != migration.checksum {
+            if let checksum = applied[migration.name], !migration.accepts(checksum: checksum) {
                 problems.append(.checksumMismatch(name: migration.name, applied: checksum, current: migration.checksum))
             }
         }
