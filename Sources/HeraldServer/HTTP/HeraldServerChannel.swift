@@ -11,8 +11,8 @@ import NIOWebSocket
 /// `GET /v1/me/stream` done with NIO's typed upgrader.
 ///
 /// Why not hummingbird-websocket's channel: it serves every socket from async tasks (the connection's,
-/// a ping loop, the handler's), and their stacks came to ~35 KB per idle socket — 391 MB for 10,000
-/// (docs/benchmarks.md). Here an upgraded connection is served by channel handlers alone
+/// a ping loop, the handler's), and their stacks cost every idle socket several times what its channel
+/// does (docs/benchmarks.md, "`sockets`"). Here an upgraded connection is served by channel handlers alone
 /// (`LiveChannelHandler`, NIOWebSocket's codec, an `IdleStateHandler`): the connection's task ends
 /// with the upgrade, and an idle socket costs its channel and handlers.
 ///

@@ -12,8 +12,8 @@ import NIOCore
 ///
 /// The text collects in a byte array and becomes a `ByteBuffer` once, at the end: appending to an
 /// array is a few inlined instructions, while every `ByteBuffer` write checks capacity and
-/// uniqueness out of line — a 10-change answer makes ~350 writes for its keys alone, and `perf` had
-/// `key` at 4 % of the request's CPU when they went to the buffer directly.
+/// uniqueness out of line, and an answer makes hundreds of small writes for its keys alone
+/// (docs/benchmarks.md, "Measurements behind design choices").
 struct JSONWriter {
     private(set) var bytes: [UInt8] = []
     private var needsComma = false

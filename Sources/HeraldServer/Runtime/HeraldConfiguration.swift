@@ -5,7 +5,7 @@ import Logging
 /// Everything `herald serve` and `herald migrate` are configured with.
 ///
 /// Each setting comes from a command-line flag, else an environment variable, else a default; the
-/// README's configuration table lists them all.
+/// configuration table in docs/configuration.md lists them all.
 public struct HeraldConfiguration: Sendable {
     /// `--host` / `HERALD_HOST`.
     public var host: String = "127.0.0.1"

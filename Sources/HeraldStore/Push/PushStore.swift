@@ -245,7 +245,8 @@ public struct PushStore: Sendable {
     /// The same answer as `herald_user_channels` per user (channels with a state or a live broadcast
     /// that reached the user and is not folded yet, and which the user has opened or has a live copy
     /// in; unread = the state's adjustment + those broadcasts), computed for the whole batch in one
-    /// set-based statement: calling the function per user cost ~0.1 ms each.
+    /// set-based statement: calling the function per user plans its query once per call
+    /// (docs/benchmarks.md, "Measurements behind design choices").
     public func refreshSummaries(userKeys: [Int64]) async throws -> [Int64: [(url: String, unread: Int64)]] {
         let rows = try await client.query(
             """
