@@ -69,7 +69,7 @@ extension CollectionTests {
             let collections = CollectionStore(client: db.client)
             var keys: [String: Int64] = [:]
             for user in users {
-                let key: Int64 = try #require(try await collections.userKey(user))
+                let key: Int64 = try #require(try await UserStore(client: db.client).key(user))
                 keys[user] = key
             }
             func broadcast(_ title: String, channel: String, ownVariablesFor: [String] = []) async throws -> Int64 {
@@ -201,7 +201,7 @@ extension CollectionTests {
             let collections = CollectionStore(client: db.client)
             let broadcast = try await Self.broadcast(world, "all", channel: "feed")
             while try await world.notifications.fanOutNextBatch(size: 10) != nil {}
-            let user = try #require(try await collections.userKey("u1"))
+            let user = try #require(try await UserStore(client: db.client).key("u1"))
             let channel = try #require(try await collections.channel("feed")).key
             try await collections.open(userKey: user, channelKey: channel)
             #expect(try await collections.markSeen(userKey: user, channelKey: channel, at: Date()).unreadCount == 1)
@@ -231,7 +231,7 @@ extension CollectionTests {
             let broadcast = try await Self.broadcast(world, "all", channel: "feed")
             while try await world.notifications.fanOutNextBatch(size: 10) != nil {}
             let collections = CollectionStore(client: db.client)
-            let user = try #require(try await collections.userKey("u1"))
+            let user = try #require(try await UserStore(client: db.client).key("u1"))
             let channel = try #require(try await collections.channel("feed")).key
 
             // A folding batch for u1 (a channel state it creates), held open after its writes…

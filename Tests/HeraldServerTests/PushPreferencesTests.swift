@@ -80,7 +80,7 @@ struct PushPreferencesTests {
                 #expect(afterWeekly["do_not_disturb"] as? Bool == false)
                 #expect((afterWeekly["dnd_schedules"] as? [[String: Any]])?.map { $0["day"] as? String } == ["monday", "tuesday"])
                 let stored = try await PushPreferenceStore(client: db.client).get(
-                    userKey: try #require(try await CollectionStore(client: db.client).userKey("u1"))
+                    userKey: try #require(try await UserStore(client: db.client).key("u1"))
                 )
                 #expect(stored.schedules.count == 2 && stored.doNotDisturb == nil && stored.triggerOption == .mentionOnly)
                 let legacyAgain = try await call(
@@ -124,7 +124,7 @@ struct PushPreferencesTests {
                 }
                 #expect(
                     try await PushPreferenceStore(client: db.client).get(
-                        userKey: try #require(try await CollectionStore(client: db.client).userKey("u1"))
+                        userKey: try #require(try await UserStore(client: db.client).key("u1"))
                     ).timeZone == "Europe/Berlin"
                 )
 

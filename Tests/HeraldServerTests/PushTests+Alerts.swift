@@ -19,7 +19,7 @@ extension PushTests {
     }
 
     func key(_ world: World, _ user: String) async throws -> Int64 {
-        try #require(try await CollectionStore(client: world.db.client).userKey(user))
+        try #require(try await UserStore(client: world.db.client).key(user))
     }
 
     @Test func aUserInDoNotDisturbGetsTheRefreshButNoAlert() async throws {

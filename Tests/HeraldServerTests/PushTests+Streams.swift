@@ -74,7 +74,7 @@ extension PushTests {
     }
 
     func userKey(_ world: World, _ user: String) async throws -> Int64 {
-        try #require(try await CollectionStore(client: world.db.client).userKey(user))
+        try #require(try await UserStore(client: world.db.client).key(user))
     }
 
     // MARK: - Presence and policies

@@ -589,7 +589,7 @@ struct PushTests {
             let claims = try await store.claimDue(limit: 10, terms: ClaimTerms(lease: .seconds(60), minimumInterval: .zero))
             #expect(claims.count == 2)
             // u1's device syncs while the push is in flight; u2's does not.
-            let u1 = try #require(try await CollectionStore(client: db.client).userKey("u1"))
+            let u1 = try #require(try await UserStore(client: db.client).key("u1"))
             let horizon = try await world.query("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")[0].decode(Int64.self)
             #expect(try await store.markSynced(userKey: u1, device: .token(Self.token(1)), horizon: horizon))
             try await store.recordDelivered(claims)
@@ -852,7 +852,7 @@ struct PushTests {
             #expect(try await NotificationStore(client: db.client).delete(try await world.send("gone", to: ["u3"])))
             try await Self.broadcast(db, channel: "other", batchSize: 2)
             let collections = CollectionStore(client: db.client)
-            let keys = try await ["u1", "u2", "u3"].asyncMap { try #require(try await collections.userKey($0)) }
+            let keys = try await ["u1", "u2", "u3"].asyncMap { try #require(try await UserStore(client: db.client).key($0)) }
             _ = try await collections.markRead(userKey: keys[1], channelKey: try #require(try await collections.channel("feed")).key, ids: nil)
             let summaries = try await PushStore(client: db.client).refreshSummaries(userKeys: keys)
             for key in keys {

@@ -83,6 +83,7 @@ public enum HeraldApplication {
         ).register(in: registry)
         CollectionController(
             collections: CollectionStore(client: dependencies.client),
+            users: UserStore(client: dependencies.client),
             settings: SettingsStore(client: dependencies.client),
             sync: dependencies.sync,
             push: PushStore(client: dependencies.client),

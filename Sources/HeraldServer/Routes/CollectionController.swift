@@ -9,6 +9,7 @@ import HummingbirdCore
 /// seen marks, unread counts. Every route acts for the session's own user only.
 struct CollectionController: Sendable {
     let collections: CollectionStore
+    let users: UserStore
     let settings: SettingsStore
     let sync: SyncSettings
     let push: PushStore
@@ -41,7 +42,7 @@ struct CollectionController: Sendable {
         }
         routes.add(.post, "/v1/users/{user_id}/channels/{channel_url}/reset", access: .admin) { _, context in
             let userID = try context.parameters.require("user_id")
-            guard UserID.problem(with: userID) == nil, let userKey = try await collections.userKey(userID) else {
+            guard UserID.problem(with: userID) == nil, let userKey = try await users.key(userID) else {
                 throw APIError(.notFound, code: "user_not_found", message: "No user with this id.")
             }
             guard let channel = try await collections.channel(try Self.channelURL(context)) else { throw Self.channelNotFound }

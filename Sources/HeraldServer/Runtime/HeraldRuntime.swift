@@ -71,7 +71,7 @@ public enum HeraldRuntime {
         var transport: PushTransport?
         do {
             try await makeMigrator(configuration, client: client, logger: logger).migrate()
-            guard let userKey = try await CollectionStore(client: client).userKey(userID) else {
+            guard let userKey = try await UserStore(client: client).key(userID) else {
                 throw ConfigurationError("no user with id '\(userID)'")
             }
             var settings = PushSettings()

@@ -92,11 +92,6 @@ public struct CollectionStore: Sendable {
         try rows.first.map(Self.decodeChannel)
     }
 
-    /// The user's internal key, by id.
-    public func userKey(_ userID: String) async throws -> Int64? {
-        try await client.query("SELECT key FROM users WHERE id = \(userID)").first?.decode(Int64.self)
-    }
-
     /// What a read of a collection sees, all from one snapshot.
     public struct Snapshot: Sendable {
         public var state: ChannelState

@@ -8,6 +8,11 @@ public struct UserStore: Sendable {
         self.client = client
     }
 
+    /// The user's internal key (`users.key`), by id; `nil` when there is no such user.
+    public func key(_ userID: String) async throws -> Int64? {
+        try await client.query("SELECT key FROM users WHERE id = \(userID)").first?.decode(Int64.self)
+    }
+
     /// Creates the user, or updates the fields given (`nil` keeps the stored value; a new user gets
     /// empty strings). Returns the user and whether it was created.
     public func upsert(id: String, nickname: String?, profileURL: String?) async throws -> (user: User, created: Bool) {
