@@ -176,8 +176,6 @@ public enum AlertPayload {
         var payload = content.custom
         payload["aps"] = .object(aps)
         payload["herald"] = .object(herald)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return Array((try? encoder.encode(JSONValue.object(payload))) ?? Data("{}".utf8))
+        return Array((try? CanonicalJSON.encoder.encode(JSONValue.object(payload))) ?? Data("{}".utf8))
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import Hummingbird
 
 /// The per-request context of Herald's router. Later capabilities (authentication, the calling user)
@@ -16,15 +17,8 @@ public struct HeraldRequestContext: RequestContext {
     /// The largest request body accepted (larger ones get a 413): 1 MiB.
     public var maxUploadSize: Int { 1 << 20 }
 
-    /// Codable answers with their keys sorted: `JSONEncoder` otherwise writes them in a dictionary's
-    /// order, which changes from one response to the next. Slashes stay as they are (`https://…`).
-    public var responseEncoder: JSONEncoder { Self.encoder }
-
-    private static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }()
+    /// Codable answers with their keys sorted (see `CanonicalJSON`).
+    public var responseEncoder: JSONEncoder { CanonicalJSON.encoder }
 }
 
 /// The user behind a valid session token.

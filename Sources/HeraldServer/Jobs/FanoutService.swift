@@ -57,8 +57,7 @@ public struct FanoutService: Service {
                     } catch {
                         failures += 1
                         logger.error("fan-out or folding batch failed; retrying", metadata: ["error": "\(String(reflecting: error))"])
-                        // Back off (up to 30 s) so a broken database is not hammered.
-                        try? await Task.sleep(for: .milliseconds(min(30_000, 100 << min(failures, 9))))
+                        try? await Task.sleep(for: FailureBackoff.delay(afterFailures: failures))
                         continue
                     }
                     await wake.wait(timeout: pollInterval)

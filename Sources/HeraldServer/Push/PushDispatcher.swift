@@ -76,8 +76,7 @@ public struct PushDispatcher: Service {
                 } catch {
                     failures += 1
                     logger.error("push round failed; retrying", metadata: ["error": "\(String(reflecting: error))"])
-                    // Back off (up to 30 s) so a broken database is not hammered.
-                    try? await Task.sleep(for: .milliseconds(min(30_000, 100 << min(failures, 9))))
+                    try? await Task.sleep(for: FailureBackoff.delay(afterFailures: failures))
                     continue
                 }
                 await wake.wait(timeout: settings.pollInterval)

@@ -135,8 +135,6 @@ struct NotificationBody: ResponseEncodable {
 
     /// The body as JSON bytes, the form kept for idempotent replays.
     func encoded() throws -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return Array(try encoder.encode(self))
+        Array(try CanonicalJSON.encoder.encode(self))
     }
 }

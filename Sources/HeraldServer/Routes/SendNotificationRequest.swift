@@ -117,9 +117,7 @@ struct SendNotificationRequest: Codable, Sendable {
     /// A digest that is equal for equal requests however their JSON was formatted: the decoded request
     /// re-encoded with sorted keys.
     func canonicalDigest() throws -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return SHA256.digest(try encoder.encode(self))
+        SHA256.digest(try CanonicalJSON.encoder.encode(self))
     }
 }
 

@@ -24,35 +24,42 @@ public enum HeraldRuntime {
 
     /// Applies pending migrations; returns the names applied now and how many were applied before.
     public static func migrate(_ configuration: HeraldConfiguration, logger: Logger) async throws -> (applied: [String], alreadyApplied: Int) {
-        let database = try await openDatabase(configuration, logger: logger)
-        let client = PostgresClient(configuration: .init(conninfo: database.conninfo, maximumConnections: 1), logger: logger)
-        do {
+        try await withDatabase(configuration, connections: 1, logger: logger) { client in
             let report = try await makeMigrator(configuration, client: client, logger: logger).migrate()
-            await client.shutdown()
-            if database.startedCluster { try await database.cluster?.stop() }
             return (report.applied, report.alreadyApplied)
-        } catch {
-            await client.shutdown()
-            if database.startedCluster { try? await database.cluster?.stop() }
-            throw error
         }
     }
 
     /// Migrates, then loads the fixtures in `directory` (see `FixtureLoader`).
     public static func loadFixtures(_ configuration: HeraldConfiguration, directory: String, logger: Logger) async throws -> FixtureLoader.Report {
-        let database = try await openDatabase(configuration, logger: logger)
-        let client = PostgresClient(configuration: .init(conninfo: database.conninfo, maximumConnections: 1), logger: logger)
-        do {
+        try await withDatabase(configuration, connections: 1, logger: logger) { client in
             try await makeMigrator(configuration, client: client, logger: logger).migrate()
-            let report = try await FixtureLoader(client: client).load(directory: directory)
-            await client.shutdown()
-            if database.startedCluster { try await database.cluster?.stop() }
-            return report
+            return try await FixtureLoader(client: client).load(directory: directory)
+        }
+    }
+
+    /// Runs `body` with a client of `connections` connections to the configured database (starting the
+    /// embedded cluster if that is the default), then closes the client and stops the cluster if this
+    /// call started it — whether `body` returned or threw.
+    static func withDatabase<Result: Sendable>(
+        _ configuration: HeraldConfiguration,
+        connections: Int,
+        logger: Logger,
+        _ body: (PostgresClient) async throws -> Result
+    ) async throws -> Result {
+        let database = try await openDatabase(configuration, logger: logger)
+        let client = PostgresClient(configuration: .init(conninfo: database.conninfo, maximumConnections: connections), logger: logger)
+        let result: Result
+        do {
+            result = try await body(client)
         } catch {
             await client.shutdown()
             if database.startedCluster { try? await database.cluster?.stop() }
             throw error
         }
+        await client.shutdown()
+        if database.startedCluster { try await database.cluster?.stop() }
+        return result
     }
 
     /// What `herald push test` reports for one device.
@@ -66,10 +73,7 @@ public enum HeraldRuntime {
     /// Sends a refresh push to every device of `userID` now, outside the outbox, and returns what APNs
     /// (or the logging transport, without credentials) answered for each. Changes no push state.
     public static func pushTest(_ configuration: HeraldConfiguration, userID: String, logger: Logger) async throws -> [PushTestResult] {
-        let database = try await openDatabase(configuration, logger: logger)
-        let client = PostgresClient(configuration: .init(conninfo: database.conninfo, maximumConnections: 2), logger: logger)
-        var transport: PushTransport?
-        do {
+        try await withDatabase(configuration, connections: 2, logger: logger) { client in
             try await makeMigrator(configuration, client: client, logger: logger).migrate()
             guard let userKey = try await UserStore(client: client).key(userID) else {
                 throw ConfigurationError("no user with id '\(userID)'")
@@ -78,32 +82,29 @@ public enum HeraldRuntime {
             settings.apnsURL = configuration.apnsURL
             settings.apnsCAFile = configuration.apnsCAFile
             let box = try resolveSecretKey(configuration, logger: logger)
-            let pushTransport = PushTransport(store: APNsCredentialStore(client: client, box: box), settings: settings, logger: logger)
-            transport = pushTransport
-            try await pushTransport.refresh()
-            let channels = try await PushStore(client: client).refreshSummaries(userKeys: [userKey])[userKey] ?? []
-            let expiration = Int64(Date().timeIntervalSince1970) + configuration.pushExpiration.components.seconds
-            var results: [PushTestResult] = []
-            for device in try await DeviceStore(client: client).targets(userKey: userKey) {
-                let push = PushDispatcher.refreshPush(
-                    token: device.token,
-                    topic: device.topic,
-                    userKey: userKey,
-                    channels: channels,
-                    expiration: expiration
-                )
-                let result = await pushTransport.send(push, environment: device.environment)
-                results.append(PushTestResult(deviceToken: device.token, environment: device.environment, topic: device.topic, result: result))
+            let transport = PushTransport(store: APNsCredentialStore(client: client, box: box), settings: settings, logger: logger)
+            do {
+                try await transport.refresh()
+                let channels = try await PushStore(client: client).refreshSummaries(userKeys: [userKey])[userKey] ?? []
+                let expiration = Int64(Date().timeIntervalSince1970) + configuration.pushExpiration.components.seconds
+                var results: [PushTestResult] = []
+                for device in try await DeviceStore(client: client).targets(userKey: userKey) {
+                    let push = PushDispatcher.refreshPush(
+                        token: device.token,
+                        topic: device.topic,
+                        userKey: userKey,
+                        channels: channels,
+                        expiration: expiration
+                    )
+                    let result = await transport.send(push, environment: device.environment)
+                    results.append(PushTestResult(deviceToken: device.token, environment: device.environment, topic: device.topic, result: result))
+                }
+                await transport.shutdown()
+                return results
+            } catch {
+                await transport.shutdown()
+                throw error
             }
-            await pushTransport.shutdown()
-            await client.shutdown()
-            if database.startedCluster { try await database.cluster?.stop() }
-            return results
-        } catch {
-            await transport?.shutdown()
-            await client.shutdown()
-            if database.startedCluster { try? await database.cluster?.stop() }
-            throw error
         }
     }
 
