@@ -48,11 +48,11 @@ extension CollectionStore {
                     FOR UPDATE OF r
                 ),
                 updated AS (
-                    UPDATE notification_recipients r SET status = greatest(r.status, 1), delivered_at = now(),
-                        change_xid = CASE WHEN t.status = 0 THEN \(ChangePositionSQL.currentTransactionID.sql) ELSE r.change_xid END
+                    UPDATE notification_recipients r SET status = greatest(r.status, \(CollectionItem.Status.delivered.rawValue)), delivered_at = now(),
+                        change_xid = CASE WHEN t.status = \(CollectionItem.Status.sent.rawValue) THEN \(ChangePositionSQL.currentTransactionID.sql) ELSE r.change_xid END
                     FROM target t
                     WHERE r.user_key = $1 AND r.channel_key = t.channel_key AND r.notification_id = t.notification_id
-                    RETURNING r.user_key, r.channel_key, r.notification_id, t.status = 0 AS upgraded
+                    RETURNING r.user_key, r.channel_key, r.notification_id, t.status = \(CollectionItem.Status.sent.rawValue) AS upgraded
                 ),
                 hints AS (\(LiveHint.deliveredHintsSQL(from: "updated WHERE upgraded")))
                 SELECT NULL::int8, id FROM strangers

@@ -76,12 +76,14 @@ public struct AlertStore: Sendable {
                         AND EXISTS (SELECT 1 FROM devices d WHERE d.user_key = r.user_key)
                     """
                 ).map { row in
-                    AlertCandidate(
+                    // The four columns above and the trigger option, then the preferences.
+                    var preferencesColumn = 5
+                    return AlertCandidate(
                         userKey: try row.decode(column: 0, as: Int64.self),
                         channelKey: try row.decode(column: 1, as: Int64.self),
                         mentioned: try row.decode(column: 2, as: Bool.self),
                         forced: try row.decode(column: 3, as: Bool.self),
-                        preferences: try PushPreferenceStore.decode(row, offset: 5),
+                        preferences: try PushPreferenceStore.decode(row, at: &preferencesColumn),
                         channelOption: PushPreferences.ChannelTriggerOption(rawValue: try row.decode(column: 4, as: String.self)) ?? .default
                     )
                 }

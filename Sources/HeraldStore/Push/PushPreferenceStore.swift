@@ -21,7 +21,8 @@ public struct PushPreferenceStore: Sendable {
         for row in try await client.query(
             "SELECT p.user_key, \(Self.columns) FROM push_preferences p WHERE p.user_key = ANY(\(userKeys))"
         ) {
-            result[try row.decode(column: 0, as: Int64.self)] = try Self.decode(row, offset: 1)
+            var column = 1
+            result[try row.decode(column: 0, as: Int64.self)] = try Self.decode(row, at: &column)
         }
         return result
     }
@@ -30,8 +31,11 @@ public struct PushPreferenceStore: Sendable {
     static let columns: PostgresQuery =
         "p.trigger_option, p.dnd_start, p.dnd_end, p.dnd_schedules, p.snooze_start, p.snooze_end, p.time_zone, p.sound"
 
-    /// Preferences from `columns` starting at `offset`; the defaults when the row was missing.
-    static func decode(_ row: PostgresRow, offset: Int) throws -> PushPreferences {
+    /// Preferences from `columns`, starting at `column`, which moves past them; the defaults when the
+    /// row was missing.
+    static func decode(_ row: PostgresRow, at column: inout Int) throws -> PushPreferences {
+        let offset = column
+        column += 8
         var preferences = PushPreferences()
         guard let trigger = try row.decode(column: offset, as: String?.self) else { return preferences }
         preferences.triggerOption = PushPreferences.TriggerOption(rawValue: trigger) ?? .all
