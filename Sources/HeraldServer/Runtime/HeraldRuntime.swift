@@ -227,21 +227,14 @@ public enum HeraldRuntime {
     /// `HERALD_SECRET_KEY`, else the key in `<data dir>/secret.key`, made (mode 0600) on first start.
     static func resolveSecretKey(_ configuration: HeraldConfiguration, logger: Logger) throws -> SecretBox {
         if let key = configuration.secretKey { return try SecretBox(hexKey: key) }
-        let path = configuration.dataDirectory + "/secret.key"
-        if let text = try? String(contentsOfFile: path, encoding: .utf8) {
-            do {
-                return try SecretBox(hexKey: text)
-            } catch {
-                throw ConfigurationError("\(path) does not hold a 64-hex-character key")
-            }
+        let path = (configuration.dataDirectory as NSString).appendingPathComponent("secret.key")
+        let stored = try SecretFile.loadOrCreate(path, describing: "secret key", isValid: { (try? SecretBox(hexKey: $0)) != nil }) {
+            Hex.encode(SecureRandom.bytes(32))
         }
-        try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
-        let key = Hex.encode(SecureRandom.bytes(32))
-        guard FileManager.default.createFile(atPath: path, contents: Data((key + "\n").utf8), attributes: [.posixPermissions: 0o600]) else {
-            throw ConfigurationError("cannot write the secret key to \(path)")
+        if stored.created {
+            logger.notice("generated the key that seals APNs secrets; keep it with the database backups", metadata: ["path": "\(path)"])
         }
-        logger.notice("generated the key that seals APNs secrets; keep it with the database backups", metadata: ["path": "\(path)"])
-        return try SecretBox(hexKey: key)
+        return try SecretBox(hexKey: stored.secret)
     }
 
     static func makeMigrator(_ configuration: HeraldConfiguration, client: PostgresClient, logger: Logger) throws -> Migrator {
