@@ -556,6 +556,23 @@ struct CollectionTests {
                     headers: jsonHeaders(bearer: Self.adminToken)
                 )
                 #expect(unknown.status == .notFound)
+                // The id is percent-decoded like every other route's: `u%31` is u1, and a malformed
+                // encoding or id is a 400, never another user.
+                let encoded = try await client.execute(
+                    uri: "/v1/users/u%31/channels/feed/reset",
+                    method: .post,
+                    headers: jsonHeaders(bearer: Self.adminToken)
+                )
+                #expect(encoded.status == .noContent)
+                for bad in ["u%ZZ", "u%0A1"] {
+                    let malformed = try await client.execute(
+                        uri: "/v1/users/\(bad)/channels/feed/reset",
+                        method: .post,
+                        headers: jsonHeaders(bearer: Self.adminToken)
+                    )
+                    #expect(malformed.status == .badRequest, "\(bad)")
+                    #expect(try errorCode(malformed) == "invalid_user_id")
+                }
                 let asUser = try await client.execute(uri: "/v1/users/u1/channels/feed/reset", method: .post, headers: jsonHeaders(bearer: session))
                 #expect(asUser.status == .forbidden)
             }

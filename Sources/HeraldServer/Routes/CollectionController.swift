@@ -41,8 +41,9 @@ struct CollectionController: Sendable {
             try await channelList(request, context: context)
         }
         routes.add(.post, "/v1/users/{user_id}/channels/{channel_url}/reset", access: .admin) { _, context in
-            let userID = try context.parameters.require("user_id")
-            guard UserID.problem(with: userID) == nil, let userKey = try await users.key(userID) else {
+            // Percent-decoded and checked like every `{user_id}`: `a%2Fb` is the user `a/b`.
+            let userID = try UsersController.userID(context)
+            guard let userKey = try await users.key(userID) else {
                 throw APIError(.notFound, code: "user_not_found", message: "No user with this id.")
             }
             guard let channel = try await collections.channel(try Self.channelURL(context)) else { throw Self.channelNotFound }
