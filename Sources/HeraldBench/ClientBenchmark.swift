@@ -31,7 +31,7 @@ struct ClientBenchmark: AsyncParsableCommand {
     @Option(help: "PostgreSQL URI or conninfo; default: a private cluster in a temporary directory.")
     var databaseURL: String?
 
-    static let adminToken = "herald-bench-admin-token"
+    static let adminToken = "herald-bench-admin-token-0123456789"
 
     func run() async throws {
         guard notifications > 0, (1...300).contains(changes), rounds > 0 else {

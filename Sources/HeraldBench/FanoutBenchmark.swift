@@ -85,7 +85,7 @@ struct FanoutBenchmark: AsyncParsableCommand {
         }
     }
 
-    static let adminToken = "herald-bench-admin-token"
+    static let adminToken = "herald-bench-admin-token-0123456789"
 
     private func seed(_ client: PostgresClient) async throws {
         try await client.query("INSERT INTO users (id) SELECT 'user-' || g FROM generate_series(1, \(users)) AS g")

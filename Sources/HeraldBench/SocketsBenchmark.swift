@@ -39,7 +39,7 @@ struct SocketsBenchmark: AsyncParsableCommand {
     @Option(name: .customLong("server-env"), help: "NAME=VALUE for the herald process (repeatable), e.g. MALLOC_ARENA_MAX=2.")
     var serverEnvironment: [String] = []
 
-    static let adminToken = "herald-bench-admin-token"
+    static let adminToken = "herald-bench-admin-token-0123456789"
 
     func run() async throws {
         guard sockets > 0, users > 0, users <= sockets else { throw ValidationError("need 0 < --users <= --sockets") }

@@ -53,7 +53,7 @@ struct SyncBenchmark: AsyncParsableCommand {
         case swift
     }
 
-    static let adminToken = "herald-bench-admin-token"
+    static let adminToken = "herald-bench-admin-token-0123456789"
     /// Every bench session token is `hex(user id).<this>`; pgbench computes the same hash in SQL.
     static let tokenSecretPart = String(repeating: "ab", count: 32)
 

@@ -101,7 +101,13 @@ struct ConfigurationTests {
         #expect(!pg.usesEmbeddedDatabase)
         // A password alone names no server: still the embedded default.
         #expect(try HeraldConfiguration.resolve(environment: ["PGPASSWORD": "x"]).usesEmbeddedDatabase)
-        #expect(try HeraldConfiguration.resolve(environment: ["HERALD_ADMIN_TOKEN": "t0ken"]).adminToken == "t0ken")
+        let token = String(repeating: "t0ken", count: 7)
+        #expect(try HeraldConfiguration.resolve(environment: ["HERALD_ADMIN_TOKEN": token]).adminToken == token)
+        // Shorter than 32 characters: refused, naming the setting.
+        let short = #expect(throws: ConfigurationError.self) {
+            try HeraldConfiguration.resolve(environment: ["HERALD_ADMIN_TOKEN": String(token.prefix(31))])
+        }
+        #expect(short?.description.contains("HERALD_ADMIN_TOKEN") == true)
     }
 
     @Test func badValuesAreRefusedWithTheirName() {

@@ -31,6 +31,8 @@ public struct HeraldConfiguration: Sendable {
     public var syncHugeGap: Int = 300
     /// `HERALD_ADMIN_TOKEN`. Generated and kept in the data directory for the embedded default.
     public var adminToken: String?
+    /// The shortest `HERALD_ADMIN_TOKEN` accepted.
+    public static let minimumAdminTokenLength = 32
     /// `HERALD_SECRET_KEY`: 64 hex characters (32 bytes) sealing APNs secrets at rest; when unset, a key
     /// is generated once and kept in `<data dir>/secret.key`.
     public var secretKey: String?
@@ -124,7 +126,15 @@ public struct HeraldConfiguration: Sendable {
         guard (1...100_000).contains(configuration.syncHugeGap) else {
             throw ConfigurationError("the sync huge-gap threshold must be between 1 and 100000")
         }
-        if let token = environment["HERALD_ADMIN_TOKEN"], !token.isEmpty { configuration.adminToken = token }
+        if let token = environment["HERALD_ADMIN_TOKEN"], !token.isEmpty {
+            // A short token can be guessed; the generated one is 64 hex characters.
+            guard token.count >= minimumAdminTokenLength else {
+                throw ConfigurationError(
+                    "HERALD_ADMIN_TOKEN must be at least \(minimumAdminTokenLength) characters (for example `openssl rand -hex 32`)"
+                )
+            }
+            configuration.adminToken = token
+        }
         if let key = environment["HERALD_SECRET_KEY"], !key.isEmpty {
             guard key.count == 64, key.allSatisfy(\.isHexDigit) else {
                 throw ConfigurationError("HERALD_SECRET_KEY must be 64 hex characters (32 bytes), e.g. from `openssl rand -hex 32`")
