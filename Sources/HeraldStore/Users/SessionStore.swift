@@ -92,6 +92,11 @@ public struct SessionStore: Sendable {
         }
     }
 
+    /// Removes sessions that have expired (they no longer authenticate anything); returns how many.
+    public func deleteExpired() async throws -> Int {
+        try await client.query("DELETE FROM sessions WHERE expires_at <= now()").affectedRows
+    }
+
     /// Which of the given session-token hashes (lowercase hex) of the user are still live.
     public func liveHashes(userID: String, among hashes: [String]) async throws -> Set<String> {
         let rows = try await client.query(
