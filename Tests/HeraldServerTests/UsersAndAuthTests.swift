@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import HeraldServer
 import HeraldStore
 import HeraldTesting
@@ -143,8 +144,13 @@ struct UsersAndAuthTests {
                 let stored = try await db.client.query("SELECT token_hash FROM sessions WHERE user_id = 'erin'")
                 #expect(stored.count == 1)
                 let hash = try #require(stored.first).decode(PostgresBytes.self)
-                #expect(hash.bytes.count == 32)
-                #expect(!String(decoding: hash.bytes, as: UTF8.self).contains(token))
+                #expect(hash.bytes == SHA256.digest(Array(token.utf8)))
+                // No column of the row holds the token or its secret half, in any form.
+                let secretHalf = try #require(token.split(separator: ".").last).lowercased()
+                let row = try await db.client.query("SELECT lower(to_jsonb(s)::text) FROM sessions s WHERE user_id = 'erin'")
+                let text = try #require(row.first).decode(String.self)
+                #expect(!text.contains(secretHalf))
+                #expect(!text.contains(Hex.encode(Array(secretHalf.utf8))), "not even hex-encoded")
 
                 // A valid user session on an admin route is forbidden, not unauthenticated.
                 let asUser = try await client.execute(uri: "/v1/users/erin", method: .put, headers: headers(token))
