@@ -69,15 +69,20 @@ struct ProtocolErrorTests {
     }
 
     /// Idle connections end: one that never sends a whole head, and a kept-alive one after its answer.
-    /// (The server's one-second timeout is what the exchange waits for; its own limit is ten.)
+    /// (The server's one-second timeout is what the exchange waits for; its own limit, 30 s, only
+    /// bounds a failure: on two busy cores a whole suite in parallel once delayed the close past 10 s.)
     @Test func idleConnectionsAreClosed() async throws {
         try await withServer(idleTimeout: .seconds(1)) { port in
             for silence in ["", "GET /healthz HTTP/1.1\r\nHost: x\r\n"] {
-                let outcome = try await RawHTTPExchange.send(Array(silence.utf8), port: port)
+                let outcome = try await RawHTTPExchange.send(Array(silence.utf8), port: port, timeout: .seconds(30))
                 #expect(outcome.response.isEmpty)
                 #expect(outcome.closedByServer, "\(silence.debugDescription) was left open")
             }
-            let answered = try await RawHTTPExchange.send(Array("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".utf8), port: port)
+            let answered = try await RawHTTPExchange.send(
+                Array("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".utf8),
+                port: port,
+                timeout: .seconds(30)
+            )
             #expect(answered.response.hasPrefix("HTTP/1.1 200"))
             #expect(answered.closedByServer)
         }
