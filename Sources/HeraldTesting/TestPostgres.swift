@@ -100,6 +100,30 @@ public struct TestDatabase: Sendable {
     public let name: String
     public let conninfo: String
     public let client: PostgresClient
+
+    /// Runs `body` while the database refuses new connections (`ALLOW_CONNECTIONS false`, which binds
+    /// superusers too); connections already open keep working. Set from the cluster's `postgres`
+    /// database: a database cannot refuse connections from within itself.
+    public func refusingNewConnections<R: Sendable>(_ body: () async throws -> R) async throws -> R {
+        let admin = PostgresClient(
+            configuration: .init(conninfo: try PostgresConninfo.settingDatabase("postgres", in: conninfo), maximumConnections: 1),
+            logger: TestPostgres.testLogger
+        )
+        func allow(_ allowed: Bool) async throws {
+            try await admin.query(PostgresQuery(unsafeSQL: "ALTER DATABASE \"\(name)\" WITH ALLOW_CONNECTIONS \(allowed)"))
+        }
+        do {
+            try await allow(false)
+            let result = try await body()
+            try await allow(true)
+            await admin.shutdown()
+            return result
+        } catch {
+            try? await allow(true)
+            await admin.shutdown()
+            throw error
+        }
+    }
 }
 
 /// The server the test process uses, and the bookkeeping to create databases on it.

@@ -295,12 +295,47 @@ extension PushTests {
             try await withLiveServer(world) { port, hub, client in
                 let stream = try await TestStream.open(port: port, session: world.sessions["u1"]!)
                 let revoke = try await client.execute(uri: "/v1/users/u1/sessions", method: .delete, headers: jsonHeaders(bearer: Self.adminToken))
-                #expect(revoke.status == .ok || revoke.status == .noContent)
+                #expect(revoke.status == .ok)
+                #expect(try jsonObject(revoke)["revoked"] as? Int == 1)
                 let (_, code, reason) = try await stream.drainUntilClosed()
                 #expect(code == 1008)
                 #expect(reason == "session revoked")
                 let key = try await userKey(world, "u1")
                 try await eventually("the hub to forget the stream") { hub.connections(of: key).isEmpty }
+            }
+        }
+    }
+
+    /// The revocation's hint is lost (the listener is down and cannot reconnect): the heartbeat's
+    /// session check closes the stream anyway, at the first check that starts after the revocation.
+    @Test func aSessionRevokedWhileTheListenerIsDownClosesItsStreamWithinAHeartbeat() async throws {
+        try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+            let world = try await world(db, users: ["u1", "u2"])
+            defer { Task { await world.shutdown() } }
+            try await withLiveServer(world) { port, hub, _ in
+                let stream = try await TestStream.open(port: port, session: world.sessions["u1"]!)
+                let other = try await TestStream.open(port: port, session: world.sessions["u2"]!)
+                let listenerBackends = "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'herald-listener'"
+                #expect(try await world.query(listenerBackends).count == 1)
+                try await db.refusingNewConnections {
+                    try await world.query("SELECT pg_terminate_backend(pid) FROM (\(listenerBackends)) AS l")
+                    try await eventually("the listener to be gone") { try await world.query(listenerBackends).isEmpty }
+
+                    _ = try await SessionStore(client: db.client).revokeAll(userID: "u1")
+                    let checksBefore = hub.sessionChecksDone
+                    let (_, code, reason) = try await stream.drainUntilClosed()
+                    #expect(code == 1008)
+                    #expect(reason == "session revoked")
+                    // A check already under way may have read the session before it went; the next one
+                    // may not.
+                    #expect(hub.sessionChecksDone <= checksBefore + 2)
+                    #expect(try await world.query(listenerBackends).isEmpty, "the hint could have arrived")
+                    // The other user's session stands: its stream is still registered (and open: below).
+                    #expect(hub.connections(of: try await userKey(world, "u2")).count == 1)
+                }
+                // Once the listener is back, the hub resyncs the stream that remains open.
+                #expect(try await other.next()["type"] as? String == "resync")
+                await other.close()
             }
         }
     }

@@ -100,6 +100,7 @@ struct PushTests {
             return rounds
         }
 
+        @discardableResult
         func query(_ sql: String) async throws -> PostgresResult {
             try await db.client.query(PostgresQuery(unsafeSQL: sql))
         }

@@ -38,6 +38,7 @@ public final class LiveHub: Service, Sendable {
     /// committed between its `ready` and the listener's start.
     private let listening = Mutex(false)
     private let handled = Atomic<Int>(0)
+    private let sessionChecks = Atomic<Int>(0)
     private let channelURLs = Mutex<[Int64: String]>([:])
 
     private struct State {
@@ -153,6 +154,11 @@ public final class LiveHub: Service, Sendable {
         handled.load(ordering: .relaxed)
     }
 
+    /// Session checks of every open stream completed since start (tests count heartbeats with it).
+    var sessionChecksDone: Int {
+        sessionChecks.load(ordering: .relaxed)
+    }
+
     /// Open streams on this process.
     var count: Int {
         state.withLock { $0.connections.count }
@@ -201,8 +207,12 @@ public final class LiveHub: Service, Sendable {
         for await event in listener.events() {
             switch event {
             case .listening:
-                // After a reconnect, hints sent meanwhile are lost: streams must sync.
-                if listening { for connection in allConnections { connection.send(LiveEvent.resync) } }
+                // After a reconnect, hints sent meanwhile are lost: streams must sync, and sessions
+                // revoked meanwhile must end their streams now rather than at the next heartbeat.
+                if listening {
+                    for connection in allConnections { connection.send(LiveEvent.resync) }
+                    await checkSessions()
+                }
                 listening = true
                 self.listening.withLock { $0 = true }
                 openingsWake.signal()
@@ -229,12 +239,33 @@ public final class LiveHub: Service, Sendable {
             } catch {
                 logger.error("presence heartbeat failed", metadata: ["error": "\(String(reflecting: error))"])
             }
-            let now = Date()
-            for connection in allConnections where connection.sessionExpiresAt <= now {
-                connection.close(.policyViolation, reason: "session expired")
-            }
+            await checkSessions()
             try? await Task.sleep(for: settings.heartbeat)
         }
+    }
+
+    /// Closes (1008) every stream whose session has expired or is gone. A revocation also arrives as a
+    /// hint, but a hint can be lost — while the listener reconnects, when its queue overflows, or before
+    /// a new stream is registered — so every heartbeat asks the database about every open stream.
+    func checkSessions() async {
+        let now = Date()
+        var open: [LiveConnection] = []
+        for connection in allConnections where !connection.isClosing {
+            if connection.sessionExpiresAt <= now {
+                connection.close(.policyViolation, reason: "session expired")
+            } else {
+                open.append(connection)
+            }
+        }
+        do {
+            let live = try await sessions.liveSessions(among: open.map { ($0.user.id, $0.sessionHash) })
+            for connection in open where !live.contains(connection.sessionHash) {
+                connection.close(.policyViolation, reason: "session revoked")
+            }
+        } catch {
+            logger.error("could not check open streams' sessions", metadata: ["error": "\(String(reflecting: error))"])
+        }
+        sessionChecks.add(1, ordering: .relaxed)
     }
 
     /// Renews this node; if it had been taken for dead, records its open streams again.
@@ -301,8 +332,7 @@ public final class LiveHub: Service, Sendable {
             }
         case .sessionsRevoked(let userKey):
             let streams = connections(of: userKey)
-            guard let userID = streams.first?.user.id else { return }
-            let live = try await sessions.liveHashes(userID: userID, among: streams.map(\.sessionHash))
+            let live = try await sessions.liveSessions(among: streams.map { ($0.user.id, $0.sessionHash) })
             for connection in streams where !live.contains(connection.sessionHash) {
                 connection.close(.policyViolation, reason: "session revoked")
             }

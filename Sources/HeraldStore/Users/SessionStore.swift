@@ -97,12 +97,15 @@ public struct SessionStore: Sendable {
         try await client.query("DELETE FROM sessions WHERE expires_at <= now()").affectedRows
     }
 
-    /// Which of the given session-token hashes (lowercase hex) of the user are still live.
-    public func liveHashes(userID: String, among hashes: [String]) async throws -> Set<String> {
+    /// Which of the given sessions — each its user's id and the lowercase hex of its token's hash —
+    /// are still live (neither revoked nor expired). One statement for any number, on the primary key.
+    public func liveSessions(among sessions: [(userID: String, hash: String)]) async throws -> Set<String> {
+        guard !sessions.isEmpty else { return [] }
         let rows = try await client.query(
             """
-            SELECT encode(token_hash, 'hex') FROM sessions
-            WHERE user_id = \(userID) AND encode(token_hash, 'hex') = ANY(\(hashes)) AND expires_at > now()
+            SELECT q.hash FROM unnest(\(sessions.map(\.userID))::text[], \(sessions.map(\.hash))::text[]) AS q(user_id, hash)
+            JOIN sessions s ON s.user_id = q.user_id AND s.token_hash = decode(q.hash, 'hex')
+            WHERE s.expires_at > now()
             """
         )
         return Set(try rows.map { try $0.decode(String.self) })
