@@ -110,20 +110,18 @@ public struct PostgresCluster: Sendable {
 
     // MARK: - Setup
 
-    private func prepareDirectories() throws {
+    func prepareDirectories() throws {
         let manager = FileManager.default
+        // Parents get the usual permissions (the server user must traverse them); only the cluster's
+        // own directories are private.
         for path in [directory, socketDirectory] {
-            // Parents get the usual permissions (the server user must traverse them); only the
-            // cluster's own directories are private.
-            let parent = (path as NSString).deletingLastPathComponent
-            try manager.createDirectory(atPath: parent, withIntermediateDirectories: true)
-            if !manager.fileExists(atPath: path) {
-                try manager.createDirectory(atPath: path, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
-            }
-            if let runAs {
-                try changeOwner(path, to: runAs)
-            }
+            try manager.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         }
+        if !manager.fileExists(atPath: directory) {
+            try manager.createDirectory(atPath: directory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        }
+        if let runAs { try changeOwner(directory, to: runAs) }
+        try preparePrivateDirectory(socketDirectory)
         if let runAs {
             // The server user must be able to reach its directory through every parent.
             let probe = try run(["/usr/bin/test", "-w", directory], as: runAs)
@@ -137,6 +135,35 @@ public struct PostgresCluster: Sendable {
                 )
             }
         }
+    }
+
+    /// Creates the socket directory, or accepts the one there only if it is a real directory (not a
+    /// symbolic link) that we or the server's user own and nobody else may enter. The fallback under
+    /// `/tmp` has a name anyone can predict: another local user could have made it first, to read or
+    /// replace the socket.
+    private func preparePrivateDirectory(_ path: String) throws {
+        if mkdir(path, 0o700) != 0 && errno != EEXIST {
+            throw ClusterError(message: "cannot create the socket directory \(path): \(String(cString: strerror(errno)))")
+        }
+        var info = stat()
+        guard lstat(path, &info) == 0 else {
+            throw ClusterError(message: "cannot inspect the socket directory \(path): \(String(cString: strerror(errno)))")
+        }
+        let refusal = "refusing the socket directory \(path):"
+        guard info.st_mode & S_IFMT == S_IFDIR else {
+            throw ClusterError(message: "\(refusal) it is not a directory (a symbolic link?); remove it and start again")
+        }
+        var owners: Set<uid_t> = [geteuid()]
+        if let runAs, let account = getpwnam(runAs) { owners.insert(account.pointee.pw_uid) }
+        guard owners.contains(info.st_uid) else {
+            throw ClusterError(message: "\(refusal) it belongs to uid \(info.st_uid), not to this server; remove it and start again")
+        }
+        guard info.st_mode & 0o077 == 0 else {
+            throw ClusterError(
+                message: "\(refusal) its mode is \(String(info.st_mode & 0o777, radix: 8)), others may enter it; it must be 0700"
+            )
+        }
+        if let runAs { try changeOwner(path, to: runAs) }
     }
 
     private func initialize() throws {
@@ -216,7 +243,8 @@ public struct PostgresCluster: Sendable {
         guard let account = getpwnam(user) else {
             throw ClusterError(message: "no such user: \(user)")
         }
-        guard chown(path, account.pointee.pw_uid, account.pointee.pw_gid) == 0 else {
+        // lchown: a symbolic link put in the path's place must not hand its target to the user.
+        guard lchown(path, account.pointee.pw_uid, account.pointee.pw_gid) == 0 else {
             throw ClusterError(message: "cannot hand \(path) to \(user): errno \(errno)")
         }
     }
