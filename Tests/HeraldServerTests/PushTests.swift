@@ -533,6 +533,58 @@ struct PushTests {
         }
     }
 
+    /// One credential's secret no longer opens (here: a sealed value moved to another credential's row,
+    /// which the name sealed in with it forbids): it is listed as unreadable and its pushes fail with
+    /// that reason, while the other credential keeps pushing.
+    @Test func aCredentialThatDoesNotOpenIsListedAndTheOthersKeepPushing() async throws {
+        try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+            let otherTopic = "com.example.other"
+            let world = try await world(db, devices: ["u1": [Self.token(1)]])
+            defer { Task { await world.shutdown() } }
+            try await world.app().test(.router) { client in
+                let upload = try await client.execute(
+                    uri: "/v1/apns/credentials/other",
+                    method: .put,
+                    headers: jsonHeaders(bearer: Self.adminToken),
+                    body: ByteBuffer(
+                        bytes: try JSONSerialization.data(withJSONObject: [
+                            "type": "token", "environment": "sandbox", "topic": otherTopic, "key": Self.credentials.signingKeyPEM,
+                            "key_id": Self.credentials.keyID, "team_id": Self.credentials.teamID,
+                        ])
+                    )
+                )
+                #expect(upload.status == .created)
+                #expect(try jsonObject(upload)["status"] as? String == "ready")
+                let device = try await client.execute(
+                    uri: "/v1/me/devices/\(Self.token(2))",
+                    method: .put,
+                    headers: jsonHeaders(bearer: world.sessions["u2"]),
+                    body: ByteBuffer(string: #"{"environment":"sandbox","topic":"\#(otherTopic)"}"#)
+                )
+                #expect(device.status == .created)
+            }
+            try await world.query(
+                "UPDATE apns_credentials SET secret = (SELECT secret FROM apns_credentials WHERE name = 'main'), updated_at = now() WHERE name = 'other'"
+            )
+
+            try await world.send("hello", to: ["u1", "u2"])
+            try await world.drain()
+            #expect(world.mock.requests.map(\.deviceToken) == [Self.token(1)])
+            #expect(world.mock.requests.first?.status == 200)
+            let failures = try await PushStore(client: db.client).failures(limit: 10, before: nil)
+            #expect(failures.map(\.deviceToken) == [Self.token(2)])
+            #expect(failures.first?.reason == "APNs credential 'other' does not open with this server's secret key; upload it again")
+            #expect(failures.first?.tokenRemoved == false)
+
+            try await world.app().test(.router) { client in
+                let list = try await client.execute(uri: "/v1/apns/credentials", method: .get, headers: jsonHeaders(bearer: Self.adminToken))
+                let credentials = try #require(try jsonObject(list)["credentials"] as? [[String: Any]])
+                #expect(credentials.map { $0["name"] as? String } == ["main", "other"])
+                #expect(credentials.map { $0["status"] as? String } == ["ready", "unreadable"])
+            }
+        }
+    }
+
     @Test func goAwayMidBurstAndAHungStreamAreRetried() async throws {
         try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
             let tokens = (1...6).map(Self.token)

@@ -10,9 +10,15 @@ import Synchronization
 /// Credentials can change while Herald runs (`PUT /v1/apns/credentials/{name}`); `refresh()` compares
 /// the stored set's fingerprint (count and newest update) and rebuilds the clients when it moved.
 final class PushTransport: Sendable {
+    /// A stored credential, with its client — or, for one that cannot be used, why: its pushes fail
+    /// with that reason (listed among the failures) while the other credentials keep pushing.
     private struct Entry: Sendable {
         var info: APNsCredentialInfo
-        var client: APNsClient
+        var client: Result<APNsClient, Unusable>
+    }
+
+    private struct Unusable: Error {
+        var reason: String
     }
 
     private struct State: Sendable {
@@ -38,21 +44,33 @@ final class PushTransport: Sendable {
     func refresh() async throws {
         let fingerprint = try await store.fingerprint()
         guard state.withLock({ $0.fingerprint }) != fingerprint else { return }
+        let (usable, unreadable) = try await store.allWithSecrets()
+        // Usable credentials first: a push takes the first credential for its environment and topic.
         var entries: [Entry] = []
-        for credential in try await store.allWithSecrets() {
+        var broken: [Entry] = []
+        // Logged once per change of the stored set: refresh rebuilds nothing until it changes.
+        for credential in usable {
             do {
-                entries.append(Entry(info: credential.info, client: try makeClient(credential)))
+                entries.append(Entry(info: credential.info, client: .success(try makeClient(credential))))
             } catch {
                 logger.error("an APNs credential cannot be used", metadata: ["credential": "\(credential.info.name)", "error": "\(error)"])
+                let reason = "APNs credential '\(credential.info.name)' cannot be used: \(error)"
+                broken.append(Entry(info: credential.info, client: .failure(Unusable(reason: reason))))
             }
         }
+        for info in unreadable {
+            logger.error("an APNs credential cannot be opened; its pushes fail until it is uploaded again", metadata: ["credential": "\(info.name)"])
+            let reason = "APNs credential '\(info.name)' does not open with this server's secret key; upload it again"
+            broken.append(Entry(info: info, client: .failure(Unusable(reason: reason))))
+        }
+        entries += broken
         let old = state.withLock { state -> [Entry] in
             let old = state.entries
             state.entries = entries
             state.fingerprint = fingerprint
             return old
         }
-        for entry in old { await entry.client.shutdown() }
+        for case .success(let client) in old.map(\.client) { await client.shutdown() }
         if entries.isEmpty {
             logger.notice("no APNs credentials stored: pushes are written to the log, not sent (PUT /v1/apns/credentials/{name})")
         } else {
@@ -93,7 +111,14 @@ final class PushTransport: Sendable {
         }
         await withTaskGroup(of: [(Int, (result: APNsResult, elapsed: Duration))].self) { group in
             for (entry, indices) in shares {
-                let client = entries[entry].client
+                let client: APNsClient
+                switch entries[entry].client {
+                case .success(let usable):
+                    client = usable
+                case .failure(let unusable):
+                    for index in indices { results[index] = (APNsResult(outcome: .permanent, status: nil, reason: unusable.reason), .zero) }
+                    continue
+                }
                 let batch = indices.map { pushes[$0].push }
                 group.addTask { Array(zip(indices, await client.send(batch))) }
             }
@@ -109,7 +134,7 @@ final class PushTransport: Sendable {
             defer { state.entries = [] }
             return state.entries
         }
-        for entry in entries { await entry.client.shutdown() }
+        for case .success(let client) in entries.map(\.client) { await client.shutdown() }
     }
 
     private func makeClient(_ credential: APNsCredentialSecrets) throws -> APNsClient {

@@ -145,6 +145,7 @@ struct APNsController: Sendable {
         var certificateExpiresAt: String?
         var createdAt: String
         var updatedAt: String
+        var status: String
 
         init(_ info: APNsCredentialInfo) {
             name = info.name
@@ -156,10 +157,11 @@ struct APNsController: Sendable {
             certificateExpiresAt = info.certificateExpiresAt.map(RFC3339.string)
             createdAt = RFC3339.string(from: info.createdAt)
             updatedAt = RFC3339.string(from: info.updatedAt)
+            status = info.isReadable ? "ready" : "unreadable"
         }
 
         enum CodingKeys: String, CodingKey {
-            case name, type, environment, topic
+            case name, type, environment, topic, status
             case keyID = "key_id"
             case teamID = "team_id"
             case certificateExpiresAt = "certificate_expires_at"

@@ -18,6 +18,9 @@ public struct APNsCredentialInfo: Sendable, Equatable {
     public var certificateExpiresAt: Date?
     public var createdAt: Date
     public var updatedAt: Date
+    /// False when the stored secret does not open with this server's secret key (`HERALD_SECRET_KEY`
+    /// changed, or the row was altered): the credential cannot push until it is uploaded again.
+    public var isReadable = true
 
     public init(
         name: String,
@@ -80,15 +83,19 @@ public struct APNsCredentialStore: Sendable {
         return (try Self.decode(row), try row.decode(column: 9, as: Bool.self))
     }
 
+    /// Every credential, each marked readable or not (its secrets are opened to tell, then dropped).
     public func list() async throws -> [APNsCredentialInfo] {
-        try await client.query("SELECT \(Self.columns) FROM apns_credentials ORDER BY name").map(Self.decode)
+        try await client.query("SELECT \(Self.columns), secret, password FROM apns_credentials ORDER BY name").map { row in
+            var info = try Self.decode(row)
+            info.isReadable = (try? open(row, info)) != nil
+            return info
+        }
     }
 
     public func delete(_ name: String) async throws -> Bool {
         try await client.query("DELETE FROM apns_credentials WHERE name = \(name)").affectedRows > 0
     }
 
-    /// Every credential with its secrets opened, for the push transport.
     /// A value that changes whenever a credential is added, replaced or deleted: the number stored and
     /// the newest change, so that a caller polling it reloads the credentials only after a change.
     public func fingerprint() async throws -> String {
@@ -98,18 +105,33 @@ public struct APNsCredentialStore: Sendable {
         return "\(count)@\(newest?.timeIntervalSince1970 ?? 0)"
     }
 
-    public func allWithSecrets() async throws -> [APNsCredentialSecrets] {
+    /// Every credential with its secrets opened, for the push transport; those whose secrets do not
+    /// open are set apart (with `isReadable` false) rather than failing the rest.
+    public func allWithSecrets() async throws -> (usable: [APNsCredentialSecrets], unreadable: [APNsCredentialInfo]) {
         let rows = try await client.query("SELECT \(Self.columns), secret, password FROM apns_credentials ORDER BY name")
-        return try rows.map { row in
-            let info = try Self.decode(row)
-            let secret = try row.decode(column: 9, as: PostgresBytes.self)
-            let password = try row.decode(column: 10, as: PostgresBytes?.self)
-            return APNsCredentialSecrets(
-                info: info,
-                secret: try box.open(secret.bytes, context: "apns:\(info.name):secret"),
-                password: try password.map { String(decoding: try box.open($0.bytes, context: "apns:\(info.name):password"), as: UTF8.self) }
-            )
+        var usable: [APNsCredentialSecrets] = []
+        var unreadable: [APNsCredentialInfo] = []
+        for row in rows {
+            var info = try Self.decode(row)
+            if let (secret, password) = try? open(row, info) {
+                usable.append(APNsCredentialSecrets(info: info, secret: secret, password: password))
+            } else {
+                info.isReadable = false
+                unreadable.append(info)
+            }
         }
+        return (usable, unreadable)
+    }
+
+    /// Opens the secret and password of a row read with `columns, secret, password`. The name is
+    /// sealed in with them, so a value copied to another credential's row does not open.
+    private func open(_ row: PostgresRow, _ info: APNsCredentialInfo) throws -> (secret: [UInt8], password: String?) {
+        let secret = try row.decode(column: 9, as: PostgresBytes.self)
+        let password = try row.decode(column: 10, as: PostgresBytes?.self)
+        return (
+            try box.open(secret.bytes, context: "apns:\(info.name):secret"),
+            try password.map { String(decoding: try box.open($0.bytes, context: "apns:\(info.name):password"), as: UTF8.self) }
+        )
     }
 
     static let columns: PostgresQuery = "name, kind, environment, topic, key_id, team_id, certificate_expires_at, created_at, updated_at"
