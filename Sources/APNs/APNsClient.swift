@@ -88,6 +88,8 @@ public final class APNsClient: Sendable {
         self.authority = port == 443 ? host : "\(host):\(port)"
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.applicationProtocols = ["h2"]
+        // APNs requires TLS 1.2 or newer; refuse anything older rather than let a server negotiate down.
+        tls.minimumTLSVersion = .tlsv12
         tls.additionalTrustRoots = configuration.additionalTrustRootFiles.map { .file($0) }
         if case .certificate(let bundle) = authentication {
             tls.certificateChain = [.certificate(try NIOSSLCertificate(bytes: bundle.certificateDER, format: .der))]

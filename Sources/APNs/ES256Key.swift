@@ -10,7 +10,13 @@ public final class ES256Key: @unchecked Sendable {
 
     /// Loads an Apple `.p8` key: a PKCS#8 PEM holding a P-256 private key.
     public init(pem: String) throws(APNsCredentialError) {
-        guard let key = PEMBytes.read(pem, { bio in PEM_read_bio_PrivateKey(bio, nil, nil, nil) }) else {
+        // A password callback that refuses: without one, libssl asks for the password of an encrypted
+        // key on the terminal, blocking the calling thread.
+        guard let key = PEMBytes.read(pem, { bio in PEM_read_bio_PrivateKey(bio, nil, { _, _, _, _ in -1 }, nil) }) else {
+            ERR_clear_error()
+            if pem.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") || pem.contains("Proc-Type: 4,ENCRYPTED") {
+                throw .invalidKey("the key is encrypted; Apple's .p8 keys are not: upload the key as Apple issued it")
+            }
             throw .invalidKey("the key is not a PEM private key (an Apple .p8 file)")
         }
         guard EVP_PKEY_get_base_id(key) == EVP_PKEY_EC, Self.isP256(key) else {
@@ -58,7 +64,8 @@ public final class ES256PublicKey: @unchecked Sendable {
     private let key: OpaquePointer
 
     public init(pem: String) throws(APNsCredentialError) {
-        guard let key = PEMBytes.read(pem, { bio in PEM_read_bio_PUBKEY(bio, nil, nil, nil) }) else {
+        guard let key = PEMBytes.read(pem, { bio in PEM_read_bio_PUBKEY(bio, nil, { _, _, _, _ in -1 }, nil) }) else {
+            ERR_clear_error()
             throw .invalidKey("not a PEM public key")
         }
         self.key = key

@@ -17,13 +17,29 @@ public struct PKCS12Bundle: Sendable {
             var pointer: UnsafePointer<UInt8>? = buffer.baseAddress
             return d2i_PKCS12(nil, &pointer, buffer.count)
         }
-        guard let p12 else { throw .invalidCertificate("the data is not a PKCS#12 (.p12) file") }
+        guard let p12 else {
+            ERR_clear_error()
+            throw .invalidCertificate("the data is not a PKCS#12 (.p12) file")
+        }
         defer { PKCS12_free(p12) }
         var key: OpaquePointer?
         var certificate: OpaquePointer?
         guard PKCS12_parse(p12, password, &key, &certificate, nil) == 1 else {
             ERR_clear_error()
-            throw .invalidCertificate("the .p12 does not open with this password")
+            // The MAC checks the password alone; when it passes, what failed is the contents'
+            // encryption — RC2 or 3DES from older Keychain exports, which OpenSSL 3 leaves to its legacy
+            // provider.
+            guard Self.macVerifies(p12, password: password) else {
+                throw .invalidCertificate("the .p12 does not open with this password")
+            }
+            throw .invalidCertificate(
+                """
+                the .p12 opens with this password but is encrypted with a legacy algorithm (RC2 or 3DES, \
+                from an older Keychain export) that OpenSSL 3 does not enable; export it again with current \
+                algorithms: openssl pkcs12 -legacy -in old.p12 -nodes -out both.pem && openssl pkcs12 -export \
+                -in both.pem -out new.p12 (then delete both.pem)
+                """
+            )
         }
         defer {
             EVP_PKEY_free(key)
@@ -34,6 +50,15 @@ public struct PKCS12Bundle: Sendable {
         privateKeyDER = Self.der { i2d_PrivateKey(key, $0) }
         topic = Self.subjectUID(certificate)
         notAfter = Self.notAfter(certificate)
+    }
+
+    /// True when the bundle's integrity MAC checks with `password` (libssl's parse tries the empty
+    /// password both as "" and as none; so does this).
+    private static func macVerifies(_ p12: OpaquePointer, password: String) -> Bool {
+        defer { ERR_clear_error() }
+        guard PKCS12_mac_present(p12) == 1 else { return false }
+        if PKCS12_verify_mac(p12, password, -1) == 1 { return true }
+        return password.isEmpty && PKCS12_verify_mac(p12, nil, 0) == 1
     }
 
     private static func der(_ encode: (UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?) -> Int32) -> [UInt8] {

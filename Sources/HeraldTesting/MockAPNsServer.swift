@@ -65,19 +65,39 @@ public final class MockAPNsServer: Sendable {
 
     public var baseURL: String { "https://127.0.0.1:\(port)" }
 
+    /// How the mock presents itself in the TLS handshake; all but `standard` are for tests of a client
+    /// that must refuse it.
+    public enum Presentation: Sendable {
+        /// Its certificate names 127.0.0.1; TLS 1.2 or newer.
+        case standard
+        /// A certificate for `apns.wrong.example` (its trust root is that certificate).
+        case wrongHost
+        /// At most TLS 1.1.
+        case oldTLS
+    }
+
     /// Starts on a free loopback port. `maxConcurrentStreams` is announced in SETTINGS; `now` is the
     /// clock that judges a provider token's age.
     public static func start(
         authentication: Authentication,
         credentials: TestCredentials = .shared,
+        presentation: Presentation = .standard,
         maxConcurrentStreams: Int = 100,
         now: @escaping @Sendable () -> Date = Date.init
     ) async throws -> MockAPNsServer {
+        let (certificateFile, keyFile) =
+            presentation == .wrongHost
+            ? (credentials.wrongHostCertificateFile, credentials.wrongHostKeyFile)
+            : (credentials.serverCertificateFile, credentials.serverKeyFile)
         var tls = TLSConfiguration.makeServerConfiguration(
-            certificateChain: try NIOSSLCertificate.fromPEMFile(credentials.serverCertificateFile).map { .certificate($0) },
-            privateKey: .privateKey(try NIOSSLPrivateKey(file: credentials.serverKeyFile, format: .pem))
+            certificateChain: try NIOSSLCertificate.fromPEMFile(certificateFile).map { .certificate($0) },
+            privateKey: .privateKey(try NIOSSLPrivateKey(file: keyFile, format: .pem))
         )
         tls.applicationProtocols = ["h2"]
+        if presentation == .oldTLS {
+            tls.minimumTLSVersion = .tlsv1
+            tls.maximumTLSVersion = .tlsv11
+        }
         if case .certificate(let file) = authentication {
             tls.certificateVerification = .noHostnameVerification
             tls.trustRoots = .file(file)
@@ -110,7 +130,7 @@ public final class MockAPNsServer: Sendable {
             .get()
         let server = MockAPNsServer(
             port: channel.localAddress?.port ?? 0,
-            trustRootFile: credentials.serverCertificateFile,
+            trustRootFile: certificateFile,
             channel: channel,
             state: state,
             authentication: authentication,

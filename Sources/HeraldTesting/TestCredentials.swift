@@ -19,6 +19,15 @@ public struct TestCredentials: Sendable {
     public let certificateTopic = "com.example.herald.cert"
     /// The client certificate (PEM), which the mock trusts when checking client certificates.
     public let clientCertificateFile: String
+    /// A certificate (and its key) for another host name, `apns.wrong.example`: a client that trusts it
+    /// as a root must still refuse it from 127.0.0.1.
+    public let wrongHostCertificateFile: String
+    public let wrongHostKeyFile: String
+    /// `signingKeyPEM` encrypted with a password (PKCS#8 `ENCRYPTED PRIVATE KEY`), which Apple never
+    /// issues.
+    public let encryptedSigningKeyPEM: String
+    /// The `.p12` exported with the legacy algorithms (RC2, 3DES) of older Keychain exports, same password.
+    public let legacyP12: [UInt8]
 
     /// Made once per test process.
     public static let shared: TestCredentials = {
@@ -67,8 +76,33 @@ public struct TestCredentials: Sendable {
             ],
             in: directory
         )
+        wrongHostCertificateFile = directory + "/wrong-host.pem"
+        wrongHostKeyFile = directory + "/wrong-host-key.pem"
+        try Self.openssl(
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+                "-keyout", wrongHostKeyFile, "-out", wrongHostCertificateFile, "-subj", "/CN=apns.wrong.example",
+                "-addext", "subjectAltName=DNS:apns.wrong.example",
+            ],
+            in: directory
+        )
+        let encryptedKeyFile = directory + "/AuthKey-encrypted.p8"
+        try Self.openssl(
+            ["pkcs8", "-topk8", "-in", signingKeyFile, "-out", encryptedKeyFile, "-v2", "aes-256-cbc", "-passout", "pass:key-secret"],
+            in: directory
+        )
+        let legacyP12File = directory + "/client-legacy.p12"
+        try Self.openssl(
+            [
+                "pkcs12", "-export", "-legacy", "-inkey", clientKeyFile, "-in", clientCertificateFile, "-out", legacyP12File,
+                "-passout", "pass:p12-secret",
+            ],
+            in: directory
+        )
         signingKeyPEM = try String(contentsOfFile: signingKeyFile, encoding: .utf8)
+        encryptedSigningKeyPEM = try String(contentsOfFile: encryptedKeyFile, encoding: .utf8)
         p12 = Array(try Data(contentsOf: URL(fileURLWithPath: p12File)))
+        legacyP12 = Array(try Data(contentsOf: URL(fileURLWithPath: legacyP12File)))
     }
 
     private static func openssl(_ arguments: [String], in directory: String) throws {

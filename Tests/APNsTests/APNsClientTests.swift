@@ -1,4 +1,5 @@
 import APNs
+import COpenSSL
 import Foundation
 import HeraldTesting
 import NIOConcurrencyHelpers
@@ -206,6 +207,71 @@ struct APNsClientTests {
         await server.shutdown()
         #expect(refused.outcome == .transient)
         #expect(server.requests.count == 1)
+    }
+
+    /// The client sends nothing to a server it cannot trust: a certificate from no trusted root, one
+    /// for another host name, or a handshake below TLS 1.2.
+    @Test(arguments: ["untrusted", "wrong host", "TLS 1.1"])
+    func theClientRefusesAServerItCannotTrust(_ case: String) async throws {
+        let key = try ES256Key(pem: Self.credentials.signingKeyPEM)
+        let server = try await MockAPNsServer.start(
+            authentication: .token(publicKeyPEM: key.publicKeyPEM, keyID: Self.credentials.keyID, teamID: Self.credentials.teamID),
+            presentation: `case` == "wrong host" ? .wrongHost : `case` == "TLS 1.1" ? .oldTLS : .standard
+        )
+        let client = try APNsClient(
+            configuration: .init(
+                baseURL: server.baseURL,
+                additionalTrustRootFiles: `case` == "untrusted" ? [] : [server.trustRootFile],
+                timeout: .seconds(10)
+            ),
+            authentication: .token(ProviderTokenCache(key: key, keyID: Self.credentials.keyID, teamID: Self.credentials.teamID))
+        )
+        let result = await client.send(Self.push())
+        await client.shutdown()
+        await server.shutdown()
+        #expect(result.outcome == .transient)
+        #expect(result.status == nil)
+        #expect(server.requests.isEmpty)
+    }
+
+    /// The same server, trusted and as it should be, is accepted (the cases above fail for their reason).
+    @Test func theClientAcceptsTheServerWhenItIsTrusted() async throws {
+        let server = try await Self.tokenServer()
+        let client = try Self.client(server)
+        let result = await client.send(Self.push())
+        await client.shutdown()
+        await server.shutdown()
+        #expect(result.outcome == .delivered)
+    }
+
+    @Test func anEncryptedKeyIsRefusedWithoutAskingForItsPassword() {
+        // libssl's default would prompt on the terminal and block; the refusal comes back at once.
+        #expect(throws: APNsCredentialError.invalidKey("the key is encrypted; Apple's .p8 keys are not: upload the key as Apple issued it")) {
+            try ES256Key(pem: Self.credentials.encryptedSigningKeyPEM)
+        }
+        #expect(Self.credentials.encryptedSigningKeyPEM.contains("ENCRYPTED PRIVATE KEY"))
+        // Nothing is left in the thread's libssl error queue for the next caller to misread.
+        #expect(ERR_peek_error() == 0)
+    }
+
+    @Test func aWrongPasswordAndALegacyP12AreToldApart() throws {
+        let credentials = Self.credentials
+        #expect(throws: APNsCredentialError.invalidCertificate("the .p12 does not open with this password")) {
+            try PKCS12Bundle(bytes: credentials.legacyP12, password: "wrong")
+        }
+        do {
+            _ = try PKCS12Bundle(bytes: credentials.legacyP12, password: credentials.certificatePassword)
+            Issue.record("a legacy .p12 opened; OpenSSL's legacy provider is loaded in this process?")
+        } catch {
+            #expect(error.description.contains("legacy algorithm"))
+            #expect(error.description.contains("openssl pkcs12 -legacy -in old.p12"))
+        }
+        #expect(throws: APNsCredentialError.invalidCertificate("the data is not a PKCS#12 (.p12) file")) {
+            try PKCS12Bundle(bytes: Array("not a p12".utf8), password: "")
+        }
+        #expect(ERR_peek_error() == 0)
+        // The current export of the same certificate opens.
+        #expect(try PKCS12Bundle(bytes: credentials.p12, password: credentials.certificatePassword).topic == credentials.certificateTopic)
     }
 
     @Test func keysAreCheckedWhenLoaded() throws {

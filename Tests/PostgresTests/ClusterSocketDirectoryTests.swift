@@ -85,7 +85,9 @@ struct ClusterSocketDirectoryTests {
         try withFallbackCluster { cluster in
             #expect(mkdir(cluster.socketDirectory, 0o700) == 0)
             // An account that is neither us nor the server's user.
-            let stranger = try #require(["nobody", "daemon", "bin"].compactMap { (name: String) in getpwnam(name)?.pointee.pw_uid }.first { $0 != expectedOwner })
+            let stranger = try #require(
+                ["nobody", "daemon", "bin"].compactMap { (name: String) in getpwnam(name)?.pointee.pw_uid }.first { $0 != expectedOwner }
+            )
             #expect(chown(cluster.socketDirectory, stranger, 0) == 0)
             let message = try #require(refusal(cluster))
             #expect(message.contains("belongs to uid \(stranger)"))
