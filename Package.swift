@@ -260,7 +260,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PostgresTests",
-            dependencies: ["Postgres", "HeraldTesting"],
+            dependencies: ["Postgres", "HeraldTesting", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

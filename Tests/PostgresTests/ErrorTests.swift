@@ -1,4 +1,5 @@
 import HeraldTesting
+import Logging
 import Postgres
 import Testing
 
@@ -30,6 +31,20 @@ struct ErrorTests {
             #expect(error.description == "unique violation (SQLSTATE 23505)")
             #expect(!error.description.contains("secret_accounts"))
             #expect(!error.description.contains("a@example.com"))
+
+            // DETAIL quotes the row's value: logs carry it only at debug level.
+            #expect(error.detail?.contains("a@example.com") == true)
+            #expect(!error.debugDescription.contains("a@example.com"))
+            var logger = Logger(label: "test.errors")
+            for level in [Logger.Level.info, .notice, .warning, .error] {
+                logger.logLevel = level
+                #expect(!"\(logger.describe(error))".contains("a@example.com"), "at \(level)")
+                #expect("\(logger.describe(error))".contains("SQLSTATE 23505"))
+            }
+            for level in [Logger.Level.debug, .trace] {
+                logger.logLevel = level
+                #expect("\(logger.describe(error))".contains("DETAIL: Key (email)=(a@example.com) already exists."), "at \(level)")
+            }
         }
     }
 

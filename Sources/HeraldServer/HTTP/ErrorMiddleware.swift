@@ -27,17 +27,17 @@ struct ErrorMiddleware: RouterMiddleware {
         } catch let error as PostgresError where error.sqlState?.hasPrefix("22") == true {
             // Class 22 is "data exception": a value from the request that the database cannot hold (a
             // NUL character in text, a number out of range). The statement failed, nothing was written.
-            context.logger.info("request value refused by the database", metadata: ["error": "\(error.debugDescription)"])
+            context.logger.info("request value refused by the database", metadata: ["error": context.logger.describe(error)])
             throw APIError(
                 .badRequest,
                 code: "invalid_value",
                 message: "A value in the request cannot be stored (for example it contains a NUL character or is out of range)."
             )
         } catch let error as PostgresError where error.code == .connectionLost || error.code == .clientClosed {
-            context.logger.error("database unavailable", metadata: ["error": "\(error.debugDescription)"])
+            context.logger.error("database unavailable", metadata: ["error": context.logger.describe(error)])
             throw APIError.databaseUnavailable
         } catch {
-            context.logger.error("unhandled error", metadata: ["error": "\(String(reflecting: error))"])
+            context.logger.error("unhandled error", metadata: ["error": context.logger.describe(error)])
             throw APIError.internalError
         }
     }

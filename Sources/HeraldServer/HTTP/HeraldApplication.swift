@@ -59,7 +59,7 @@ public enum HeraldApplication {
     ) {
         let router = Router(context: HeraldRequestContext.self)
         router.add(middleware: RequestMetricsMiddleware())
-        router.add(middleware: LogRequestsMiddleware(.debug))
+        router.add(middleware: RequestLogMiddleware(level: .debug))
         router.add(middleware: ErrorMiddleware())
         let sessions = SessionStore(client: dependencies.client)
         let registry = RouteRegistry(

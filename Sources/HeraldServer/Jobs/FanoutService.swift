@@ -56,7 +56,7 @@ public struct FanoutService: Service {
                         }
                     } catch {
                         failures += 1
-                        logger.error("fan-out or folding batch failed; retrying", metadata: ["error": "\(String(reflecting: error))"])
+                        logger.error("fan-out or folding batch failed; retrying", metadata: ["error": logger.describe(error)])
                         try? await Task.sleep(for: FailureBackoff.delay(afterFailures: failures))
                         continue
                     }

@@ -1,4 +1,5 @@
 import Logging
+import Postgres
 import ServiceLifecycle
 
 /// The loop of a periodic background service: `work`, then wait `interval`, until graceful shutdown.
@@ -12,7 +13,7 @@ enum PeriodicWork {
                     try await work()
                 } catch {
                     if Task.isCancelled { return }
-                    logger.warning("\(name) failed", metadata: ["error": "\(String(reflecting: error))"])
+                    logger.warning("\(name) failed", metadata: ["error": logger.describe(error)])
                 }
                 try? await Task.sleep(for: interval)
             }

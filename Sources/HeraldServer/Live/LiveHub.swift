@@ -109,7 +109,7 @@ public final class LiveHub: Service, Sendable {
                 Gauge(label: "herald_stream_connections").record(count)
                 for connection in batch { connection.send(LiveEvent.ready(connectionID: connection.id, deviceID: connection.deviceID)) }
             } catch {
-                logger.error("could not record streams' presence", metadata: ["error": "\(String(reflecting: error))", "streams": "\(batch.count)"])
+                logger.error("could not record streams' presence", metadata: ["error": logger.describe(error), "streams": "\(batch.count)"])
                 for connection in batch { connection.close(.unexpectedServerError, reason: "presence unavailable") }
             }
             for connection in batch { connection.settlePresence() }
@@ -137,7 +137,7 @@ public final class LiveHub: Service, Sendable {
             try await presence.remove(node: node, stream: connection.presence, policy: settings.multiDevice)
         } catch {
             // The heartbeat re-records only open streams, and the row goes with the node at the latest.
-            logger.warning("could not remove a closed stream's presence", metadata: ["error": "\(String(reflecting: error))"])
+            logger.warning("could not remove a closed stream's presence", metadata: ["error": logger.describe(error)])
         }
     }
 
@@ -222,7 +222,7 @@ public final class LiveHub: Service, Sendable {
                     do {
                         try await self.handle(hint)
                     } catch {
-                        self.logger.error("live event failed; its streams must sync", metadata: ["error": "\(String(reflecting: error))"])
+                        self.logger.error("live event failed; its streams must sync", metadata: ["error": self.logger.describe(error)])
                     }
                 }
                 handled.add(1, ordering: .relaxed)
@@ -237,7 +237,7 @@ public final class LiveHub: Service, Sendable {
             do {
                 try await heartbeat()
             } catch {
-                logger.error("presence heartbeat failed", metadata: ["error": "\(String(reflecting: error))"])
+                logger.error("presence heartbeat failed", metadata: ["error": logger.describe(error)])
             }
             await checkSessions()
             try? await Task.sleep(for: settings.heartbeat)
@@ -263,7 +263,7 @@ public final class LiveHub: Service, Sendable {
                 connection.close(.policyViolation, reason: "session revoked")
             }
         } catch {
-            logger.error("could not check open streams' sessions", metadata: ["error": "\(String(reflecting: error))"])
+            logger.error("could not check open streams' sessions", metadata: ["error": logger.describe(error)])
         }
         sessionChecks.add(1, ordering: .relaxed)
     }

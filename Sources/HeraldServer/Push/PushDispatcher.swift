@@ -75,7 +75,7 @@ public struct PushDispatcher: Service {
                     if foundWork { continue }
                 } catch {
                     failures += 1
-                    logger.error("push round failed; retrying", metadata: ["error": "\(String(reflecting: error))"])
+                    logger.error("push round failed; retrying", metadata: ["error": logger.describe(error)])
                     try? await Task.sleep(for: FailureBackoff.delay(afterFailures: failures))
                     continue
                 }

@@ -35,6 +35,9 @@ public struct PushSettings: Sendable {
     public var badge = true
     public var badgeCap: Int?
     public var noDetailText = "You have a new notification"
+    /// Whether the logging transport (no credentials stored) logs each push's payload, not only its
+    /// type and size (`HERALD_PUSH_LOG_PAYLOADS`): payloads carry what users are told.
+    public var logPayloads = false
     /// Every APNs request's deadline.
     public var requestTimeout: Duration = .seconds(10)
 

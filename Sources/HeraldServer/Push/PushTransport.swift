@@ -89,13 +89,13 @@ final class PushTransport: Sendable {
         let entries = state.withLock { $0.entries }
         guard !entries.isEmpty else {
             return pushes.map { push, environment in
-                logger.info(
-                    "push (logging transport)",
-                    metadata: [
-                        "type": "\(push.pushType)", "topic": "\(push.topic)", "environment": "\(environment)",
-                        "payload": "\(String(decoding: push.payload, as: UTF8.self))",
-                    ]
-                )
+                // The payload holds what the user is told (an alert's text): logged only when asked.
+                var metadata: Logger.Metadata = [
+                    "type": "\(push.pushType)", "topic": "\(push.topic)", "environment": "\(environment)",
+                    "payload_bytes": "\(push.payload.count)",
+                ]
+                if settings.logPayloads { metadata["payload"] = "\(String(decoding: push.payload, as: UTF8.self))" }
+                logger.info("push (logging transport)", metadata: metadata)
                 return (APNsResult(outcome: .delivered, status: nil, reason: "logged: no APNs credentials"), .zero)
             }
         }

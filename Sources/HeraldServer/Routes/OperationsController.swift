@@ -2,6 +2,7 @@ import Foundation
 import HeraldStore
 import Hummingbird
 import Logging
+import Postgres
 import Prometheus
 
 /// `GET /healthz`, `GET /readyz` and `GET /metrics`.
@@ -31,7 +32,7 @@ struct OperationsController: Sendable {
         do {
             status = try await migrator.status()
         } catch {
-            context.logger.warning("readiness check failed", metadata: ["error": "\(String(reflecting: error))"])
+            context.logger.warning("readiness check failed", metadata: ["error": context.logger.describe(error)])
             throw APIError(.serviceUnavailable, code: "not_ready", message: "The database is unreachable.")
         }
         if !status.problems.isEmpty {

@@ -57,6 +57,8 @@ public struct HeraldConfiguration: Sendable {
     /// `HERALD_PUSH_BADGE_CAP`, `HERALD_PUSH_NO_DETAIL_TEXT`.
     public var appID = "herald"
     public var pushBadge = true
+    /// `HERALD_PUSH_LOG_PAYLOADS`: the logging transport logs payloads too.
+    public var logPushPayloads = false
     public var pushBadgeCap: Int?
     public var noDetailText = "You have a new notification"
     /// `--sql-dir` / `HERALD_SQL_DIR`: where the migration files are.
@@ -175,6 +177,10 @@ public struct HeraldConfiguration: Sendable {
         if let badge = value(nil, "HERALD_PUSH_BADGE") {
             guard ["on", "off"].contains(badge) else { throw ConfigurationError("HERALD_PUSH_BADGE must be on or off, got '\(badge)'") }
             configuration.pushBadge = badge == "on"
+        }
+        if let text = value(nil, "HERALD_PUSH_LOG_PAYLOADS") {
+            guard ["on", "off"].contains(text) else { throw ConfigurationError("HERALD_PUSH_LOG_PAYLOADS must be on or off, got '\(text)'") }
+            configuration.logPushPayloads = text == "on"
         }
         if let cap = try integer(nil, "HERALD_PUSH_BADGE_CAP") {
             guard cap >= 1 else { throw ConfigurationError("HERALD_PUSH_BADGE_CAP must be at least 1") }

@@ -177,6 +177,7 @@ public enum HeraldRuntime {
         pushSettings.multiDevice = configuration.stream.multiDevice
         pushSettings.appID = configuration.appID
         pushSettings.badge = configuration.pushBadge
+        pushSettings.logPayloads = configuration.logPushPayloads
         pushSettings.badgeCap = configuration.pushBadgeCap
         pushSettings.noDetailText = configuration.noDetailText
         let transport = PushTransport(store: APNsCredentialStore(client: client, box: secrets), settings: pushSettings, logger: logger)

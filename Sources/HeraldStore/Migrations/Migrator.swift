@@ -83,7 +83,7 @@ public struct Migrator: Sendable {
                     )
                 }
             } catch let error as PostgresError {
-                logger.error("migration failed", metadata: ["migration": "\(migration.name)", "error": "\(error.debugDescription)"])
+                logger.error("migration failed", metadata: ["migration": "\(migration.name)", "error": logger.describe(error)])
                 // The operator needs the server's reason to fix the file; this text goes to the log and
                 // the terminal, never to an HTTP client.
                 throw MigrationError.failed(name: migration.name, reason: error.serverMessage)

@@ -141,7 +141,7 @@ public final class PostgresClient: Service, Sendable {
         do {
             return try LibPQConnection.connect(conninfo: configuration.conninfo, applicationName: configuration.applicationName)
         } catch {
-            logger.warning("could not open a database connection", metadata: ["error": "\(String(reflecting: error))"])
+            logger.warning("could not open a database connection", metadata: ["error": logger.describe(error)])
             connectionClosed()
             throw error
         }

@@ -1,8 +1,8 @@
 /// An error raised by the database or by the connection to it.
 ///
 /// The `description` is safe to show to an HTTP client: it names the kind of failure and nothing of
-/// the schema, the query or the server's message. Logs should use `debugDescription`, which carries the
-/// SQLSTATE, the server message and its detail.
+/// the schema, the query or the server's message. Logs should use `Logger.describe(_:)`: the SQLSTATE
+/// and the server message, and the server's `DETAIL` (which can quote row values) at debug level only.
 public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
     /// The failure kinds callers branch on. Everything else is `.other`; inspect `sqlState` for more.
     public enum Code: String, Sendable, Equatable {
@@ -83,12 +83,17 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDeb
         return code.rawValue
     }
 
+    /// The kind, the SQLSTATE and the server's message; not its `DETAIL`.
     public var debugDescription: String {
         var text = "PostgresError(\(code.rawValue)"
         if let sqlState { text += ", SQLSTATE \(sqlState)" }
-        text += "): \(serverMessage)"
-        if let detail { text += " DETAIL: \(detail)" }
-        return text
+        return text + "): \(serverMessage)"
+    }
+
+    /// `debugDescription` with the server's `DETAIL`, for debug-level logs.
+    public var debugDescriptionWithDetail: String {
+        guard let detail else { return debugDescription }
+        return debugDescription + " DETAIL: \(detail)"
     }
 }
 

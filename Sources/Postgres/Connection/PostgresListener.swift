@@ -79,7 +79,7 @@ private struct ListenLoop: Sendable {
             } catch {
                 listener.logger.warning(
                     "LISTEN connection lost; reconnecting",
-                    metadata: ["error": "\(String(reflecting: error))", "retry_ms": "\(backoffMilliseconds)"]
+                    metadata: ["error": listener.logger.describe(error), "retry_ms": "\(backoffMilliseconds)"]
                 )
                 waitOrStop(milliseconds: backoffMilliseconds)
                 backoffMilliseconds = min(backoffMilliseconds * 2, 5_000)
