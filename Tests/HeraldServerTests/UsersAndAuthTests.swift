@@ -23,6 +23,37 @@ struct UsersAndAuthTests {
 
     func json(_ response: TestResponse) throws -> [String: Any] { try jsonObject(response) }
 
+    /// A request whose statement waits on a lock held elsewhere answers 503 once the pool's statement
+    /// timeout passes, instead of holding its connection; once the lock goes the same request succeeds.
+    @Test func aStuckStatementAnswers503AndFreesItsConnection() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            _ = try await UserStore(client: db.client).upsert(id: "erin", nickname: nil, profileURL: nil)
+            let session = try #require(try await SessionStore(client: db.client).create(userID: "erin", lifetime: 3600)).token.text
+            let client = PostgresClient(configuration: .init(conninfo: db.conninfo, maximumConnections: 2, statementTimeout: .milliseconds(300)))
+            defer { Task { await client.shutdown() } }
+            let dependencies = HeraldApplication.Dependencies(
+                client: client,
+                migrator: Migrator(client: client, migrations: try TestPostgres.repositoryMigrations()),
+                metricsRegistry: PrometheusCollectorRegistry(),
+                adminToken: Self.adminToken,
+                secrets: nil
+            )
+            try await Application(router: HeraldApplication.buildRouter(dependencies).router).test(.router) { http in
+                try await db.client.withTransaction { connection in
+                    try await connection.query("LOCK TABLE sessions IN ACCESS EXCLUSIVE MODE")
+                    let stuck = try await http.execute(uri: "/v1/me/unread", method: .get, headers: headers(session))
+                    #expect(stuck.status == .serviceUnavailable)
+                    #expect(try errorCode(stuck) == "database_timeout")
+                }
+                // Both pooled connections are usable again: two requests at once succeed.
+                async let first = http.execute(uri: "/v1/me/unread", method: .get, headers: headers(session))
+                async let second = http.execute(uri: "/v1/me/unread", method: .get, headers: headers(session))
+                #expect(try await first.status == .ok)
+                #expect(try await second.status == .ok)
+            }
+        }
+    }
+
     @Test func createThenUpdateKeepsUnsentFields() async throws {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
             try await application(db).test(.router) { client in

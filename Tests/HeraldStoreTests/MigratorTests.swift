@@ -33,6 +33,20 @@ struct MigratorTests {
         }
     }
 
+    /// A pool whose statements time out quickly still migrates (a migration may take long), and its
+    /// connection keeps the timeout afterwards.
+    @Test func migrationsLiftThePoolsStatementTimeoutForThemselves() async throws {
+        try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
+            let client = PostgresClient(configuration: .init(conninfo: db.conninfo, maximumConnections: 1, statementTimeout: .milliseconds(100)))
+            defer { Task { await client.shutdown() } }
+            let slow = Migration(name: "0001_slow", sql: "SELECT pg_sleep(0.3);\nCREATE TABLE slow (id int);")
+            #expect(try await Migrator(client: client, migrations: [slow]).migrate().applied == ["0001_slow"])
+            #expect(try await client.query("SHOW statement_timeout")[0].decode(String.self) == "100ms")
+            let error = try await #require(throws: PostgresError.self) { try await client.query("SELECT pg_sleep(0.3)") }
+            #expect(error.code == .queryCanceled)
+        }
+    }
+
     @Test func laterFilesApplyOnTopOfEarlierOnes() async throws {
         try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
             try await Migrator(client: db.client, migrations: [first]).migrate()

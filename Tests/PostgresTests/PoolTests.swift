@@ -58,6 +58,29 @@ struct PoolTests {
         }
     }
 
+    /// A statement past the pool's timeout is cancelled by the server and its connection serves the
+    /// next one; a transaction may lift the timeout for itself only.
+    @Test func statementsPastTheTimeoutAreCancelledAndTheConnectionGoesOn() async throws {
+        try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
+            let client = PostgresClient(configuration: .init(conninfo: db.conninfo, maximumConnections: 1, statementTimeout: .milliseconds(200)))
+            defer { Task { await client.shutdown() } }
+            let error = try await #require(throws: PostgresError.self) { try await client.query("SELECT pg_sleep(30)") }
+            #expect(error.code == .queryCanceled)
+            #expect(error.sqlState == "57014")
+            #expect(try await client.query("SELECT 1")[0].decode(Int.self) == 1)
+            let lifted = try await client.withTransaction { connection in
+                try await connection.query("SET LOCAL statement_timeout = 0")
+                return try await connection.query("SELECT true FROM pg_sleep(0.4)")[0].decode(Bool.self)
+            }
+            #expect(lifted)
+            #expect(try await client.query("SHOW statement_timeout")[0].decode(String.self) == "200ms")
+            // Without a timeout the server's own applies.
+            let plain = PostgresClient(configuration: .init(conninfo: db.conninfo, maximumConnections: 1))
+            defer { Task { await plain.shutdown() } }
+            #expect(try await plain.query("SHOW statement_timeout")[0].decode(String.self) == "0")
+        }
+    }
+
     @Test func leasesAfterShutdownFail() async throws {
         try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
             let client = PostgresClient(configuration: .init(conninfo: db.conninfo, maximumConnections: 1))

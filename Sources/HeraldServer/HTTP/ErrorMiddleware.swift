@@ -33,6 +33,14 @@ struct ErrorMiddleware: RouterMiddleware {
                 code: "invalid_value",
                 message: "A value in the request cannot be stored (for example it contains a NUL character or is out of range)."
             )
+        } catch let error as PostgresError where error.code == .queryCanceled {
+            // The statement ran past the pool's statement timeout (or the request was abandoned).
+            context.logger.error("database statement timed out", metadata: ["error": context.logger.describe(error)])
+            throw APIError(
+                .serviceUnavailable,
+                code: "database_timeout",
+                message: "The database did not answer in time; nothing was changed. Try again."
+            )
         } catch let error as PostgresError where error.code == .connectionLost || error.code == .clientClosed {
             context.logger.error("database unavailable", metadata: ["error": context.logger.describe(error)])
             throw APIError.databaseUnavailable

@@ -22,6 +22,9 @@ public struct HeraldConfiguration: Sendable {
     public var usesPGEnvironment: Bool = false
     /// `--db-pool-size` / `HERALD_DB_POOL_SIZE`.
     public var databasePoolSize: Int = 10
+    /// `HERALD_DB_STATEMENT_TIMEOUT`: the longest one statement of `herald serve` may run; `nil` (`0`)
+    /// for none.
+    public var databaseStatementTimeout: Duration? = .seconds(30)
     /// `HERALD_FANOUT_BATCH_SIZE`: users reached per transaction by an `audience: "all"` send.
     public var fanoutBatchSize: Int = 10_000
     /// `HERALD_CHANGE_RETENTION`: how long deleted notifications (and deleted channels, for channel
@@ -111,6 +114,12 @@ public struct HeraldConfiguration: Sendable {
         if let size = try integer(databasePoolSize, "HERALD_DB_POOL_SIZE") { configuration.databasePoolSize = size }
         guard (1...500).contains(configuration.databasePoolSize) else {
             throw ConfigurationError("the database pool size must be between 1 and 500")
+        }
+        if let text = environment["HERALD_DB_STATEMENT_TIMEOUT"], !text.isEmpty {
+            guard let timeout = Self.duration(text) else {
+                throw ConfigurationError("HERALD_DB_STATEMENT_TIMEOUT must be a duration such as 30s (0 for none), got '\(text)'")
+            }
+            configuration.databaseStatementTimeout = timeout == .zero ? nil : timeout
         }
         if let size = try integer(nil, "HERALD_FANOUT_BATCH_SIZE") { configuration.fanoutBatchSize = size }
         guard (1...100_000).contains(configuration.fanoutBatchSize) else {

@@ -117,7 +117,11 @@ public enum HeraldRuntime {
     ) async throws {
         let database = try await openDatabase(configuration, logger: logger)
         let client = PostgresClient(
-            configuration: .init(conninfo: database.conninfo, maximumConnections: configuration.databasePoolSize),
+            configuration: .init(
+                conninfo: database.conninfo,
+                maximumConnections: configuration.databasePoolSize,
+                statementTimeout: configuration.databaseStatementTimeout
+            ),
             logger: logger
         )
         let migrator: Migrator

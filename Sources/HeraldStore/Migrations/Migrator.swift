@@ -38,13 +38,20 @@ public struct Migrator: Sendable {
     @discardableResult
     public func migrate() async throws -> Report {
         try await client.withConnection { connection in
+            // Waiting for another process's migrations and building indexes may take longer than the
+            // pool's statement timeout allows a request; the connection's own is restored afterwards.
+            let timeout = try await connection.query("SELECT current_setting('statement_timeout')")[0].decode(String.self)
+            let restore: PostgresQuery = "SELECT set_config('statement_timeout', \(timeout), false)"
+            try await connection.query("SELECT set_config('statement_timeout', '0', false)")
             try await connection.query("SELECT pg_advisory_lock(\(Self.advisoryLockKey))")
             do {
                 let report = try await migrateLocked(connection)
                 try await connection.query("SELECT pg_advisory_unlock(\(Self.advisoryLockKey))")
+                try await connection.query(restore)
                 return report
             } catch {
                 _ = try? await connection.query("SELECT pg_advisory_unlock(\(Self.advisoryLockKey))")
+                _ = try? await connection.query(restore)
                 throw error
             }
         }

@@ -12,13 +12,25 @@ extension PostgresClient {
         /// batches under load (fewer round trips and backend wake-ups); more means more of the server's
         /// cores on them.
         public var pipelineConnections: Int
+        /// Each connection's `statement_timeout`: a statement running longer is cancelled by the
+        /// server (`PostgresError.Code.queryCanceled`), so that a stuck query — a lock never released,
+        /// a plan gone wrong — cannot hold a connection forever. `nil` keeps the server's setting. Work
+        /// that may legitimately take longer sets its own for its transaction (`SET LOCAL`).
+        public var statementTimeout: Duration?
 
-        public init(conninfo: String, maximumConnections: Int = 8, applicationName: String = "herald", pipelineConnections: Int? = nil) {
+        public init(
+            conninfo: String,
+            maximumConnections: Int = 8,
+            applicationName: String = "herald",
+            pipelineConnections: Int? = nil,
+            statementTimeout: Duration? = nil
+        ) {
             precondition(maximumConnections > 0, "a pool needs at least one connection")
             self.conninfo = conninfo
             self.maximumConnections = maximumConnections
             self.applicationName = applicationName
             self.pipelineConnections = min(maximumConnections, max(1, pipelineConnections ?? maximumConnections / 4))
+            self.statementTimeout = statementTimeout
         }
     }
 }

@@ -139,7 +139,18 @@ public final class PostgresClient: Service, Sendable {
     /// Opens a connection for a granted slot; blocks. A failure gives the slot back.
     func open() throws -> LibPQConnection {
         do {
-            return try LibPQConnection.connect(conninfo: configuration.conninfo, applicationName: configuration.applicationName)
+            let connection = try LibPQConnection.connect(conninfo: configuration.conninfo, applicationName: configuration.applicationName)
+            if let timeout = configuration.statementTimeout {
+                // The session's value from now on; a transaction's SET LOCAL returns to it when it ends.
+                let milliseconds = String(max(1, timeout.components.seconds * 1_000 + timeout.components.attoseconds / 1_000_000_000_000_000))
+                do {
+                    _ = try connection.execute("SELECT set_config('statement_timeout', \(milliseconds), false)")
+                } catch {
+                    connection.close()
+                    throw error
+                }
+            }
+            return connection
         } catch {
             logger.warning("could not open a database connection", metadata: ["error": logger.describe(error)])
             connectionClosed()
