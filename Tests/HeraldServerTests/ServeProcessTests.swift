@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import HeraldStore
 import HeraldTesting
 import NIOCore
 import NIOHTTP1
@@ -62,6 +63,7 @@ struct ServeProcessTests {
 
         let cluster = try PostgresCluster(directory: dataDirectory + "/postgres")
         #expect(cluster.isRunning)
+        try await expectOwnedByTheApplicationRole(cluster)
 
         // `herald migrate` beside a running server finds the schema current and leaves the cluster it
         // did not start running.
@@ -74,6 +76,64 @@ struct ServeProcessTests {
         herald.signal(SIGTERM)
         #expect(try await herald.waitForExit() == 0)
         #expect(!cluster.isRunning, "the embedded cluster must stop with Herald")
+    }
+
+    /// Herald's connections to the embedded database are the owner role's, which is no superuser and
+    /// owns every object in `public`.
+    func expectOwnedByTheApplicationRole(_ cluster: PostgresCluster) async throws {
+        let admin = PostgresClient(configuration: .init(conninfo: cluster.conninfo(database: "herald"), maximumConnections: 1))
+        defer { Task { await admin.shutdown() } }
+        let users = try await admin.query(
+            "SELECT DISTINCT usename FROM pg_stat_activity WHERE datname = 'herald' AND application_name = 'herald' AND pid <> pg_backend_pid()"
+        ).map { try $0.decode(String.self) }
+        #expect(users == ["herald_app"])
+        let role = try await admin.query("SELECT rolsuper, rolcreatedb, rolcreaterole FROM pg_roles WHERE rolname = 'herald_app'")
+        let (superuser, createsDatabases, createsRoles) = try #require(try role.first?.decode((Bool, Bool, Bool).self))
+        #expect(!superuser && !createsDatabases && !createsRoles)
+        #expect(
+            try await admin.query("SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = 'herald'")[0].decode(String.self) == "herald_app"
+        )
+        let others = try await admin.query(
+            """
+            SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE n.nspname = 'public' AND pg_get_userbyid(c.relowner) <> 'herald_app'
+            UNION ALL
+            SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+            WHERE n.nspname = 'public' AND pg_get_userbyid(p.proowner) <> 'herald_app'
+            """
+        ).map { try $0.decode(String.self) }
+        #expect(others.isEmpty, "owned by another role: \(others)")
+        #expect(try await admin.query("SELECT count(*) FROM pg_class WHERE relname = 'herald_schema_migrations'")[0].decode(Int.self) == 1)
+    }
+
+    /// A database an earlier version made while connecting as the superuser (it and its tables owned
+    /// by the superuser) is handed to the owner role at the next start, and served.
+    @Test func anEmbeddedDatabaseMadeAsTheSuperuserIsHandedToTheOwnerRole() async throws {
+        let dataDirectory = NSTemporaryDirectory() + "herald-serve-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: dataDirectory) }
+        let cluster = try PostgresCluster(directory: dataDirectory + "/postgres")
+        try await cluster.start()
+        let admin = PostgresClient(configuration: .init(conninfo: cluster.conninfo(database: "postgres"), maximumConnections: 1))
+        try await admin.query("CREATE DATABASE herald")
+        await admin.shutdown()
+        let old = PostgresClient(configuration: .init(conninfo: cluster.conninfo(database: "herald"), maximumConnections: 1))
+        try await Migrator(client: old, migrations: try TestPostgres.repositoryMigrations()).migrate()
+        try await old.query("CREATE TABLE kept (id int8 GENERATED ALWAYS AS IDENTITY, note text)")
+        try await old.query("INSERT INTO kept (note) VALUES ('from before')")
+        await old.shutdown()
+        try await cluster.stop()
+
+        let herald = try HeraldProcess(
+            arguments: ["serve", "--port", "0", "--data-dir", dataDirectory, "--sql-dir", TestPostgres.repositoryRoot() + "/sql"],
+            environment: ["HERALD_LOG_LEVEL": "info"]
+        )
+        let line = try await herald.waitForLine(containing: "Herald listening on")
+        let base = try #require(line.split(separator: " ").last.map(String.init))
+        #expect(try await get(base + "/readyz").status == 200)
+        #expect(herald.printed.contains { $0.contains("handed the database's objects to its owner role") })
+        try await expectOwnedByTheApplicationRole(cluster)
+        herald.signal(SIGTERM)
+        #expect(try await herald.waitForExit() == 0)
     }
 
     @Test func migrateCommandAppliesOnceThenReportsUpToDate() async throws {

@@ -268,29 +268,13 @@ public enum HeraldRuntime {
         let started = try await cluster.start()
         let created: Bool
         do {
-            created = try await createDatabaseIfMissing("herald", in: cluster, logger: logger)
+            created = try await EmbeddedDatabase.prepare(in: cluster, logger: logger)
         } catch {
             if started { try? await cluster.stop() }
             throw error
         }
         logger.info("embedded PostgreSQL is running", metadata: ["socket": "\(cluster.socketDirectory)", "started_now": "\(started)"])
-        return Database(conninfo: cluster.conninfo(database: "herald"), cluster: cluster, startedCluster: started, createdDatabase: created)
-    }
-
-    /// Returns true when the database had to be created.
-    static func createDatabaseIfMissing(_ name: String, in cluster: PostgresCluster, logger: Logger) async throws -> Bool {
-        let admin = PostgresClient(configuration: .init(conninfo: cluster.conninfo(database: "postgres"), maximumConnections: 1), logger: logger)
-        do {
-            let existing = try await admin.query("SELECT 1 FROM pg_database WHERE datname = \(name)")
-            if existing.isEmpty {
-                try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \"\(name)\""))
-            }
-            await admin.shutdown()
-            return existing.isEmpty
-        } catch {
-            await admin.shutdown()
-            throw error
-        }
+        return Database(conninfo: EmbeddedDatabase.conninfo(cluster), cluster: cluster, startedCluster: started, createdDatabase: created)
     }
 
     /// With the embedded default and no `HERALD_ADMIN_TOKEN`, generates a token once, keeps it in the

@@ -13,7 +13,8 @@ import NIOPosix
 /// for a Unix socket, in which case a directory under `/tmp` derived from the path is used) and
 /// `postgres.log`.
 public struct PostgresCluster: Sendable {
-    /// The superuser `initdb` creates, and the user Herald connects as.
+    /// The superuser `initdb` creates. Herald's server connects as a role of its own that owns its
+    /// database (see `HeraldServer`'s `EmbeddedDatabase`); tests connect as the superuser.
     public static let superuser = "herald"
     public static let port = 5432
 
@@ -45,9 +46,10 @@ public struct PostgresCluster: Sendable {
         return "/tmp/herald-pg-\(String(hash, radix: 36))"
     }
 
-    /// A libpq connection string for one of the cluster's databases.
-    public func conninfo(database: String = "postgres") -> String {
-        "host='\(socketDirectory)' port=\(Self.port) user=\(Self.superuser) dbname='\(database)'"
+    /// A libpq connection string for one of the cluster's databases, as `user` (the superuser unless
+    /// given).
+    public func conninfo(database: String = "postgres", user: String = superuser) -> String {
+        "host='\(socketDirectory)' port=\(Self.port) user=\(user) dbname='\(database)'"
     }
 
     public var isInitialized: Bool {
