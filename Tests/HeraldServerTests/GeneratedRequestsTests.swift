@@ -20,6 +20,21 @@ import Testing
 struct GeneratedRequestsTests {
     static let adminToken = "test-admin-token-generated-0123456789"
     static let device = String(repeating: "ab", count: 32)
+    /// The key sealing APNs credentials (`HERALD_SECRET_KEY`).
+    static let secretKeyHex = Hex.encode(SecureRandom.bytes(32))
+
+    /// What no answer may ever carry: the admin token, the secret key, the sessions the test holds
+    /// (issued once, never to be shown again), and the uploaded credentials' secrets — a line of the
+    /// `.p8` key, a stretch of the `.p12` as uploaded, the `.p12`'s password.
+    static func secrets(_ fixtures: Fixtures) -> [String] {
+        let credentials = TestCredentials.shared
+        let keyLine = credentials.signingKeyPEM.split(separator: "\n").dropFirst().first.map(String.init) ?? credentials.signingKeyPEM
+        let p12 = Data(credentials.p12).base64EncodedString()
+        return [
+            adminToken, secretKeyHex, fixtures.session, fixtures.otherSession, keyLine, String(p12.dropFirst(40).prefix(40)),
+            credentials.certificatePassword,
+        ]
+    }
 
     @Test(arguments: [UInt64(0x4845_5241_4C44), 20_261_123])
     func requestsGeneratedFromTheDocumentNeverFailTheServer(seed: UInt64) async throws {
@@ -53,7 +68,7 @@ struct GeneratedRequestsTests {
                             status: status,
                             contentType: response.headers[.contentType],
                             body: text,
-                            secrets: [Self.adminToken]
+                            secrets: Self.secrets(fixtures)
                         ) {
                             failures.append("\(problem) — \(status) \(text.prefix(300)) for \(request)")
                         }
@@ -127,6 +142,95 @@ struct GeneratedRequestsTests {
         }
     }
 
+    /// Authorization, as the document states it: every operation, each sent valid but for its
+    /// credentials — none, malformed, an expired session, the user's session, another user's session,
+    /// the admin token — gets the answer its `security` calls for. Admin routes refuse every session
+    /// (403 for a live one); user routes refuse the admin token; another user's session acts on that
+    /// user's data only, never the first user's.
+    @Test func everyOperationAnswersEachCredentialAsItsSecuritySays() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            try await Self.server(db).test(.live) { client in
+                let fixtures = try await Self.makeFixtures(client)
+                let admin = jsonHeaders(bearer: Self.adminToken)
+                let other = try #require(
+                    try jsonObject(try await client.execute(uri: "/v1/users/u1/sessions", method: .post, headers: admin))["token"] as? String
+                )
+                let expired = try #require(
+                    try jsonObject(try await client.execute(uri: "/v1/users/me/sessions", method: .post, headers: admin))["token"] as? String
+                )
+                let expiredHash = PostgresBytes(try #require(SessionToken(parsing: expired)).hash)
+                let aged = try await db.client.query(
+                    "UPDATE sessions SET expires_at = now() - interval '1 second' WHERE user_id = 'me' AND token_hash = \(expiredHash)"
+                )
+                #expect(aged.affectedRows == 1)
+                #expect(try await client.execute(uri: "/v1/me/unread", method: .get, headers: jsonHeaders(bearer: expired)).status == .unauthorized)
+                #expect(try await client.execute(uri: "/v1/me/unread", method: .get, headers: jsonHeaders(bearer: fixtures.session)).status == .ok)
+
+                var generator = try OpenAPIRequestGenerator(
+                    documentPath: TestPostgres.repositoryRoot() + "/openapi.yaml",
+                    seed: 0xA17,
+                    pools: fixtures.pools,
+                    credentials: [:]
+                )
+                let operations = generator.operations
+                #expect(operations.count >= 40)
+                enum Credential: String, CaseIterable {
+                    case none, malformed, expired
+                    case otherUser = "another user's session"
+                    case user = "the user's session"
+                    case admin
+                }
+                // The order matters only in that the admin token goes last: its deletes may remove fixtures.
+                let columns: [(Credential, String?)] = [
+                    (.none, nil), (.malformed, "Bearer not-a-session-token"), (.expired, "Bearer \(expired)"), (.otherUser, "Bearer \(other)"),
+                    (.user, "Bearer \(fixtures.session)"), (.admin, "Bearer \(Self.adminToken)"),
+                ]
+                var mismatches: [String] = []
+                var before: [String] = []
+                for (credential, authorization) in columns {
+                    if credential == .otherUser { before = try await Self.snapshot(of: "me", db) }
+                    // A device token registered again moves to the new user (APNs tokens follow the
+                    // device's current user): with another user's session it goes last, after the check.
+                    let ordered = operations.filter { $0.id != "registerDevice" } + operations.filter { $0.id == "registerDevice" }
+                    for operation in ordered {
+                        if credential == .otherUser, operation.id == "registerDevice" {
+                            let after = try await Self.snapshot(of: "me", db)
+                            let changed = Set(after).symmetricDifference(before)
+                            #expect(changed.isEmpty, "another user's session changed the user's rows: \(changed.sorted().prefix(10))")
+                        }
+                        var request = generator.validRequest(for: operation)
+                        if let authorization { request.headers["Authorization"] = authorization }
+                        let response = try await Self.send(request, with: client)
+                        let status = Int(response.status.code)
+                        let refused = status == 401 || status == 403
+                        let expected: String?
+                        switch (operation.schemes.first, credential) {
+                        case (nil, _): expected = refused ? "an answer for anyone" : nil
+                        case ("admin", .admin): expected = refused ? "the admin's answer" : nil
+                        case ("admin", .user), ("admin", .otherUser): expected = status == 403 ? nil : "403"
+                        case ("admin", _): expected = status == 401 ? nil : "401"
+                        case (_, .user), (_, .otherUser): expected = refused ? "the user's answer" : nil
+                        default: expected = status == 401 ? nil : "401"
+                        }
+                        if let expected {
+                            mismatches.append("\(operation.id) with \(credential.rawValue): \(status), expected \(expected) — \(request)")
+                        }
+                        if let problem = Self.problem(
+                            status: status,
+                            contentType: response.headers[.contentType],
+                            body: String(buffer: response.body),
+                            secrets: Self.secrets(fixtures) + [other, expired]
+                        ), status != 426 {
+                            mismatches.append("\(operation.id) with \(credential.rawValue): \(problem)")
+                        }
+                    }
+                }
+                #expect(mismatches.isEmpty, "\(mismatches.count) answers off the document: \(mismatches.prefix(15).joined(separator: "\n"))")
+                #expect(Set(operations.compactMap(\.schemes.first)) == ["admin", "session"])
+            }
+        }
+    }
+
     /// Every row of the user's in every per-user table, as text.
     static func snapshot(of user: String, _ db: TestDatabase) async throws -> [String] {
         let key = try #require(try await db.client.query("SELECT key FROM users WHERE id = \(user)").first?.decode(Int64.self))
@@ -148,7 +252,7 @@ struct GeneratedRequestsTests {
 
     /// Herald on the test database, served over real HTTP (with a key for APNs credentials).
     static func server(_ db: TestDatabase) throws -> some ApplicationProtocol {
-        let box = try SecretBox(hexKey: Hex.encode(SecureRandom.bytes(32)))
+        let box = try SecretBox(hexKey: secretKeyHex)
         let dependencies = try heraldDependencies(db, adminToken: adminToken, secrets: box)
         return HeraldApplication.build(dependencies, host: "127.0.0.1", port: 0, logger: Logger(label: "test.generated"), services: [])
     }
@@ -183,6 +287,8 @@ struct GeneratedRequestsTests {
 
     struct Fixtures {
         var session: String
+        /// A session of another user (`u2`), never used by the requests.
+        var otherSession: String
         var pools: [String: [Any]]
     }
 
@@ -195,6 +301,9 @@ struct GeneratedRequestsTests {
         }
         let session = try await client.execute(uri: "/v1/users/me/sessions", method: .post, headers: admin)
         let token = try #require(try jsonObject(session)["token"] as? String)
+        let otherSession = try #require(
+            try jsonObject(try await client.execute(uri: "/v1/users/u2/sessions", method: .post, headers: admin))["token"] as? String
+        )
         let id = try await restore(client)
         let registered = try await client.execute(
             uri: "/v1/me/devices/\(device)",
@@ -238,13 +347,17 @@ struct GeneratedRequestsTests {
                 [
                     "type": "token", "environment": "production", "topic": "com.example.app", "key": credentials.signingKeyPEM,
                     "key_id": credentials.keyID, "team_id": credentials.teamID,
-                ]
+                ],
+                [
+                    "type": "certificate", "environment": "production", "p12": Data(credentials.p12).base64EncodedString(),
+                    "password": credentials.certificatePassword,
+                ],
             ],
             "putAPNsCredential.type": ["token"], "putAPNsCredential.key": [credentials.signingKeyPEM],
             "key_id": [credentials.keyID], "team_id": [credentials.teamID], "environment": ["sandbox", "production"],
         ]
         pointPools(&pools, at: id)
-        return Fixtures(session: token, pools: pools)
+        return Fixtures(session: token, otherSession: otherSession, pools: pools)
     }
 
     /// Points the pools that name a notification at `ids` (the session user's).

@@ -148,6 +148,33 @@ struct OpenAPIRequestGenerator {
         return GeneratedRequest(operation: operation.id, method: operation.method, uri: uri, headers: headers, body: body)
     }
 
+    /// A request the document calls valid in every part but its credentials, which it leaves out: path
+    /// and required parameters from the pools (else drawn valid), an example body for operations that
+    /// have one, else a valid body when the operation takes one.
+    mutating func validRequest(for operation: Operation) -> GeneratedRequest {
+        operationID = operation.id
+        var headers: [String: String] = [:]
+        var path = operation.path
+        var query: [String] = []
+        for parameter in operation.parameters {
+            guard let name = parameter["name"] as? String, let location = parameter["in"] as? String else { continue }
+            let schema = (parameter["schema"]).flatMap { resolve($0) as? [String: Any] } ?? [:]
+            let value = pool(name).map { text($0[0]) } ?? text(validValue(schema: schema, name: name, depth: 0))
+            switch location {
+            case "path": path = path.replacingOccurrences(of: "{\(name)}", with: percentEncoded(value))
+            case "query" where parameter["required"] as? Bool ?? false: query.append("\(name)=\(percentEncoded(value))")
+            default: continue
+            }
+        }
+        var body: [UInt8]?
+        if let schema = operation.bodySchema {
+            body = json(pool("body").map { $0[0] } ?? validValue(schema: schema, name: nil, depth: 0))
+            headers["Content-Type"] = "application/json"
+        }
+        let uri = query.isEmpty ? path : path + "?" + query.joined(separator: "&")
+        return GeneratedRequest(operation: operation.id, method: operation.method, uri: uri, headers: headers, body: body)
+    }
+
     private mutating func authenticate(_ operation: Operation, headers: inout [String: String]) {
         guard let scheme = operation.schemes.first else { return }
         switch Double.random(in: 0..<1, using: &random) {
