@@ -118,4 +118,9 @@ public enum LiveHint: Sendable, Equatable {
     var query: PostgresQuery {
         "SELECT pg_notify(\(Self.channel), \(payload))"
     }
+
+    /// The statement that sends the hint only when `condition` holds (evaluated in the same transaction).
+    func query(when condition: PostgresQuery) -> PostgresQuery {
+        "SELECT pg_notify(\(Self.channel), \(payload)) WHERE \(condition)"
+    }
 }

@@ -317,6 +317,12 @@ extension PushTests {
                 let other = try await TestStream.open(port: port, session: world.sessions["u2"]!)
                 let listenerBackends = "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'herald-listener'"
                 #expect(try await world.query(listenerBackends).count == 1)
+                // Every pooled connection open before new ones are refused, so that the hub and the
+                // test go on working through the window (the pool holds at most four).
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for _ in 0..<4 { group.addTask { try await db.client.query("SELECT pg_sleep(0.2)") } }
+                    try await group.waitForAll()
+                }
                 try await db.refusingNewConnections {
                     try await world.query("SELECT pg_terminate_backend(pid) FROM (\(listenerBackends)) AS l")
                     try await eventually("the listener to be gone") { try await world.query(listenerBackends).isEmpty }

@@ -13,7 +13,8 @@ extension CollectionStore {
         // `stateQuery`).
         let results = try await client.transaction([
             """
-            WITH marked AS (
+            WITH old AS (SELECT opened FROM channel_states WHERE user_key = \(userKey) AND channel_key = \(channelKey)),
+            marked AS (
                 UPDATE notification_recipients SET status = \(CollectionItem.Status.read), change_xid = \(ChangePositionSQL.currentTransactionID), read_at = now()
                 WHERE user_key = \(userKey) AND channel_key = \(channelKey) AND status < \(CollectionItem.Status.read) AND NOT deleted
                     AND (\(ids)::int8[] IS NULL OR notification_id = ANY(\(ids)))
@@ -24,12 +25,24 @@ extension CollectionStore {
             ON CONFLICT (user_key, channel_key) DO UPDATE SET
                 unread_adjustment = s.unread_adjustment + EXCLUDED.unread_adjustment, \(Self.openedSQL),
                 last_read_at = CASE WHEN \(ids == nil) THEN greatest(s.last_read_at, now()) ELSE s.last_read_at END
+            RETURNING \(Self.recordChange("(SELECT count(*) FROM marked) > 0 OR \(ids)::int8[] IS NULL OR NOT coalesce((SELECT opened FROM old), false)"))
             """,
-            LiveHint.channelState(userKey: userKey, channelKey: channelKey).query,
+            LiveHint.channelState(userKey: userKey, channelKey: channelKey).query(when: Self.changeRecorded),
             Self.stateQuery(userKey: userKey, channelKey: channelKey),
         ])
         return try Self.decodeState(results[2].first!)
     }
+
+    /// A mark's write records whether it changed anything the user's streams show, for the hint that
+    /// follows it in the same transaction (`changeRecorded`): a mark that changes nothing — seen at a
+    /// time already passed, read of copies already read — wakes no stream. Its `condition` reads the
+    /// state the statement started from (`old`); state only moves forward, so a stale read can only
+    /// send a hint too many, never miss one. (A read of everything always moves `last_read_at`.)
+    static func recordChange(_ condition: PostgresQuery) -> PostgresQuery {
+        "set_config('herald.mark_changed', (\(condition))::text, true)"
+    }
+
+    static let changeRecorded: PostgresQuery = "current_setting('herald.mark_changed', true) = 'true'"
 
     /// The channel state as a statement after the caller's write sees it. Not the write's own
     /// `RETURNING`: a write that waited for a folding batch's row lock continues with the row as that
@@ -48,11 +61,13 @@ extension CollectionStore {
     public func markSeen(userKey: Int64, channelKey: Int64, at: Date) async throws -> ChannelState {
         let results = try await client.transaction([
             """
+            WITH old AS (SELECT opened, last_seen_at FROM channel_states WHERE user_key = \(userKey) AND channel_key = \(channelKey))
             INSERT INTO channel_states AS s (user_key, channel_key, last_seen_at, opened, opened_xid)
             VALUES (\(userKey), \(channelKey), \(at), true, \(ChangePositionSQL.currentTransactionID))
             ON CONFLICT (user_key, channel_key) DO UPDATE SET last_seen_at = greatest(s.last_seen_at, EXCLUDED.last_seen_at), \(Self.openedSQL)
+            RETURNING \(Self.recordChange("NOT coalesce((SELECT opened AND last_seen_at >= \(at) FROM old), false)"))
             """,
-            LiveHint.channelState(userKey: userKey, channelKey: channelKey).query,
+            LiveHint.channelState(userKey: userKey, channelKey: channelKey).query(when: Self.changeRecorded),
             Self.stateQuery(userKey: userKey, channelKey: channelKey),
         ])
         return try Self.decodeState(results[2].first!)
