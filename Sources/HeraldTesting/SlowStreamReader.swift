@@ -85,6 +85,24 @@ public final class SlowStreamReader: @unchecked Sendable {
         return frames
     }
 
+    /// Sends `count` pings (125-byte payloads, masked as a client must) without reading the pongs;
+    /// returns how many went out before the connection refused more (blocking).
+    public func sendPings(_ count: Int) -> Int {
+        let mask: [UInt8] = [0x12, 0x34, 0x56, 0x78]
+        let payload = (0..<125).map { UInt8($0 & 0x7F) ^ mask[$0 % 4] }
+        let frame: [UInt8] = [0x89, 0x80 | 125] + mask + payload
+        var batch: [UInt8] = []
+        for _ in 0..<count { batch += frame }
+        var offset = 0
+        while offset < batch.count {
+            let written = batch[offset...].withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if written < 0 && errno == EINTR { continue }
+            guard written > 0 else { break }
+            offset += written
+        }
+        return offset / frame.count
+    }
+
     /// False at end of stream (or a reset, which is how a cut connection may end).
     private func readSome() throws -> Bool {
         var chunk = [UInt8](repeating: 0, count: 65_536)

@@ -530,4 +530,63 @@ extension PushTests {
             }
         }
     }
+
+    /// A client that pings without reading the pongs fills its queue like a slow reader of events,
+    /// and is closed the same way (1013), its queue within the bound.
+    @Test func pingsWithoutReadingThePongsCloseTheStream() async throws {
+        try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+            let world = try await world(db, users: ["u1"])
+            defer { Task { await world.shutdown() } }
+            let limit = 8 * 1024
+            try await withLiveServer(
+                world,
+                configure: {
+                    $0.queueBytes = limit
+                    $0.closeGrace = .seconds(1)
+                }
+            ) { port, hub, _ in
+                let reader = try SlowStreamReader(port: port, session: world.sessions["u1"]!)
+                let key = try await userKey(world, "u1")
+                try await eventually("the stream to register") { !hub.connections(of: key).isEmpty }
+                let connection = try #require(hub.connections(of: key).first)
+                var sent = 0
+                while !connection.isClosing {
+                    // Kernel buffers take a few megabytes before the server's writes wait at all.
+                    try #require(sent < 1_000_000, "the pinging client was never disconnected")
+                    let batch = await Task.detached { reader.sendPings(2_000) }.value
+                    sent += batch
+                    if batch < 2_000 { break }  // the server cut the connection
+                }
+                try await eventually("the stream to close") { connection.isClosing }
+                #expect(connection.peakQueuedBytes <= limit)
+                let frames = try await Task.detached { try reader.drain() }.value
+                #expect(frames.last?.closeCode == 1013)
+                #expect(frames.filter { $0.opcode == 0xA }.count < sent)  // not every ping was answered
+            }
+        }
+    }
+
+    /// Past the per-user limit, a new stream closes the user's oldest; other users are untouched.
+    @Test func aNewStreamPastTheUsersLimitClosesTheOldest() async throws {
+        try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+            let world = try await world(db, users: ["u1", "u2"])
+            defer { Task { await world.shutdown() } }
+            try await withLiveServer(world, configure: { $0.maximumStreamsPerUser = 2 }) { port, hub, _ in
+                let other = try await TestStream.open(port: port, session: world.sessions["u2"]!)
+                let first = try await TestStream.open(port: port, session: world.sessions["u1"]!)
+                let second = try await TestStream.open(port: port, session: world.sessions["u1"]!)
+                let third = try await TestStream.open(port: port, session: world.sessions["u1"]!)
+                let (_, code, reason) = try await first.drainUntilClosed()
+                #expect(code == 1008)
+                #expect(reason == "too many streams")
+                let key = try await userKey(world, "u1")
+                try await eventually("the hub to hold two streams of u1") { hub.connections(of: key).count == 2 }
+                try await world.send("still here", to: ["u1", "u2"])
+                for stream in [second, third, other] {
+                    #expect(try await stream.next(type: "notification.created")["channel_url"] as? String == "feed")
+                }
+                for stream in [second, third, other] { await stream.close() }
+            }
+        }
+    }
 }

@@ -42,7 +42,7 @@ final class LiveChannelHandler: ChannelInboundHandler, RemovableChannelHandler {
                 context.close(promise: nil)
                 return
             }
-            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)), promise: nil)
+            connection.pong(frame.unmaskedData)
         default:
             // Pongs only prove the peer is there; the stream has nothing for clients to send.
             break

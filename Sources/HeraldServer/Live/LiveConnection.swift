@@ -62,7 +62,18 @@ final class LiveConnection: Sendable {
     /// what waits for the socket past the bound — the stream then closes as a slow consumer.
     @discardableResult
     func send(_ text: String) -> Bool {
-        let size = text.utf8.count
+        write(WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(string: text)), size: text.utf8.count)
+    }
+
+    /// Answers the client's ping, counted like an event: a client that pings without reading fills
+    /// the same bound and is closed as a slow consumer, instead of its pongs piling up.
+    @discardableResult
+    func pong(_ data: ByteBuffer) -> Bool {
+        // The frame's two header bytes count too, so that even empty pings add up.
+        write(WebSocketFrame(fin: true, opcode: .pong, data: data), size: data.readableBytes + 2)
+    }
+
+    private func write(_ frame: WebSocketFrame, size: Int) -> Bool {
         enum Verdict { case write, refuse, overflow }
         let verdict: Verdict = state.withLock { state in
             if state.closing { return .refuse }
@@ -78,7 +89,6 @@ final class LiveConnection: Sendable {
             close(.unknown(1013), reason: "slow consumer")
             return false
         case .write:
-            let frame = WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(string: text))
             channel.writeAndFlush(frame).whenComplete { _ in
                 self.state.withLock { $0.pendingBytes -= size }
             }

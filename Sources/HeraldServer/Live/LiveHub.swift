@@ -121,11 +121,16 @@ public final class LiveHub: Service, Sendable {
         }
     }
 
+    /// Starts delivering to the stream; past the user's limit, the user's oldest open streams close.
     private func register(_ connection: LiveConnection) {
-        state.withLock { state in
+        let displaced = state.withLock { state -> [LiveConnection] in
             state.connections[connection.id] = connection
             state.byUser[connection.user.key, default: []].append(connection.id)
+            // Registration order is age order; streams already closing no longer count.
+            let open = (state.byUser[connection.user.key] ?? []).compactMap { state.connections[$0] }.filter { !$0.isClosing }
+            return Array(open.dropLast(settings.maximumStreamsPerUser))
         }
+        for stream in displaced { stream.close(.policyViolation, reason: "too many streams") }
     }
 
     /// The stream ended: it stops counting as online, and what it could have shown counts as seen

@@ -8,6 +8,10 @@ public struct LiveSettings: Sendable {
     /// Bytes of events that may wait for one slow socket: past it the socket is closed (1013) instead
     /// of the wait growing (`HERALD_STREAM_QUEUE_LIMIT`).
     public var queueBytes = 1 << 20
+    /// Streams one user may hold open on this process (`HERALD_STREAM_MAX_PER_USER`): a new one past
+    /// it closes the user's oldest (1008, "too many streams") — an app opened again on a device whose
+    /// old connection has not died yet must still get its stream.
+    public var maximumStreamsPerUser = 10
     /// After closing a slow socket, its connection is cut if the close handshake has not finished by
     /// then (a reader that never reads would otherwise hold it forever).
     public var closeGrace: Duration = .seconds(5)

@@ -225,6 +225,12 @@ public struct HeraldConfiguration: Sendable {
             }
             stream.queueBytes = bytes
         }
+        if let text = environment["HERALD_STREAM_MAX_PER_USER"], !text.isEmpty {
+            guard let count = Int(text), (1...1000).contains(count) else {
+                throw ConfigurationError("HERALD_STREAM_MAX_PER_USER must be a number from 1 to 1000, got '\(text)'")
+            }
+            stream.maximumStreamsPerUser = count
+        }
         if let heartbeat = try duration("HERALD_PRESENCE_HEARTBEAT", example: "10s") { stream.heartbeat = heartbeat }
         if let ttl = try duration("HERALD_PRESENCE_TTL", example: "30s") { stream.presenceTTL = ttl }
         guard stream.presenceTTL > stream.heartbeat else {
