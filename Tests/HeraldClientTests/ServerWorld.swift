@@ -42,6 +42,9 @@ final class ServerWorld: Sendable {
             var environment = [
                 "DATABASE_URL": db.conninfo, "HERALD_SECRET_KEY": Hex.encode(SecureRandom.bytes(32)), "HERALD_ADMIN_TOKEN": adminToken,
                 "HERALD_APNS_URL": mock.baseURL, "HERALD_APNS_CA_FILE": mock.trustRootFile, "HERALD_REFRESH_MIN_INTERVAL": "0s",
+                // The model tests replay histories as fast as the machine goes, far above what one app
+                // sends; the limits have tests of their own.
+                "HERALD_RATE_LIMIT_SESSION": "off", "HERALD_RATE_LIMIT_ADDRESS": "off",
             ]
             environment.merge(settings) { $1 }
             let (process, port) = try await Self.start(environment: environment, port: 0)

@@ -8,6 +8,8 @@ public struct APIError: Error, HTTPResponseError, Sendable, Equatable {
     public var status: HTTPResponse.Status
     public var code: String
     public var message: String
+    /// Seconds the client should wait before trying again, sent as `Retry-After` (a 429's).
+    public var retryAfter: Int?
 
     public init(_ status: HTTPResponse.Status, code: String, message: String) {
         self.status = status
@@ -18,18 +20,18 @@ public struct APIError: Error, HTTPResponseError, Sendable, Equatable {
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         var headers = HTTPFields()
         headers[.contentType] = "application/json; charset=utf-8"
+        if let retryAfter { headers[.retryAfter] = String(retryAfter) }
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: body))
     }
 
     /// The head of this error's answer on a connection that closes after it, for handlers that write
     /// to the channel themselves (outside the router).
     func closingHead(bodyLength: Int) -> HTTPResponse {
-        HTTPResponse(
-            status: status,
-            headerFields: [
-                .contentType: "application/json; charset=utf-8", .contentLength: String(bodyLength), .connection: "close",
-            ]
-        )
+        var fields: HTTPFields = [
+            .contentType: "application/json; charset=utf-8", .contentLength: String(bodyLength), .connection: "close",
+        ]
+        if let retryAfter { fields[.retryAfter] = String(retryAfter) }
+        return HTTPResponse(status: status, headerFields: fields)
     }
 
     /// The JSON body, keys always in the documented order (`JSONEncoder` follows a dictionary's order,

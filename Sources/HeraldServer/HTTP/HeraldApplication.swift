@@ -23,6 +23,8 @@ public enum HeraldApplication {
         public var secrets: SecretBox?
         /// Live streams; `nil` serves HTTP only (`GET /v1/me/stream` then never upgrades).
         public var hub: LiveHub?
+        /// Rate limits; off unless given (`herald serve` passes its configured ones).
+        public var limits: RequestLimits
 
         public init(
             client: PostgresClient,
@@ -32,7 +34,8 @@ public enum HeraldApplication {
             fanoutWake: WakeSignal = WakeSignal(),
             sync: SyncSettings = SyncSettings(),
             secrets: SecretBox? = nil,
-            hub: LiveHub? = nil
+            hub: LiveHub? = nil,
+            limits: RequestLimits = RequestLimits(.off)
         ) {
             self.client = client
             self.migrator = migrator
@@ -42,6 +45,7 @@ public enum HeraldApplication {
             self.sync = sync
             self.secrets = secrets
             self.hub = hub
+            self.limits = limits
         }
     }
 
@@ -65,6 +69,7 @@ public enum HeraldApplication {
         let registry = RouteRegistry(
             router: router,
             authenticator: Authenticator(adminToken: dependencies.adminToken, sessions: sessions),
+            limits: dependencies.limits,
             databaseExecutor: dependencies.client.executor
         )
         OperationsController(migrator: dependencies.migrator, metricsRegistry: dependencies.metricsRegistry)
@@ -101,7 +106,12 @@ public enum HeraldApplication {
             preferences: PushPreferenceStore(client: dependencies.client),
             collections: CollectionStore(client: dependencies.client)
         ).register(in: registry)
-        let stream = LiveController(hub: dependencies.hub, sessions: sessions, devices: DeviceStore(client: dependencies.client))
+        let stream = LiveController(
+            hub: dependencies.hub,
+            sessions: sessions,
+            devices: DeviceStore(client: dependencies.client),
+            limits: dependencies.limits
+        )
         stream.register(in: registry)
         // Last, so that it sees only the requests no route took (see the type).
         router.add(middleware: MethodNotAllowedMiddleware(routes: registry.routes))

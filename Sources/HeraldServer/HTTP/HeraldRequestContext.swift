@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import Hummingbird
+import NIOCore
 
 /// The per-request context of Herald's router. Later capabilities (authentication, the calling user)
 /// add their fields here.
@@ -9,9 +10,12 @@ public struct HeraldRequestContext: RequestContext {
 
     /// The user a session token authenticated, on user routes.
     public var user: AuthenticatedUser?
+    /// The client's address (NIO caches it per connection), for the per-address rate limits.
+    public var remoteAddress: SocketAddress?
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
+        self.remoteAddress = source.channel.remoteAddress
     }
 
     /// The largest request body accepted (larger ones get a 413): 1 MiB.

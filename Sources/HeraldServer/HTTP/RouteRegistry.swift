@@ -19,14 +19,21 @@ public struct RouteDescription: Sendable, Hashable, CustomStringConvertible {
 final class RouteRegistry {
     let router: Router<HeraldRequestContext>
     let authenticator: Authenticator
+    let limits: RequestLimits
     /// Authenticated routes run their handler with this executor preference: they are database-bound,
     /// and on the client's threads each statement runs in place instead of hopping threads twice.
     let databaseExecutor: (any TaskExecutor)?
     private(set) var routes: [RouteDescription] = []
 
-    init(router: Router<HeraldRequestContext>, authenticator: Authenticator, databaseExecutor: (any TaskExecutor)? = nil) {
+    init(
+        router: Router<HeraldRequestContext>,
+        authenticator: Authenticator,
+        limits: RequestLimits = RequestLimits(.off),
+        databaseExecutor: (any TaskExecutor)? = nil
+    ) {
         self.router = router
         self.authenticator = authenticator
+        self.limits = limits
         self.databaseExecutor = databaseExecutor
     }
 
@@ -37,12 +44,14 @@ final class RouteRegistry {
         access: Authenticator.Access,
         use handler: @escaping @Sendable (Request, HeraldRequestContext) async throws -> some ResponseGenerator
     ) {
-        let authenticator = self.authenticator
+        let (authenticator, limits) = (self.authenticator, self.limits)
         let executor = access == .anyone ? nil : databaseExecutor
         router.on(RouterPath(path), method: method) { request, context in
             try await withTaskExecutorPreference(executor) {
                 var context = context
-                context.user = try await authenticator.authorize(request, for: access)
+                context.user = try await Self.limited(request, context, access: access, limits: limits) {
+                    try await authenticator.authorize(request, for: access)
+                }
                 return try await handler(request, context).response(from: request, context: context)
             }
         }
@@ -60,21 +69,46 @@ final class RouteRegistry {
         parse: @escaping @Sendable (Request, HeraldRequestContext) async throws -> Input,
         use handler: @escaping @Sendable (Request, HeraldRequestContext, Input, Input.Answer?) async throws -> some ResponseGenerator
     ) {
-        let authenticator = self.authenticator
+        let (authenticator, limits) = (self.authenticator, self.limits)
         router.on(RouterPath(path), method: method) { [databaseExecutor] request, context in
             try await withTaskExecutorPreference(databaseExecutor) {
                 var context = context
                 let parsed: Result<Input, any Error>
                 do { parsed = .success(try await parse(request, context)) } catch { parsed = .failure(error) }
                 var answer: Input.Answer?
-                if case .success(let input) = parsed, let companion = input.companion {
-                    (context.user, answer) = try await authenticator.requireUser(request, alongside: companion)
-                } else {
-                    context.user = try await authenticator.requireUser(request)
+                (context.user, answer) = try await Self.limited(request, context, access: .user, limits: limits) {
+                    if case .success(let input) = parsed, let companion = input.companion {
+                        return try await authenticator.requireUser(request, alongside: companion)
+                    }
+                    return (try await authenticator.requireUser(request), nil)
                 }
                 return try await handler(request, context, try parsed.get(), answer).response(from: request, context: context)
             }
         }
         routes.append(RouteDescription(method: method.rawValue.lowercased(), path: path))
+    }
+
+    /// Runs `authenticate` within the rate limits of `access`: refused (429) before it when a limit is
+    /// spent, and a credential it refuses (401) counted against the client's address.
+    static func limited<Result>(
+        _ request: Request,
+        _ context: HeraldRequestContext,
+        access: Authenticator.Access,
+        limits: RequestLimits,
+        _ authenticate: () async throws -> Result
+    ) async throws -> Result {
+        guard access != .anyone, !limits.isOff else { return try await authenticate() }
+        let address = context.remoteAddress?.ipAddress
+        switch access {
+        case .user: try limits.admitUser(address: address, bearer: Authenticator.bearerToken(request))
+        case .admin: try limits.admitAdmin(address: address)
+        case .anyone: break
+        }
+        do {
+            return try await authenticate()
+        } catch let error as APIError where error.status == .unauthorized {
+            limits.authenticationFailed(address: address)
+            throw error
+        }
     }
 }

@@ -18,11 +18,12 @@ struct LiveController {
     let hub: LiveHub?
     let sessions: SessionStore
     let devices: DeviceStore
+    let limits: RequestLimits
 
     /// The HTTP side: explains why the request was not upgraded.
     func register(in routes: RouteRegistry) {
-        routes.add(.get, "/v1/me/stream", access: .anyone) { request, _ -> Response in
-            _ = try await authenticate(request)
+        routes.add(.get, "/v1/me/stream", access: .anyone) { request, context -> Response in
+            _ = try await authenticate(request, address: context.remoteAddress?.ipAddress)
             if request.headers[HTTPField.Name(RequestHeadFilter.brokenWebSocketHeader)!] != nil {
                 throw APIError(
                     .badRequest,
@@ -39,26 +40,39 @@ struct LiveController {
     }
 
     /// The client behind the request, or the 4xx that refuses it.
-    func authenticate(_ request: Request) async throws -> LiveClient {
+    func authenticate(_ request: Request, address: String?) async throws -> LiveClient {
         try await authenticate(
             authorization: request.headers[.authorization],
             device: request.headers[DeviceNaming.header],
-            query: request.uri.queryParameters
+            query: request.uri.queryParameters,
+            address: address
         )
     }
 
     /// For the upgrade: the client behind an upgrade request for this route; throws for any other path.
-    func authenticate(uri: String, authorization: String?, device: String?) async throws -> LiveClient {
+    func authenticate(uri: String, authorization: String?, device: String?, address: String?) async throws -> LiveClient {
         let parsed = URI(uri)
         guard parsed.path == "/v1/me/stream" else { throw APIError(.notFound, code: "not_found", message: "Not a stream.") }
         guard hub != nil else {
             throw APIError(.serviceUnavailable, code: "streams_unavailable", message: "This server does not serve live streams.")
         }
-        return try await authenticate(authorization: authorization, device: device, query: parsed.queryParameters)
+        return try await authenticate(authorization: authorization, device: device, query: parsed.queryParameters, address: address)
     }
 
-    private func authenticate(authorization: String?, device: String?, query: Parameters) async throws -> LiveClient {
-        guard let presented = Authenticator.bearerToken(authorization) ?? query["access_token"].map(String.init), !presented.isEmpty else {
+    /// Within the rate limits of user routes (`RequestLimits`), like every other user route.
+    private func authenticate(authorization: String?, device: String?, query: Parameters, address: String?) async throws -> LiveClient {
+        let presented = Authenticator.bearerToken(authorization) ?? query["access_token"].map(String.init)
+        try limits.admitUser(address: address, bearer: presented)
+        do {
+            return try await authenticate(presented, device: device, query: query)
+        } catch let error as APIError where error.status == .unauthorized {
+            limits.authenticationFailed(address: address)
+            throw error
+        }
+    }
+
+    private func authenticate(_ presented: String?, device: String?, query: Parameters) async throws -> LiveClient {
+        guard let presented, !presented.isEmpty else {
             throw APIError(
                 .unauthorized,
                 code: "unauthorized",

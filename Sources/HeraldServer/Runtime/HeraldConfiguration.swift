@@ -25,6 +25,8 @@ public struct HeraldConfiguration: Sendable {
     /// `HERALD_DB_STATEMENT_TIMEOUT`: the longest one statement of `herald serve` may run; `nil` (`0`)
     /// for none.
     public var databaseStatementTimeout: Duration? = .seconds(30)
+    /// `HERALD_RATE_LIMIT_SESSION`, `HERALD_RATE_LIMIT_ADDRESS`, `HERALD_RATE_LIMIT_AUTH_FAILURES`.
+    public var rateLimits = RequestLimits.Settings()
     /// `HERALD_FANOUT_BATCH_SIZE`: users reached per transaction by an `audience: "all"` send.
     public var fanoutBatchSize: Int = 10_000
     /// `HERALD_CHANGE_RETENTION`: how long deleted notifications (and deleted channels, for channel
@@ -120,6 +122,20 @@ public struct HeraldConfiguration: Sendable {
                 throw ConfigurationError("HERALD_DB_STATEMENT_TIMEOUT must be a duration such as 30s (0 for none), got '\(text)'")
             }
             configuration.databaseStatementTimeout = timeout == .zero ? nil : timeout
+        }
+        for (variable, limit) in [
+            ("HERALD_RATE_LIMIT_SESSION", \RequestLimits.Settings.session), ("HERALD_RATE_LIMIT_ADDRESS", \.address),
+            ("HERALD_RATE_LIMIT_AUTH_FAILURES", \.failedAuthentication),
+        ] {
+            guard let text = environment[variable], !text.isEmpty else { continue }
+            if text == "off" {
+                configuration.rateLimits[keyPath: limit] = nil
+                continue
+            }
+            guard let parsed = RateLimit(parsing: text) else {
+                throw ConfigurationError("\(variable) must be RATE/BURST such as 20/100 (requests a second, at once) or off, got '\(text)'")
+            }
+            configuration.rateLimits[keyPath: limit] = parsed
         }
         if let size = try integer(nil, "HERALD_FANOUT_BATCH_SIZE") { configuration.fanoutBatchSize = size }
         guard (1...100_000).contains(configuration.fanoutBatchSize) else {

@@ -170,7 +170,8 @@ public enum HeraldRuntime {
             fanoutWake: fanoutWake,
             sync: SyncSettings(hugeGap: configuration.syncHugeGap),
             secrets: secrets,
-            hub: hub
+            hub: hub,
+            limits: RequestLimits(configuration.rateLimits)
         )
         var pushSettings = PushSettings()
         pushSettings.minimumInterval = configuration.refreshMinimumInterval
