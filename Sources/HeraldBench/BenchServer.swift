@@ -14,6 +14,7 @@ enum BenchServer {
         adminToken: String,
         fanoutBatchSize: Int = 10_000,
         sync: SyncSettings = SyncSettings(),
+        limits: RequestLimits.Settings = .off,
         logger: Logger,
         _ body: @escaping @Sendable (Int) async throws -> Void
     ) async throws {
@@ -24,7 +25,8 @@ enum BenchServer {
             metricsRegistry: PrometheusCollectorRegistry(),
             adminToken: adminToken,
             fanoutWake: wake,
-            sync: sync
+            sync: sync,
+            limits: RequestLimits(limits)
         )
         let (portStream, portContinuation) = AsyncStream.makeStream(of: Int.self)
         let application = HeraldApplication.build(dependencies, host: "127.0.0.1", port: 0, logger: logger) { port in

@@ -6,6 +6,9 @@ struct HeraldBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "herald-bench",
         abstract: "Measure Herald against reference tools on this machine.",
-        subcommands: [PGBenchmark.self, FanoutBenchmark.self, SyncBenchmark.self, PushBenchmark.self, SocketsBenchmark.self, ClientBenchmark.self]
+        subcommands: [
+            PGBenchmark.self, FanoutBenchmark.self, SyncBenchmark.self, AbuseBenchmark.self, PushBenchmark.self, SocketsBenchmark.self,
+            ClientBenchmark.self,
+        ]
     )
 }

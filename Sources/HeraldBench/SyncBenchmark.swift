@@ -84,7 +84,7 @@ struct SyncBenchmark: AsyncParsableCommand {
         var tenBack: ChangePosition
     }
 
-    private func seed(_ client: PostgresClient) async throws -> Positions {
+    func seed(_ client: PostgresClient) async throws -> Positions {
         print("Creating \(users) users × \(notifications) notifications (\(users * notifications) recipient rows)…")
         try await client.query("INSERT INTO users (id) SELECT 'user-' || g FROM generate_series(1, \(users)) AS g")
         _ = try await ChannelStore(client: client).put(Channel(url: "news", kind: .feed, name: "News"))
@@ -323,7 +323,7 @@ struct SyncBenchmark: AsyncParsableCommand {
         return body
     }
 
-    private func check(http: HTTPClient, port: Int, request: (token: String, session: String), expected: Int) async throws {
+    func check(http: HTTPClient, port: Int, request: (token: String, session: String), expected: Int) async throws {
         let body = try await get(http, port: port, request)
         let object = try JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any]
         let count = (object?["notifications"] as? [Any])?.count
@@ -352,12 +352,12 @@ struct SyncBenchmark: AsyncParsableCommand {
     }
 
     /// An empty token stands for the floor: the same generator and server answering `GET /healthz`.
-    private static func path(_ token: String) -> String {
+    static func path(_ token: String) -> String {
         token.isEmpty ? "/healthz" : "/v1/me/channels/news/collection?token=\(token)"
     }
 
     /// `clients` tasks polling for `seconds`, each as fast as it can, or at `pace` requests per second.
-    private func load(
+    func load(
         http: HTTPClient,
         port: Int,
         requests: [(token: String, session: String)],

@@ -13,6 +13,8 @@ enum Wrk {
         var rate: Double
         var p50: Double
         var p99: Double
+        /// Answers that were not 2xx (counted only when the run accepts them).
+        var refused = 0
     }
 
     /// The `wrk` on the PATH, or nil (`apt-get install wrk`).
@@ -27,7 +29,8 @@ enum Wrk {
         requests: [(path: String, session: String)],
         clients: Int,
         seconds: Int,
-        prefix: [String] = []
+        prefix: [String] = [],
+        acceptRefusals: Bool = false
     ) async throws -> Result {
         guard let wrk = path() else { throw ValidationError("wrk not found: apt-get install wrk") }
         let base = NSTemporaryDirectory() + "herald-bench-wrk-\(getpid())"
@@ -56,22 +59,24 @@ enum Wrk {
             }.start()
         }
         let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
-        guard status == 0, let result = parse(text) else { throw ValidationError("wrk failed:\n\(text)") }
+        guard status == 0, let result = parse(text, acceptRefusals: acceptRefusals) else { throw ValidationError("wrk failed:\n\(text)") }
         return result
     }
 
-    /// Reads the rate and the 50th/99th latency percentiles from wrk's `--latency` report; nil when any
-    /// answer was not a 2xx or a socket error occurred.
-    static func parse(_ text: String) -> Result? {
+    /// Reads the rate and the 50th/99th latency percentiles from wrk's `--latency` report; nil when a
+    /// socket error occurred, or an answer was not a 2xx and `acceptRefusals` is false.
+    static func parse(_ text: String, acceptRefusals: Bool = false) -> Result? {
         let lines = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
-        if lines.contains(where: { $0.hasPrefix("Non-2xx or 3xx responses:") || $0.hasPrefix("Socket errors:") }) { return nil }
+        let refusals = lines.first { $0.hasPrefix("Non-2xx or 3xx responses:") }
+        if lines.contains(where: { $0.hasPrefix("Socket errors:") }) || (refusals != nil && !acceptRefusals) { return nil }
         func value(_ prefix: String) -> Substring? {
             lines.first { $0.hasPrefix(prefix) }.flatMap { $0.dropFirst(prefix.count).split(separator: " ").first }
         }
         guard let rate = value("Requests/sec:").flatMap({ Double($0) }),
             let p50 = value("50%").flatMap(milliseconds), let p99 = value("99%").flatMap(milliseconds)
         else { return nil }
-        return Result(rate: rate, p50: p50, p99: p99)
+        let refused = refusals.flatMap { Int($0.split(separator: ":").last?.trimmingCharacters(in: .whitespaces) ?? "") } ?? 0
+        return Result(rate: rate, p50: p50, p99: p99, refused: refused)
     }
 
     /// wrk prints durations as `812.00us`, `1.23ms` or `1.05s`.

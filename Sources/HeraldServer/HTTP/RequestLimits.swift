@@ -8,6 +8,11 @@ import Metrics
 /// route. A request past a limit gets `429 rate_limited` with `Retry-After`, before any database work,
 /// and counts in `herald_rate_limited_total{limit}`. Admin routes are limited only by failed
 /// authentications: the admin token is one caller, trusted, and guessing it is what the limit stops.
+///
+/// A refusal is held back for up to `holdRefusals` (one second) before it goes out: a client that
+/// honours `Retry-After` waits longer than that anyway, and one that ignores it gets one answer a
+/// second per connection instead of as many as the server can write — answering a flood of refusals
+/// as fast as it comes would still take the CPU other users' requests need.
 public struct RequestLimits: Sendable {
     /// The limits; `nil` turns one off.
     public struct Settings: Sendable, Equatable {
@@ -19,6 +24,9 @@ public struct RequestLimits: Sendable {
         /// `HERALD_RATE_LIMIT_AUTH_FAILURES`: requests refused for their credentials (401) from one
         /// address; past it, the address is refused before its credentials are looked at.
         public var failedAuthentication: RateLimit? = RateLimit(perSecond: 1, burst: 30)
+        /// How long a refusal is held back (never longer than its `Retry-After`, a whole number of
+        /// seconds: at least one).
+        public var holdRefusals: Duration = .seconds(1)
 
         public init() {}
 
@@ -35,8 +43,10 @@ public struct RequestLimits: Sendable {
     private let session: RateLimiter<[UInt8]>?
     private let address: RateLimiter<String>?
     private let failedAuthentication: RateLimiter<String>?
+    private let holdRefusals: Duration
 
     public init(_ settings: Settings, clock: @escaping @Sendable () -> Double = RequestLimits.monotonicSeconds) {
+        holdRefusals = settings.holdRefusals
         session = settings.session.map { RateLimiter($0, clock: clock) }
         address = settings.address.map { RateLimiter($0, clock: clock) }
         failedAuthentication = settings.failedAuthentication.map { RateLimiter($0, clock: clock) }
@@ -56,19 +66,19 @@ public struct RequestLimits: Sendable {
 
     /// Before a user route looks at its credentials: the address's and the session's limits, and the
     /// address's failed authentications. `bearer` is the presented token, if any.
-    func admitUser(address remote: String?, bearer: String?) throws {
+    func admitUser(address remote: String?, bearer: String?) async throws {
         if let remote {
-            if let wait = address?.take(remote) { throw refusal("address", wait) }
-            if let wait = failedAuthentication?.check(remote) { throw refusal("failed_authentication", wait) }
+            if let wait = address?.take(remote) { throw await refusal("address", wait) }
+            if let wait = failedAuthentication?.check(remote) { throw await refusal("failed_authentication", wait) }
         }
         if let session, let bearer, let token = SessionToken(parsing: bearer), let wait = session.take(token.hash) {
-            throw refusal("session", wait)
+            throw await refusal("session", wait)
         }
     }
 
     /// Before an admin route looks at its credentials: the address's failed authentications.
-    func admitAdmin(address remote: String?) throws {
-        if let remote, let wait = failedAuthentication?.check(remote) { throw refusal("failed_authentication", wait) }
+    func admitAdmin(address remote: String?) async throws {
+        if let remote, let wait = failedAuthentication?.check(remote) { throw await refusal("failed_authentication", wait) }
     }
 
     /// The request from `address` was refused for its credentials.
@@ -76,9 +86,12 @@ public struct RequestLimits: Sendable {
         if let remote { _ = failedAuthentication?.take(remote) }
     }
 
-    private func refusal(_ limit: String, _ wait: Double) -> APIError {
+    /// The 429 for `limit`, once it has been held back (see the type).
+    private func refusal(_ limit: String, _ wait: Double) async -> APIError {
         Counter(label: "herald_rate_limited_total", dimensions: [("limit", limit)]).increment()
         let seconds = max(1, Int(wait.rounded(.up)))
+        // Cancelled (the client went away): the answer goes nowhere, so there is nothing to wait for.
+        try? await Task.sleep(for: min(holdRefusals, .seconds(seconds)))
         var error = APIError(
             .tooManyRequests,
             code: "rate_limited",

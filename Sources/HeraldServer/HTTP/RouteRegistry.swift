@@ -100,8 +100,8 @@ final class RouteRegistry {
         guard access != .anyone, !limits.isOff else { return try await authenticate() }
         let address = context.remoteAddress?.ipAddress
         switch access {
-        case .user: try limits.admitUser(address: address, bearer: Authenticator.bearerToken(request))
-        case .admin: try limits.admitAdmin(address: address)
+        case .user: try await limits.admitUser(address: address, bearer: Authenticator.bearerToken(request))
+        case .admin: try await limits.admitAdmin(address: address)
         case .anyone: break
         }
         do {

@@ -62,7 +62,7 @@ struct LiveController {
     /// Within the rate limits of user routes (`RequestLimits`), like every other user route.
     private func authenticate(authorization: String?, device: String?, query: Parameters, address: String?) async throws -> LiveClient {
         let presented = Authenticator.bearerToken(authorization) ?? query["access_token"].map(String.init)
-        try limits.admitUser(address: address, bearer: presented)
+        try await limits.admitUser(address: address, bearer: presented)
         do {
             return try await authenticate(presented, device: device, query: query)
         } catch let error as APIError where error.status == .unauthorized {
