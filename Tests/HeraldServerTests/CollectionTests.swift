@@ -63,14 +63,7 @@ struct CollectionTests {
         ]
         _ = try await ChannelStore(client: db.client).put(HeraldCore.Channel(url: "feed", kind: .feed, name: "Feed", categories: categories))
         _ = try await ChannelStore(client: db.client).put(HeraldCore.Channel(url: "other", kind: .feed, name: "Other", categories: categories))
-        _ = try await TemplateStore(client: db.client).put(
-            Template(
-                key: "plain",
-                name: "Plain",
-                variables: [.init(name: "title", type: .string, required: true)],
-                data: .object(["title": .string("{{title}}")])
-            )
-        )
+        _ = try await TemplateStore(client: db.client).put(.plain)
         var world = World(db)
         for user in users {
             _ = try await UserStore(client: db.client).upsert(id: user, nickname: nil, profileURL: nil)

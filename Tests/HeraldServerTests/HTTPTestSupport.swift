@@ -42,3 +42,13 @@ func jsonObject(_ response: TestResponse) throws -> [String: Any] {
 func errorCode(_ response: TestResponse) throws -> String? {
     (try jsonObject(response)["error"] as? [String: Any])?["code"] as? String
 }
+
+extension Template {
+    /// The tests' template `plain`: one required string variable, `title`, shown as the data's title.
+    static let plain = Template(
+        key: "plain",
+        name: "Plain",
+        variables: [.init(name: "title", type: .string, required: true)],
+        data: .object(["title": .string("{{title}}")])
+    )
+}

@@ -32,14 +32,7 @@ struct LogRedactionTests {
             _ = try await ChannelStore(client: db.client).put(
                 HeraldCore.Channel(url: "feed", kind: .feed, name: "Feed", categories: [.init(id: "news", name: "News", isDefault: true)])
             )
-            _ = try await TemplateStore(client: db.client).put(
-                Template(
-                    key: "plain",
-                    name: "Plain",
-                    variables: [.init(name: "title", type: .string, required: true)],
-                    data: .object(["title": .string("{{title}}")])
-                )
-            )
+            _ = try await TemplateStore(client: db.client).put(.plain)
             _ = try await UserStore(client: db.client).upsert(id: "u1", nickname: nil, profileURL: nil)
             let session = try #require(try await SessionStore(client: db.client).create(userID: "u1", lifetime: 3600)).token.text
             let secretKey = Hex.encode(SecureRandom.bytes(32))

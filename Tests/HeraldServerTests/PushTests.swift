@@ -124,14 +124,7 @@ struct PushTests {
         _ = try await ChannelStore(client: db.client).put(
             HeraldCore.Channel(url: "feed", kind: .feed, name: "Feed", categories: [.init(id: "news", name: "News", isDefault: true)])
         )
-        _ = try await TemplateStore(client: db.client).put(
-            Template(
-                key: "plain",
-                name: "Plain",
-                variables: [.init(name: "title", type: .string, required: true)],
-                data: .object(["title": .string("{{title}}")])
-            )
-        )
+        _ = try await TemplateStore(client: db.client).put(.plain)
         var sessions: [String: String] = [:]
         for user in users {
             _ = try await UserStore(client: db.client).upsert(id: user, nickname: nil, profileURL: nil)

@@ -19,14 +19,7 @@ struct ReceiptsTests {
     /// A feed channel, a template, users u1…u3 with sessions; returns the sessions.
     func seed(_ db: TestDatabase) async throws -> [String: String] {
         _ = try await ChannelStore(client: db.client).put(Channel(url: "feed", kind: .feed, name: "Feed"))
-        _ = try await TemplateStore(client: db.client).put(
-            Template(
-                key: "plain",
-                name: "Plain",
-                variables: [.init(name: "title", type: .string, required: true)],
-                data: .object(["title": .string("{{title}}")])
-            )
-        )
+        _ = try await TemplateStore(client: db.client).put(.plain)
         var sessions: [String: String] = [:]
         for user in ["u1", "u2", "u3"] {
             _ = try await UserStore(client: db.client).upsert(id: user, nickname: nil, profileURL: nil)
