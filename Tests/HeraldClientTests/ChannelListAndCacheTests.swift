@@ -76,6 +76,24 @@ extension ClientSuites {
             }
         }
 
+        /// A session past its rate limit gets the server's 429 as Herald's error, code and message.
+        @Test func aRateLimitedSessionIsToldSo() async throws {
+            try await ServerWorld.with(settings: ["HERALD_RATE_LIMIT_SESSION": "0.01/2"]) { world in
+                let client = try await world.client("u1")
+                let feed = await client.collection(channelURL: "feed")
+                try await feed.refresh()
+                try await feed.refresh()
+                do {
+                    try await feed.refresh()
+                    Issue.record("a third request within the burst of two was answered")
+                } catch HeraldClientError.server(let status, let code, let message) {
+                    #expect(status == 429)
+                    #expect(code == "rate_limited")
+                    #expect(message.contains("retry after 100 s"))
+                }
+            }
+        }
+
         @Test func aColdStartShowsTheLastStateOfflineAndResumesFromItsToken() async throws {
             try await ServerWorld.with { world in
                 let cache = FileManager.default.temporaryDirectory.appendingPathComponent("herald-client-cache-\(UUID().uuidString).sqlite")

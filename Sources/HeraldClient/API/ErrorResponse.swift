@@ -21,6 +21,11 @@ extension Components.Responses.NotFound: ErrorResponse {
     var error: Components.Schemas._Error? { try? body.json }
 }
 
+extension Components.Responses.TooManyRequests: ErrorResponse {
+    static var status: Int { 429 }
+    var error: Components.Schemas._Error? { try? body.json }
+}
+
 extension Components.Responses.TooLarge: ErrorResponse {
     static var status: Int { 413 }
     var error: Components.Schemas._Error? { try? body.json }
