@@ -64,9 +64,11 @@ struct ErrorTests {
             let client = db.client
             let task = Task { try await client.query("SELECT pg_sleep(30)") }
             // Cancel once the statement is really executing on the server (sleeping, not being parsed).
-            while try await client.query("SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(30)' AND wait_event = 'PgSleep'")
-                .first?.decode(Int.self) == 0
-            {
+            // This database's only: tests on other databases of the cluster may sleep too.
+            while try await client.query(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query = 'SELECT pg_sleep(30)' AND wait_event = 'PgSleep'"
+            )
+            .first?.decode(Int.self) == 0 {
                 await Task.yield()
             }
             task.cancel()

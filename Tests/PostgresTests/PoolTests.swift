@@ -64,7 +64,7 @@ struct PoolTests {
         try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
             let client = PostgresClient(configuration: .init(conninfo: db.conninfo, maximumConnections: 1, statementTimeout: .milliseconds(200)))
             defer { Task { await client.shutdown() } }
-            let error = try await #require(throws: PostgresError.self) { try await client.query("SELECT pg_sleep(30)") }
+            let error = try await #require(throws: PostgresError.self) { try await client.query("SELECT pg_sleep(20)") }
             #expect(error.code == .queryCanceled)
             #expect(error.sqlState == "57014")
             #expect(try await client.query("SELECT 1")[0].decode(Int.self) == 1)
