@@ -80,6 +80,30 @@ struct ConfigurationTests {
         }
     }
 
+    @Test func hardeningSettings() throws {
+        let defaults = try HeraldConfiguration.resolve(environment: [:])
+        #expect(defaults.databaseStatementTimeout == .seconds(30))
+        #expect(defaults.rateLimits == RequestLimits.Settings())
+        #expect(defaults.stream.maximumStreamsPerUser == 10)
+        #expect(!defaults.logPushPayloads)
+        let set = try HeraldConfiguration.resolve(environment: [
+            "HERALD_DB_STATEMENT_TIMEOUT": "2m", "HERALD_RATE_LIMIT_SESSION": "5/10", "HERALD_RATE_LIMIT_ADDRESS": "off",
+            "HERALD_RATE_LIMIT_AUTH_FAILURES": "0.5/4", "HERALD_STREAM_MAX_PER_USER": "3", "HERALD_PUSH_LOG_PAYLOADS": "on",
+        ])
+        #expect(set.databaseStatementTimeout == .seconds(120))
+        #expect(set.rateLimits.session == RateLimit(perSecond: 5, burst: 10))
+        #expect(set.rateLimits.address == nil)
+        #expect(set.rateLimits.failedAuthentication == RateLimit(perSecond: 0.5, burst: 4))
+        #expect(set.stream.maximumStreamsPerUser == 3 && set.logPushPayloads)
+        #expect(try HeraldConfiguration.resolve(environment: ["HERALD_DB_STATEMENT_TIMEOUT": "0"]).databaseStatementTimeout == nil)
+        for environment in [
+            ["HERALD_DB_STATEMENT_TIMEOUT": "soon"], ["HERALD_RATE_LIMIT_SESSION": "20"], ["HERALD_RATE_LIMIT_ADDRESS": "0/5"],
+            ["HERALD_STREAM_MAX_PER_USER": "0"], ["HERALD_PUSH_LOG_PAYLOADS": "yes"],
+        ] {
+            #expect(throws: ConfigurationError.self, "\(environment)") { try HeraldConfiguration.resolve(environment: environment) }
+        }
+    }
+
     @Test func alertPushSettings() throws {
         let defaults = try HeraldConfiguration.resolve(environment: [:])
         #expect(defaults.appID == "herald" && defaults.pushBadge && defaults.pushBadgeCap == nil)
