@@ -558,9 +558,11 @@ extension PushTests {
                     if batch < 2_000 { break }  // the server cut the connection
                 }
                 try await eventually("the stream to close") { connection.isClosing }
+                #expect(connection.closeReason == "slow consumer")  // 1013
                 #expect(connection.peakQueuedBytes <= limit)
+                // The close frame itself may not reach this client: the server cuts a connection that
+                // is still sending with a reset, which can discard what the client had not read yet.
                 let frames = try await Task.detached { try reader.drain() }.value
-                #expect(frames.last?.closeCode == 1013)
                 #expect(frames.filter { $0.opcode == 0xA }.count < sent)  // not every ping was answered
             }
         }

@@ -28,6 +28,8 @@ final class LiveConnection: Sendable {
         var peakBytes = 0
         /// We sent a close frame: nothing more is written, and the peer's close ends the connection.
         var closing = false
+        /// Why we closed it (the close frame's reason), once we did.
+        var closeReason: String?
         /// The attempt to record the stream's presence is over (it succeeded or failed); its end
         /// waits for this, so presence is never recorded after it was removed.
         var presenceSettled = false
@@ -51,6 +53,12 @@ final class LiveConnection: Sendable {
     /// True once a close frame was sent (slow consumer, revoked or expired session, shutdown).
     var isClosing: Bool {
         state.withLock { $0.closing }
+    }
+
+    /// The reason of the close frame the server sent, if it sent one (tests read it here: a peer that
+    /// is still sending when the connection is cut may never read the frame).
+    var closeReason: String? {
+        state.withLock { $0.closeReason }
     }
 
     /// The most bytes ever waiting for this socket at once (tests hold it to the bound).
@@ -101,6 +109,7 @@ final class LiveConnection: Sendable {
     func close(_ code: WebSocketErrorCode, reason: String) {
         let first = state.withLock { state in
             defer { state.closing = true }
+            if !state.closing { state.closeReason = reason }
             return !state.closing
         }
         guard first else { return }
