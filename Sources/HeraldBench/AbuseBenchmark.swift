@@ -45,9 +45,7 @@ struct AbuseBenchmark: AsyncParsableCommand {
             let positions = try await sync.seed(client)
             let key = try await SettingsStore(client: client).syncTokenKey()
             func request(_ user: Int) -> (token: String, session: String) {
-                let token = SyncToken(userKey: Int64(user), channelKey: 1, resetCount: 0, category: nil, position: positions.quiet)
-                let session = Hex.encode(Array("user-\(user)".utf8)) + "." + SyncBenchmark.tokenSecretPart
-                return (token.encoded(key: key).addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "", session)
+                SyncBenchmark.pollRequest(user: user, position: positions.quiet, key: key)
             }
             // User 1 abuses; the others poll at the steady rate, four tasks sharing it.
             let abuser = request(1)

@@ -151,11 +151,7 @@ struct SyncBenchmark: AsyncParsableCommand {
         let key = try await SettingsStore(client: client).syncTokenKey()
         let pollers = self.pollers
         func requests(_ position: ChangePosition) -> [(token: String, session: String)] {
-            (1...pollers).map { user in
-                let token = SyncToken(userKey: Int64(user), channelKey: 1, resetCount: 0, category: nil, position: position)
-                let session = Hex.encode(Array("user-\(user)".utf8)) + "." + Self.tokenSecretPart
-                return (token.encoded(key: key).addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "", session)
-            }
+            (1...pollers).map { Self.pollRequest(user: $0, position: position, key: key) }
         }
         let quiet = requests(positions.quiet)
         let ten = requests(positions.tenBack)
@@ -352,6 +348,14 @@ struct SyncBenchmark: AsyncParsableCommand {
     }
 
     /// An empty token stands for the floor: the same generator and server answering `GET /healthz`.
+    /// The seeded user's poll from `position`: its sync token (percent-encoded for a query) and its
+    /// session token.
+    static func pollRequest(user: Int, position: ChangePosition, key: [UInt8]) -> (token: String, session: String) {
+        let token = SyncToken(userKey: Int64(user), channelKey: 1, resetCount: 0, category: nil, position: position)
+        let session = Hex.encode(Array("user-\(user)".utf8)) + "." + tokenSecretPart
+        return (token.encoded(key: key).addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "", session)
+    }
+
     static func path(_ token: String) -> String {
         token.isEmpty ? "/healthz" : "/v1/me/channels/news/collection?token=\(token)"
     }

@@ -115,10 +115,7 @@ struct OpenAPIRequestGenerator {
         var headers: [String: String] = [:]
         var path = operation.path
         var query: [String] = []
-        for parameter in operation.parameters {
-            guard let name = parameter["name"] as? String, let location = parameter["in"] as? String else { continue }
-            let schema = (parameter["schema"]).flatMap { resolve($0) as? [String: Any] } ?? [:]
-            let required = parameter["required"] as? Bool ?? false
+        for (name, location, schema, required) in parameters(of: operation) {
             switch location {
             case "path":
                 // Now and then a segment sent as is: broken percent-encoding the server must decode or refuse.
@@ -156,13 +153,11 @@ struct OpenAPIRequestGenerator {
         var headers: [String: String] = [:]
         var path = operation.path
         var query: [String] = []
-        for parameter in operation.parameters {
-            guard let name = parameter["name"] as? String, let location = parameter["in"] as? String else { continue }
-            let schema = (parameter["schema"]).flatMap { resolve($0) as? [String: Any] } ?? [:]
+        for (name, location, schema, required) in parameters(of: operation) {
             let value = pool(name).map { text($0[0]) } ?? text(validValue(schema: schema, name: name, depth: 0))
             switch location {
             case "path": path = path.replacingOccurrences(of: "{\(name)}", with: percentEncoded(value))
-            case "query" where parameter["required"] as? Bool ?? false: query.append("\(name)=\(percentEncoded(value))")
+            case "query" where required: query.append("\(name)=\(percentEncoded(value))")
             default: continue
             }
         }
@@ -173,6 +168,16 @@ struct OpenAPIRequestGenerator {
         }
         let uri = query.isEmpty ? path : path + "?" + query.joined(separator: "&")
         return GeneratedRequest(operation: operation.id, method: operation.method, uri: uri, headers: headers, body: body)
+    }
+
+    /// The operation's parameters: name, where it goes (`path`, `query`, `header`), its resolved
+    /// schema and whether it is required.
+    private func parameters(of operation: Operation) -> [(name: String, location: String, schema: [String: Any], required: Bool)] {
+        operation.parameters.compactMap { parameter in
+            guard let name = parameter["name"] as? String, let location = parameter["in"] as? String else { return nil }
+            let schema = (parameter["schema"]).flatMap { resolve($0) as? [String: Any] } ?? [:]
+            return (name, location, schema, parameter["required"] as? Bool ?? false)
+        }
     }
 
     private mutating func authenticate(_ operation: Operation, headers: inout [String: String]) {

@@ -113,6 +113,21 @@ struct PushTests {
 
     static func token(_ index: Int) -> String { String(format: "%064x", 0xA000 + index) }
 
+    /// Uploads the test signing key as the sandbox token credential `name` for `topic`.
+    static func uploadTokenCredential(_ client: some TestClientProtocol, name: String, topic: String) async throws -> TestResponse {
+        try await client.execute(
+            uri: "/v1/apns/credentials/\(name)",
+            method: .put,
+            headers: jsonHeaders(bearer: adminToken),
+            body: ByteBuffer(
+                bytes: try JSONSerialization.data(withJSONObject: [
+                    "type": "token", "environment": "sandbox", "topic": topic, "key": credentials.signingKeyPEM,
+                    "key_id": credentials.keyID, "team_id": credentials.teamID,
+                ])
+            )
+        )
+    }
+
     /// A world with a feed channel, users with sessions, a token credential uploaded through the API,
     /// and `devices` registered per user through the API.
     func world(
@@ -146,17 +161,7 @@ struct PushTests {
         let world = try World(db: db, mock: mock, settings: settings, sessions: sessions)
         let sessionsByUser = sessions
         try await world.app().test(.router) { client in
-            let upload = try await client.execute(
-                uri: "/v1/apns/credentials/main",
-                method: .put,
-                headers: jsonHeaders(bearer: Self.adminToken),
-                body: ByteBuffer(
-                    bytes: try JSONSerialization.data(withJSONObject: [
-                        "type": "token", "environment": "sandbox", "topic": Self.topic, "key": Self.credentials.signingKeyPEM,
-                        "key_id": Self.credentials.keyID, "team_id": Self.credentials.teamID,
-                    ])
-                )
-            )
+            let upload = try await Self.uploadTokenCredential(client, name: "main", topic: Self.topic)
             #expect(upload.status == .created, "\(String(buffer: upload.body))")
             for (user, tokens) in devices {
                 for token in tokens {
@@ -535,17 +540,7 @@ struct PushTests {
             let world = try await world(db, devices: ["u1": [Self.token(1)]])
             defer { Task { await world.shutdown() } }
             try await world.app().test(.router) { client in
-                let upload = try await client.execute(
-                    uri: "/v1/apns/credentials/other",
-                    method: .put,
-                    headers: jsonHeaders(bearer: Self.adminToken),
-                    body: ByteBuffer(
-                        bytes: try JSONSerialization.data(withJSONObject: [
-                            "type": "token", "environment": "sandbox", "topic": otherTopic, "key": Self.credentials.signingKeyPEM,
-                            "key_id": Self.credentials.keyID, "team_id": Self.credentials.teamID,
-                        ])
-                    )
-                )
+                let upload = try await Self.uploadTokenCredential(client, name: "other", topic: otherTopic)
                 #expect(upload.status == .created)
                 #expect(try jsonObject(upload)["status"] as? String == "ready")
                 let device = try await client.execute(
