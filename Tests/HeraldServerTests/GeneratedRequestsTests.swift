@@ -58,7 +58,12 @@ struct GeneratedRequestsTests {
                 for round in 0..<rounds {
                     // Deletes and resets among the requests take things away; bring them back so that
                     // later requests still reach the handlers.
-                    if round % 5 == 0 { Self.pointPools(&generator.pools, at: try await Self.restore(client)) }
+                    if round % 5 == 0 {
+                        Self.pointPools(&generator.pools, at: try await Self.restore(client))
+                        // A channel deleted and made again is a new channel: tokens of the old one end.
+                        let syncToken = try await Self.syncToken(client, session: fixtures.session)
+                        generator.pools["token"]?[0] = syncToken
+                    }
                     for operation in operations.shuffled(using: &shuffler) {
                         let request = generator.request(for: operation)
                         let response = try await Self.send(request, with: client)
@@ -321,7 +326,7 @@ struct GeneratedRequestsTests {
         var pools: [String: [Any]] = [
             "user_id": users, "targets[]": ["me", "u1", "u2"], "force_push[]": users, "mentioned_user_ids[]": users, "sender_id": ["u1"],
             "channel_url": ["feed", "chat", "nope"], "key": ["plain", "nope"], "template_key": ["plain"],
-            "device_token": [device, String(repeating: "cd", count: 32)], "Herald-Device": [device],
+            "device_token": [device, String(repeating: "cd", count: 32)], "Herald-Device": [device], "device": [device],
             "name": ["main", "other"], "category": ["news"], "token": [syncToken, listToken],
             "updateNotification.body": [["variables": ["title": "changed"]]],
             "sendNotification.variables": [["title": "hello"]], "updateNotification.variables": [["title": "changed"]],
@@ -355,9 +360,18 @@ struct GeneratedRequestsTests {
             ],
             "putAPNsCredential.type": ["token"], "putAPNsCredential.key": [credentials.signingKeyPEM],
             "key_id": [credentials.keyID], "team_id": [credentials.teamID], "environment": ["sandbox", "production"],
+            // Erasures take a user of their own (put back by `restore`): erasing the session's user
+            // would leave every later user request refused.
+            "eraseUser.user_id": ["doomed", "ghost"], "getErasure.user_id": ["doomed", "ghost"],
         ]
         pointPools(&pools, at: id)
         return Fixtures(session: token, otherSession: otherSession, pools: pools)
+    }
+
+    /// A fresh sync token of the session user's feed.
+    static func syncToken(_ client: some TestClientProtocol, session: String) async throws -> String {
+        let load = try await client.execute(uri: "/v1/me/channels/feed/collection", method: .get, headers: jsonHeaders(bearer: session))
+        return try #require(try jsonObject(load)["next_token"] as? String)
     }
 
     /// Points the pools that name a notification at `ids` (the session user's).
@@ -368,11 +382,12 @@ struct GeneratedRequestsTests {
         pools["markDelivered.herald"] = ids.map { ["type": "refresh", "notification_id": $0] }
     }
 
-    /// Puts the channels, the template and the credential back as the fixtures made them (no-ops
+    /// Puts the user that erasures take, the channels, the template and the credential back as the fixtures made them (no-ops
     /// when unchanged), and sends the session user three notifications (a generated request may
     /// delete one); returns their ids.
     static func restore(_ client: some TestClientProtocol) async throws -> [String] {
         let admin = jsonHeaders(bearer: adminToken)
+        #expect(try await client.execute(uri: "/v1/users/doomed", method: .put, headers: admin).status.code < 300)
         for (url, body) in [
             ("feed", #"{"kind":"feed","name":"Feed","categories":[{"id":"news","name":"News","is_default":true}]}"#),
             ("chat", #"{"kind":"chat","name":"Chat"}"#),

@@ -18,6 +18,8 @@ public enum HeraldApplication {
         public var adminToken: String?
         /// Signalled after an `audience: "all"` send, to wake the `FanoutService`.
         public var fanoutWake: WakeSignal
+        /// Signalled after an erasure starts, to wake the `ErasureService`.
+        public var erasureWake: WakeSignal
         public var sync: SyncSettings
         /// Seals APNs secrets; `nil` refuses credential uploads (503).
         public var secrets: SecretBox?
@@ -32,6 +34,7 @@ public enum HeraldApplication {
             metricsRegistry: PrometheusCollectorRegistry,
             adminToken: String?,
             fanoutWake: WakeSignal = WakeSignal(),
+            erasureWake: WakeSignal = WakeSignal(),
             sync: SyncSettings = SyncSettings(),
             secrets: SecretBox? = nil,
             hub: LiveHub? = nil,
@@ -42,6 +45,7 @@ public enum HeraldApplication {
             self.metricsRegistry = metricsRegistry
             self.adminToken = adminToken
             self.fanoutWake = fanoutWake
+            self.erasureWake = erasureWake
             self.sync = sync
             self.secrets = secrets
             self.hub = hub
@@ -74,8 +78,13 @@ public enum HeraldApplication {
         )
         OperationsController(migrator: dependencies.migrator, metricsRegistry: dependencies.metricsRegistry)
             .register(in: registry)
-        UsersController(users: UserStore(client: dependencies.client), sessions: sessions)
-            .register(in: registry)
+        UsersController(
+            users: UserStore(client: dependencies.client),
+            sessions: sessions,
+            erasures: UserErasureStore(client: dependencies.client),
+            exports: UserExportStore(client: dependencies.client),
+            erasureWake: dependencies.erasureWake
+        ).register(in: registry)
         ChannelsController(channels: ChannelStore(client: dependencies.client))
             .register(in: registry)
         TemplatesController(templates: TemplateStore(client: dependencies.client))

@@ -25,6 +25,12 @@ struct JSONWriter {
     /// The text written so far.
     var buffer: ByteBuffer { ByteBuffer(bytes: bytes) }
 
+    /// The text written since the last take, for a body sent in parts; the writer goes on where it was.
+    mutating func takeBuffer() -> ByteBuffer {
+        defer { bytes.removeAll(keepingCapacity: true) }
+        return buffer
+    }
+
     mutating func beginObject() {
         separate()
         bytes.append(UInt8(ascii: "{"))
@@ -52,6 +58,16 @@ struct JSONWriter {
         separate()
         bytes.append(UInt8(ascii: "\""))
         name.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(UInt8(ascii: ":"))
+        needsComma = false
+    }
+
+    /// An object key from the API's own names that is not a literal (an enumeration's raw value).
+    mutating func key(_ name: String) {
+        separate()
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(contentsOf: name.utf8)
         bytes.append(UInt8(ascii: "\""))
         bytes.append(UInt8(ascii: ":"))
         needsComma = false

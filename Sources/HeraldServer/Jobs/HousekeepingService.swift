@@ -3,26 +3,30 @@ import Logging
 import Postgres
 import ServiceLifecycle
 
-/// Periodic clean-up: idempotency keys past their retention, and expired sessions.
+/// Periodic clean-up: idempotency keys past their retention, expired sessions, and the records of
+/// erasures that finished long ago.
 public struct HousekeepingService: Service {
     let notifications: NotificationStore
     let sessions: SessionStore
+    let erasures: UserErasureStore
     let interval: Duration
     let logger: Logger
 
     public init(client: PostgresClient, interval: Duration = .seconds(3600), logger: Logger) {
         self.notifications = NotificationStore(client: client)
         self.sessions = SessionStore(client: client)
+        self.erasures = UserErasureStore(client: client)
         self.interval = interval
         self.logger = logger
     }
 
     public func run() async throws {
-        await PeriodicWork.run(every: interval, name: "housekeeping", logger: logger) { [notifications, sessions, logger] in
+        await PeriodicWork.run(every: interval, name: "housekeeping", logger: logger) { [notifications, sessions, erasures, logger] in
             let removed = try await notifications.deleteExpiredIdempotencyKeys()
             if removed > 0 { logger.info("removed expired idempotency keys", metadata: ["count": "\(removed)"]) }
             let expired = try await sessions.deleteExpired()
             if expired > 0 { logger.info("removed expired sessions", metadata: ["count": "\(expired)"]) }
+            try await erasures.deleteOldRecords()
         }
     }
 }

@@ -3,10 +3,14 @@ import HeraldCore
 import HeraldStore
 import Hummingbird
 
-/// Admin routes for users and their sessions.
+/// Admin routes for users and their sessions, and for erasing and exporting a user.
 struct UsersController: Sendable {
     let users: UserStore
     let sessions: SessionStore
+    let erasures: UserErasureStore
+    let exports: UserExportStore
+    /// Wakes the `ErasureService` after an erasure starts.
+    let erasureWake: WakeSignal
 
     /// Longest nickname accepted.
     static let maximumNicknameLength = 255
@@ -24,6 +28,19 @@ struct UsersController: Sendable {
         routes.add(.delete, "/v1/users/{user_id}/sessions", access: .admin) { _, context in
             let userID = try Self.userID(context)
             return RevokedBody(revoked: try await sessions.revokeAll(userID: userID))
+        }
+        routes.add(.delete, "/v1/users/{user_id}", access: .admin) { _, context in
+            try await erase(context: context)
+        }
+        routes.add(.get, "/v1/users/{user_id}/erasure", access: .admin) { _, context in
+            let userID = try Self.userID(context)
+            guard let erasure = try await erasures.status(userID: userID) else {
+                throw APIError(.notFound, code: "erasure_not_found", message: "This user id was not erased (or the record has expired).")
+            }
+            return ErasureBody(erasure)
+        }
+        routes.add(.get, "/v1/users/{user_id}/export", access: .admin) { _, context in
+            try await export(context: context)
         }
     }
 

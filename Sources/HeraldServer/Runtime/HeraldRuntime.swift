@@ -148,6 +148,7 @@ public enum HeraldRuntime {
         }
 
         let fanoutWake = WakeSignal()
+        let erasureWake = WakeSignal()
         let secrets: SecretBox
         do {
             secrets = try resolveSecretKey(configuration, logger: logger)
@@ -168,6 +169,7 @@ public enum HeraldRuntime {
             metricsRegistry: metricsRegistry,
             adminToken: adminToken,
             fanoutWake: fanoutWake,
+            erasureWake: erasureWake,
             sync: SyncSettings(hugeGap: configuration.syncHugeGap),
             secrets: secrets,
             hub: hub,
@@ -206,6 +208,7 @@ public enum HeraldRuntime {
         // Shut down in reverse: HTTP first, then the background work, then the pool it all uses.
         services.append(client)
         services.append(FanoutService(client: client, batchSize: configuration.fanoutBatchSize, wake: fanoutWake, logger: logger))
+        services.append(ErasureService(client: client, wake: erasureWake, logger: logger))
         services.append(HousekeepingService(client: client, logger: logger))
         services.append(CompactionService(client: client, retention: configuration.changeRetention, logger: logger))
         services.append(

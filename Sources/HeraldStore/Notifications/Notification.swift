@@ -28,6 +28,9 @@ public struct NotificationDraft: Sendable {
     public var eventDeadline: Date?
     public var push: PushOptions
     public var audience: Audience
+    /// When the notification expires (it leaves every collection, as a delete would); its channel's
+    /// retention may make that earlier.
+    public var expiresAt: Date?
 
     public init(
         channelURL: String,
@@ -39,7 +42,8 @@ public struct NotificationDraft: Sendable {
         tags: [String],
         eventDeadline: Date?,
         push: PushOptions,
-        audience: Audience
+        audience: Audience,
+        expiresAt: Date? = nil
     ) {
         self.channelURL = channelURL
         self.templateKey = templateKey
@@ -51,6 +55,14 @@ public struct NotificationDraft: Sendable {
         self.eventDeadline = eventDeadline
         self.push = push
         self.audience = audience
+        self.expiresAt = expiresAt
+    }
+
+    /// Every user id the send names: its targets and the users it has variables for.
+    var namedUserIDs: [String] {
+        var ids = Set(content.perUser.keys)
+        if case .targets(let targets) = audience { ids.formUnion(targets) }
+        return ids.sorted()
     }
 }
 
@@ -79,6 +91,8 @@ public struct StoredNotification: Sendable, Equatable {
     public var audienceSize: Int64
     public var recipientCount: Int64
     public var fanoutState: FanoutState
+    /// When it expires: the earlier of the send's `expires_at` and the end of its channel's retention.
+    public var expiresAt: Date?
     public var createdAt: Date
     public var updatedAt: Date
     /// Silent refresh pushes delivered because of this notification.

@@ -44,7 +44,8 @@ public struct NotificationStore: Sendable {
             if let idempotency {
                 try await connection.query(
                     """
-                    UPDATE idempotency_keys SET status = \(response.status), response = \(PostgresBytes(response.body))
+                    UPDATE idempotency_keys SET status = \(response.status), response = \(PostgresBytes(response.body)),
+                        user_ids = \(draft.namedUserIDs)
                     WHERE key = \(idempotency.key)
                     """
                 )

@@ -10,4 +10,10 @@ enum TimeSQL {
 
     /// The transaction's `now()` in microseconds since 1970 (exact: `extract` answers a numeric).
     static let nowMicroseconds: PostgresQuery = "(extract(epoch FROM now()) * 1000000)::int8"
+
+    /// The timestamp column as the API writes times (RFC 3339, UTC, milliseconds), or SQL NULL: for
+    /// JSON built in SQL.
+    static func rfc3339(_ column: String) -> PostgresQuery {
+        "to_char(\(unescaped: column) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+    }
 }
