@@ -38,14 +38,30 @@ public struct Channel: Sendable, Equatable, Codable {
     public var coverURL: String
     public var customType: String
     public var categories: [Category]
+    /// How long notifications stay, as written (`"90d"`; see `RetentionPeriod`); `nil` keeps them.
+    public var retention: String?
 
-    public init(url: String, kind: Kind, name: String = "", coverURL: String = "", customType: String = "", categories: [Category] = []) {
+    public init(
+        url: String,
+        kind: Kind,
+        name: String = "",
+        coverURL: String = "",
+        customType: String = "",
+        categories: [Category] = [],
+        retention: String? = nil
+    ) {
         self.url = url
         self.kind = kind
         self.name = name
         self.coverURL = coverURL
         self.customType = customType
         self.categories = categories
+        self.retention = retention
+    }
+
+    /// The retention, parsed; `nil` when there is none or it does not parse (`problem()` says so).
+    public var retentionPeriod: RetentionPeriod? {
+        retention.flatMap(RetentionPeriod.init)
     }
 
     enum CodingKeys: String, CodingKey {
@@ -53,7 +69,7 @@ public struct Channel: Sendable, Equatable, Codable {
         case kind, name
         case coverURL = "cover_url"
         case customType = "custom_type"
-        case categories
+        case categories, retention
     }
 
     /// Only `channel_url` and `kind` are required; the rest default to empty.
@@ -65,6 +81,7 @@ public struct Channel: Sendable, Equatable, Codable {
         coverURL = try container.decodeIfPresent(String.self, forKey: .coverURL) ?? ""
         customType = try container.decodeIfPresent(String.self, forKey: .customType) ?? ""
         categories = try container.decodeIfPresent([Category].self, forKey: .categories) ?? []
+        retention = try container.decodeIfPresent(String.self, forKey: .retention)
     }
 
     public static let maximumURLLength = 128
@@ -91,6 +108,7 @@ public struct Channel: Sendable, Equatable, Codable {
         if !categories.isEmpty, categories.filter(\.isDefault).count != 1 {
             return ("categories", "must have exactly one entry with is_default: true")
         }
+        if let retention, RetentionPeriod(retention) == nil { return ("retention", RetentionPeriod.problem) }
         return nil
     }
 

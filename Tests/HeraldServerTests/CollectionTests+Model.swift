@@ -72,6 +72,10 @@ extension CollectionTests {
                 var random = SplitMix64(seed: seed)
                 // Two devices of u1; u2 and u3 only receive (their counters are checked too).
                 var devices = [Device(session: world.sessions["u1"]!), Device(session: world.sessions["u1"]!)]
+                // Broadcasts folding reached, and those it finished (compaction may remove deleted ones).
+                var foldedInto = Set<Int64>()
+                var foldedFully = Set<Int64>()
+                var broadcasts = 0
                 var sent: [Int64] = []
                 var counter = 0
 
@@ -169,13 +173,17 @@ extension CollectionTests {
                             respond: { _ in StoredResponse(status: 202, body: []) }
                         ) {
                             sent.append(stored.id)
+                            broadcasts += 1
                         }
                     case 26..<29:
                         // Fan-out work, one user per batch, interleaved with everything else.
                         _ = try await world.notifications.fanOutNextBatch(size: 1)
                     case 29..<31:
                         // Folding finished broadcasts into the counters, one user per batch.
-                        _ = try await world.notifications.foldNextBatch(size: 1)
+                        if let progress = try await world.notifications.foldNextBatch(size: 1) {
+                            foldedInto.insert(progress.notificationID)
+                            if progress.finished { foldedFully.insert(progress.notificationID) }
+                        }
                     case 31..<34 where !sent.isEmpty:
                         let id = sent.randomElement(using: &random)!
                         let title = "edited \(step)"
@@ -223,13 +231,9 @@ extension CollectionTests {
                 try await Self.expectUnreadCountsMatchCopies(db)
                 // The run exercised what it should: devices had to start over at least once.
                 #expect(devices.map(\.resets).reduce(0, +) > 2)
-                let broadcasts = try await db.client.query("SELECT count(*) FROM notifications WHERE audience = 'all'").first!.decode(Int.self)
                 #expect(broadcasts > 10)
                 // Folding ran, some of it part way when the history moved on.
-                let folded = try await db.client.query(
-                    "SELECT count(*) FILTER (WHERE folded_through > 0), count(*) FILTER (WHERE folded_through >= fanout_through AND fanout_through > 0) FROM notifications WHERE audience = 'all'"
-                ).first!.decode((Int, Int).self)
-                #expect(folded.0 > 3 && folded.1 > 0)
+                #expect(foldedInto.count > 3 && !foldedFully.isEmpty)
             }
         }
     }

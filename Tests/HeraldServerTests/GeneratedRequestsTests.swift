@@ -362,7 +362,7 @@ struct GeneratedRequestsTests {
             "key_id": [credentials.keyID], "team_id": [credentials.teamID], "environment": ["sandbox", "production"],
             // Erasures take a user of their own (put back by `restore`): erasing the session's user
             // would leave every later user request refused.
-            "eraseUser.user_id": ["doomed", "ghost"], "getErasure.user_id": ["doomed", "ghost"],
+            "retention": ["90d", "12h", NSNull()], "eraseUser.user_id": ["doomed", "ghost"], "getErasure.user_id": ["doomed", "ghost"],
         ]
         pointPools(&pools, at: id)
         return Fixtures(session: token, otherSession: otherSession, pools: pools)

@@ -31,9 +31,10 @@ struct ChannelsController: Sendable {
         var coverURL: String?
         var customType: String?
         var categories: [Channel.Category]?
+        var retention: String?
 
         enum CodingKeys: String, CodingKey {
-            case kind, name, categories
+            case kind, name, categories, retention
             case coverURL = "cover_url"
             case customType = "custom_type"
         }
@@ -53,11 +54,14 @@ struct ChannelsController: Sendable {
         func encode(to encoder: any Encoder) throws {
             try channel.encode(to: encoder)
             var container = encoder.container(keyedBy: Keys.self)
+            // `Channel` leaves an absent retention out; the API says null.
+            if channel.retention == nil { try container.encodeNil(forKey: .retention) }
             try container.encode(createdAt, forKey: .createdAt)
             try container.encode(updatedAt, forKey: .updatedAt)
         }
 
         enum Keys: String, CodingKey {
+            case retention
             case createdAt = "created_at"
             case updatedAt = "updated_at"
         }
@@ -85,7 +89,8 @@ struct ChannelsController: Sendable {
             name: definition.name ?? "",
             coverURL: definition.coverURL ?? "",
             customType: definition.customType ?? "",
-            categories: definition.categories ?? []
+            categories: definition.categories ?? [],
+            retention: definition.retention
         )
         if let problem = channel.problem() {
             throw APIError(.badRequest, code: "invalid_channel", message: "\(problem.field) \(problem.message).")

@@ -77,6 +77,8 @@ struct NotificationBody: ResponseEncodable {
     var category: String
     var tags: [String]
     var eventDeadline: String?
+    /// When it leaves every collection: the send's `expires_at` or its channel's retention, the earlier.
+    var expiresAt: String?
     var push: PushOptions
     var audience: String
     var fanout: Fanout
@@ -99,6 +101,7 @@ struct NotificationBody: ResponseEncodable {
         category = stored.category
         tags = stored.tags
         eventDeadline = stored.eventDeadline.map(RFC3339.string)
+        expiresAt = stored.expiresAt.map(RFC3339.string)
         push = stored.push
         audience = stored.audience
         fanout = Fanout(state: stored.fanoutState.rawValue, audienceSize: stored.audienceSize, reached: stored.recipientCount)
@@ -127,6 +130,7 @@ struct NotificationBody: ResponseEncodable {
         case pushBody = "push_body"
         case category, tags
         case eventDeadline = "event_deadline"
+        case expiresAt = "expires_at"
         case push, audience, fanout, counts, members
         case nextCursor = "next"
         case createdAt = "created_at"

@@ -76,7 +76,7 @@ struct NotificationsController: Sendable {
         if let idempotency, let previous = try await notifications.previousOutcome(for: idempotency) {
             return try Self.response(previous)
         }
-        let (audience, deadline) = try body.validate()
+        let (audience, deadline, expiresAt) = try body.validate()
         guard let channel = try await channels.get(body.channelURL)?.channel else {
             throw APIError(.badRequest, code: "unknown_channel", message: "There is no channel '\(body.channelURL)'.")
         }
@@ -95,7 +95,8 @@ struct NotificationsController: Sendable {
             tags: body.tags,
             eventDeadline: deadline,
             push: body.push,
-            audience: audience
+            audience: audience,
+            expiresAt: expiresAt
         )
         let status: HTTPResponse.Status = audience == .all ? .accepted : .created
         let outcome: NotificationStore.SendOutcome

@@ -14,6 +14,7 @@ struct SendNotificationRequest: Codable, Sendable {
     var category: String?
     var tags: [String]
     var eventDeadline: String?
+    var expiresAt: String?
     var push: PushOptions
 
     enum CodingKeys: String, CodingKey {
@@ -23,6 +24,7 @@ struct SendNotificationRequest: Codable, Sendable {
         case userVariables = "user_variables"
         case targets, audience, category, tags
         case eventDeadline = "event_deadline"
+        case expiresAt = "expires_at"
         case push
     }
 
@@ -37,6 +39,7 @@ struct SendNotificationRequest: Codable, Sendable {
         category = try container.decodeIfPresent(String.self, forKey: .category)
         tags = try container.decodeIfPresent([String].self, forKey: .tags) ?? []
         eventDeadline = try container.decodeIfPresent(String.self, forKey: .eventDeadline)
+        expiresAt = try container.decodeIfPresent(String.self, forKey: .expiresAt)
         push = try container.decodeIfPresent(PushOptions.self, forKey: .push) ?? PushOptions()
     }
 
@@ -49,8 +52,8 @@ struct SendNotificationRequest: Codable, Sendable {
     /// Variable values are scalars; this bounds how deep a wrong value may nest before it is rejected.
     static let maximumVariableDepth = 8
 
-    /// The validated audience and deadline, or a 400 naming the first field at fault.
-    func validate() throws(APIError) -> (audience: Audience, eventDeadline: Date?) {
+    /// The validated audience, deadline and expiry, or a 400 naming the first field at fault.
+    func validate(now: Date = Date()) throws(APIError) -> (audience: Audience, eventDeadline: Date?, expiresAt: Date?) {
         func invalid(_ field: String, _ message: String) -> APIError {
             APIError(.badRequest, code: "invalid_notification", message: "\(field) \(message).")
         }
@@ -101,8 +104,14 @@ struct SendNotificationRequest: Codable, Sendable {
             }
             deadline = parsed
         }
+        var expiry: Date?
+        if let expiresAt {
+            guard let parsed = RFC3339.date(from: expiresAt) else { throw invalid("expires_at", "must be an RFC 3339 date-time") }
+            guard parsed > now else { throw invalid("expires_at", "must be in the future") }
+            expiry = parsed
+        }
         if let (field, message) = push.problem() { throw invalid("push.\(field)", message) }
-        return (audience, deadline)
+        return (audience, deadline, expiry)
     }
 
     static func checkVariables(_ values: [String: JSONValue], field: String) throws(APIError) {

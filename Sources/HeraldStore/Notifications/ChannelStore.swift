@@ -44,12 +44,13 @@ public struct ChannelStore: Sendable {
         }
         let rows = try await connection.query(
             """
-            INSERT INTO channels AS c (url, kind, name, cover_url, custom_type, categories, change_xid)
+            INSERT INTO channels AS c (url, kind, name, cover_url, custom_type, categories, retention_seconds, change_xid)
             VALUES (\(channel.url), \(channel.kind.rawValue), \(channel.name), \(channel.coverURL), \(channel.customType), \(categories),
-                \(ChangePositionSQL.currentTransactionID))
+                \(channel.retentionPeriod?.seconds), \(ChangePositionSQL.currentTransactionID))
             ON CONFLICT (url) DO UPDATE SET
                 name = EXCLUDED.name, cover_url = EXCLUDED.cover_url, custom_type = EXCLUDED.custom_type,
-                categories = EXCLUDED.categories, updated_at = now(), change_xid = EXCLUDED.change_xid
+                categories = EXCLUDED.categories, retention_seconds = EXCLUDED.retention_seconds, updated_at = now(),
+                change_xid = EXCLUDED.change_xid
             RETURNING \(Self.columns), (xmax = 0) AS created, key
             """
         )
@@ -126,18 +127,19 @@ public struct ChannelStore: Sendable {
 
     // MARK: - Rows
 
-    static let columns: PostgresQuery = "url, kind, name, cover_url, custom_type, categories, created_at, updated_at"
+    static let columns: PostgresQuery = "url, kind, name, cover_url, custom_type, categories, created_at, updated_at, retention_seconds"
 
     static func decode(_ row: PostgresRow) throws -> StoredChannel {
-        let (url, kind, name, coverURL, customType, categories, createdAt, updatedAt) =
-            try row.decode((String, String, String, String, String, PostgresJSONB, Date, Date).self)
+        let (url, kind, name, coverURL, customType, categories, createdAt, updatedAt, retention) =
+            try row.decode((String, String, String, String, String, PostgresJSONB, Date, Date, Int64?).self)
         let channel = Channel(
             url: url,
             kind: Channel.Kind(rawValue: kind) ?? .feed,
             name: name,
             coverURL: coverURL,
             customType: customType,
-            categories: try JSONDecoder().decode([Channel.Category].self, from: Data(categories.utf8))
+            categories: try JSONDecoder().decode([Channel.Category].self, from: Data(categories.utf8)),
+            retention: retention.flatMap(RetentionPeriod.init(seconds:))?.description
         )
         return StoredChannel(channel: channel, createdAt: createdAt, updatedAt: updatedAt)
     }

@@ -59,37 +59,54 @@ extension NotificationStore {
     public func delete(_ id: Int64) async throws -> Bool {
         try await client.withRetryingTransaction { connection in
             guard let locked = try await Self.lockForChange(id, on: connection, allowRunningFanout: true) else { return false }
-            let xid = try await Self.currentTransactionID(on: connection)
-            // Counters: a copy counted in its user's state (targets, broadcast copies made at send
-            // time that the fan-out has not passed, and broadcast copies already folded into the
-            // state) leaves it if unread; a broadcast copy the fan-out reached but the folding has not
-            // stops being counted by the channel's broadcast count, so if its user had already read or
-            // removed it (and was counted down then), that is given back.
-            try await connection.query(
-                """
-                UPDATE channel_states s SET unread_adjustment = s.unread_adjustment + d.delta
-                FROM (
-                    SELECT r.user_key, r.channel_key,
-                        CASE WHEN r.user_key > \(locked.foldedThrough) AND r.user_key <= \(locked.reachedThrough)
-                            THEN CASE WHEN r.status < \(CollectionItem.Status.read) AND NOT r.deleted THEN 0 ELSE 1 END
-                            ELSE CASE WHEN r.status < \(CollectionItem.Status.read) AND NOT r.deleted THEN -1 ELSE 0 END
-                        END AS delta
-                    FROM notification_recipients r WHERE r.notification_id = \(id)
-                ) AS d
-                WHERE d.delta <> 0 AND s.user_key = d.user_key AND s.channel_key = d.channel_key
-                """
-            )
-            try await connection.query(
-                """
-                UPDATE notification_recipients SET change_xid = \(xid), deleted = true, data = NULL, push_title = NULL, push_body = NULL
-                WHERE notification_id = \(id) AND NOT deleted
-                """
-            )
-            try await connection.query(
-                "UPDATE notifications SET deleted_at = now(), updated_at = now(), fanout_state = 'done' WHERE id = \(id)"
-            )
-            try await PushStore.enqueue(notification: id, channelKey: locked.channelKey, change: .deleted, on: connection)
+            try await Self.remove(id, locked: locked, refreshDevices: true, on: connection)
             return true
+        }
+    }
+
+    /// Turns the copies of the notification, locked by `lockForChange`, into tombstones and marks it
+    /// deleted, in the caller's transaction; every hub hears of it, and with `refreshDevices` the
+    /// recipients' devices are made to want a refresh push.
+    static func remove(
+        _ id: Int64,
+        locked: (channelKey: Int64, reachedThrough: Int64, foldedThrough: Int64),
+        refreshDevices: Bool,
+        on connection: PostgresConnection
+    ) async throws {
+        let xid = try await Self.currentTransactionID(on: connection)
+        // Counters: a copy counted in its user's state (targets, broadcast copies made at send
+        // time that the fan-out has not passed, and broadcast copies already folded into the
+        // state) leaves it if unread; a broadcast copy the fan-out reached but the folding has not
+        // stops being counted by the channel's broadcast count, so if its user had already read or
+        // removed it (and was counted down then), that is given back.
+        try await connection.query(
+            """
+            UPDATE channel_states s SET unread_adjustment = s.unread_adjustment + d.delta
+            FROM (
+                SELECT r.user_key, r.channel_key,
+                    CASE WHEN r.user_key > \(locked.foldedThrough) AND r.user_key <= \(locked.reachedThrough)
+                        THEN CASE WHEN r.status < \(CollectionItem.Status.read) AND NOT r.deleted THEN 0 ELSE 1 END
+                        ELSE CASE WHEN r.status < \(CollectionItem.Status.read) AND NOT r.deleted THEN -1 ELSE 0 END
+                    END AS delta
+                FROM notification_recipients r WHERE r.notification_id = \(id)
+            ) AS d
+            WHERE d.delta <> 0 AND s.user_key = d.user_key AND s.channel_key = d.channel_key
+            """
+        )
+        try await connection.query(
+            """
+            UPDATE notification_recipients SET change_xid = \(xid), deleted = true, data = NULL, push_title = NULL, push_body = NULL
+            WHERE notification_id = \(id) AND NOT deleted
+            """
+        )
+        try await connection.query(
+            "UPDATE notifications SET deleted_at = now(), updated_at = now(), fanout_state = 'done' WHERE id = \(id)"
+        )
+        if refreshDevices {
+            try await PushStore.enqueue(notification: id, channelKey: locked.channelKey, change: .deleted, on: connection)
+        } else {
+            try await LiveHint.notification(.deleted, id: id, channelKey: locked.channelKey, usersAfter: nil, usersThrough: nil)
+                .send(on: connection)
         }
     }
 

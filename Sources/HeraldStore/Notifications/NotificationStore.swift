@@ -88,12 +88,12 @@ public struct NotificationStore: Sendable {
             INSERT INTO notifications (
                 channel_key, template_key, template_version, variables, data, push_title, push_body,
                 category, tags, event_deadline, push, audience, audience_size, fanout_through, fanout_state,
-                fanout_skips_existing)
+                fanout_skips_existing, expires_at)
             VALUES (
                 \(channelKey), \(draft.templateKey), \(draft.templateVersion), \(variables), \(data),
                 \(draft.content.shared.pushTitle), \(draft.content.shared.pushBody), \(draft.category), \(draft.tags),
                 \(deadline), \(push), \(draft.audience.name), \(audienceSize), \(fanoutThrough), \(fanoutState),
-                \(!draft.content.perUser.isEmpty))
+                \(!draft.content.perUser.isEmpty), \(draft.expiresAt.map(PostgresTimestamp.init)))
             RETURNING id
             """
         )
@@ -243,7 +243,8 @@ public struct NotificationStore: Sendable {
     static let columns: PostgresQuery = """
         n.id, c.url, n.template_key, n.template_version, n.variables, n.data, n.push_title, n.push_body, \
         n.category, n.tags, n.event_deadline, n.push, n.audience, n.audience_size, n.recipient_count, \
-        n.fanout_state, n.created_at, n.updated_at, n.pushes_sent
+        n.fanout_state, n.created_at, n.updated_at, n.pushes_sent, \
+        least(n.expires_at, n.created_at + c.retention_seconds * interval '1 second')
         """
 
     static func decode(_ row: PostgresRow) throws -> StoredNotification {
@@ -258,6 +259,7 @@ public struct NotificationStore: Sendable {
         let createdAt = try row.decode(column: 16, as: Date.self)
         let updatedAt = try row.decode(column: 17, as: Date.self)
         let pushesSent = try row.decode(column: 18, as: Int64.self)
+        let expiresAt = try row.decode(column: 19, as: Date?.self)
         let decoder = JSONDecoder()
         return StoredNotification(
             id: id,
@@ -276,6 +278,7 @@ public struct NotificationStore: Sendable {
             audienceSize: audienceSize,
             recipientCount: recipientCount,
             fanoutState: StoredNotification.FanoutState(rawValue: fanoutState) ?? .done,
+            expiresAt: expiresAt,
             createdAt: createdAt,
             updatedAt: updatedAt,
             pushesSent: pushesSent
