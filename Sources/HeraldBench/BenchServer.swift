@@ -7,7 +7,8 @@ import Postgres
 import Prometheus
 import ServiceLifecycle
 
-/// Herald's HTTP application and fan-out service, in-process on a loopback port, for one benchmark.
+/// Herald's HTTP application and fan-out service (and any `services` given), in-process on a loopback
+/// port, for one benchmark.
 enum BenchServer {
     static func run(
         client: PostgresClient,
@@ -15,6 +16,7 @@ enum BenchServer {
         fanoutBatchSize: Int = 10_000,
         sync: SyncSettings = SyncSettings(),
         limits: RequestLimits.Settings = .off,
+        services: [any Service] = [],
         logger: Logger,
         _ body: @escaping @Sendable (Int) async throws -> Void
     ) async throws {
@@ -33,7 +35,7 @@ enum BenchServer {
             portContinuation.yield(port)
         }
         let fanout = FanoutService(client: client, batchSize: fanoutBatchSize, wake: wake, logger: logger)
-        let group = ServiceGroup(services: [fanout, application], logger: logger)
+        let group = ServiceGroup(services: [fanout] + services + [application], logger: logger)
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
             var ports = portStream.makeAsyncIterator()
