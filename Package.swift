@@ -134,6 +134,7 @@ let package = Package(
                 "Postgres",
                 "HeraldCore",
                 "HeraldStore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

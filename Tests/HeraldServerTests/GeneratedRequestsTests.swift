@@ -32,7 +32,7 @@ struct GeneratedRequestsTests {
         let p12 = Data(credentials.p12).base64EncodedString()
         return [
             adminToken, secretKeyHex, fixtures.session, fixtures.otherSession, keyLine, String(p12.dropFirst(40).prefix(40)),
-            credentials.certificatePassword,
+            credentials.certificatePassword, String(repeating: "s", count: 32),
         ]
     }
 
@@ -362,7 +362,11 @@ struct GeneratedRequestsTests {
             "key_id": [credentials.keyID], "team_id": [credentials.teamID], "environment": ["sandbox", "production"],
             // Erasures take a user of their own (put back by `restore`): erasing the session's user
             // would leave every later user request refused.
-            "retention": ["90d", "12h", NSNull()], "eraseUser.user_id": ["doomed", "ghost"], "getErasure.user_id": ["doomed", "ghost"],
+            "retention": ["90d", "12h", NSNull()],
+            "putWebhook.body": [
+                ["url": "http://127.0.0.1:9/hooks", "events": ["notification.read"], "secret": String(repeating: "s", count: 32)],
+                ["url": "https://example.com/hooks", "events": ["push.failed", "user.erased"], "batch_size": 10],
+            ], "eraseUser.user_id": ["doomed", "ghost"], "getErasure.user_id": ["doomed", "ghost"],
         ]
         pointPools(&pools, at: id)
         return Fixtures(session: token, otherSession: otherSession, pools: pools)
@@ -388,6 +392,15 @@ struct GeneratedRequestsTests {
     static func restore(_ client: some TestClientProtocol) async throws -> [String] {
         let admin = jsonHeaders(bearer: adminToken)
         #expect(try await client.execute(uri: "/v1/users/doomed", method: .put, headers: admin).status.code < 300)
+        let webhook = try await client.execute(
+            uri: "/v1/webhooks/main",
+            method: .put,
+            headers: admin,
+            body: ByteBuffer(
+                string: #"{"url":"http://127.0.0.1:9/hooks","events":["notification.read"],"secret":"\#(String(repeating: "s", count: 32))"}"#
+            )
+        )
+        #expect(webhook.status.code < 300, "\(String(buffer: webhook.body))")
         for (url, body) in [
             ("feed", #"{"kind":"feed","name":"Feed","categories":[{"id":"news","name":"News","is_default":true}]}"#),
             ("chat", #"{"kind":"chat","name":"Chat"}"#),

@@ -111,6 +111,8 @@ public enum HeraldApplication {
         ).register(in: registry)
         ReceiptsController(collections: CollectionStore(client: dependencies.client))
             .register(in: registry)
+        WebhooksController(webhooks: dependencies.secrets.map { WebhookStore(client: dependencies.client, box: $0) })
+            .register(in: registry)
         PushPreferencesController(
             preferences: PushPreferenceStore(client: dependencies.client),
             collections: CollectionStore(client: dependencies.client)

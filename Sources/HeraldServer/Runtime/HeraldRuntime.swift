@@ -222,6 +222,20 @@ public enum HeraldRuntime {
                 logger: logger
             )
         )
+        services.append(
+            WebhookDispatcher(
+                client: client,
+                box: secrets,
+                settings: WebhookSettings(),
+                listener: PostgresListener(
+                    conninfo: database.conninfo,
+                    channels: [WebhookStore.wakeChannel],
+                    applicationName: "herald-webhooks",
+                    logger: logger
+                ),
+                logger: logger
+            )
+        )
         // After the dispatchers and before HTTP: streams close (and their presence goes) before the
         // pool does, and HTTP stops accepting new streams first.
         services.append(hub)

@@ -28,9 +28,19 @@ extension CollectionStore {
             RETURNING \(Self.recordChange("(SELECT count(*) FROM marked) > 0 OR \(ids)::int8[] IS NULL OR NOT coalesce((SELECT opened FROM old), false)"))
             """,
             LiveHint.channelState(userKey: userKey, channelKey: channelKey).query(when: Self.changeRecorded),
+            // Webhook events for the copies this transaction read (`sql/0018_webhooks.sql`): found by
+            // their change position, through the index of changes; nothing is read unless a webhook
+            // wants them.
+            """
+            SELECT herald_webhook_event('notification.read', jsonb_build_object('notification_id', r.notification_id::text,
+                'channel_url', c.url, 'user_id', u.id, 'read_at', \(TimeSQL.rfc3339("r.read_at"))))
+            FROM notification_recipients r JOIN channels c ON c.key = r.channel_key JOIN users u ON u.key = r.user_key
+            WHERE herald_webhook_wanted('notification.read') AND r.user_key = \(userKey) AND r.channel_key = \(channelKey)
+                AND r.change_xid = \(ChangePositionSQL.currentTransactionID) AND r.read_at = now() AND r.status = \(CollectionItem.Status.read)
+            """,
             Self.stateQuery(userKey: userKey, channelKey: channelKey),
         ])
-        return try Self.decodeState(results[2].first!)
+        return try Self.decodeState(results[3].first!)
     }
 
     /// A mark's write records whether it changed anything the user's streams show, for the hint that
@@ -68,9 +78,19 @@ extension CollectionStore {
             RETURNING \(Self.recordChange("NOT coalesce((SELECT opened AND last_seen_at >= \(at) FROM old), false)"))
             """,
             LiveHint.channelState(userKey: userKey, channelKey: channelKey).query(when: Self.changeRecorded),
+            // Webhook events for the copies this transaction read (`sql/0018_webhooks.sql`): found by
+            // their change position, through the index of changes; nothing is read unless a webhook
+            // wants them.
+            """
+            SELECT herald_webhook_event('notification.read', jsonb_build_object('notification_id', r.notification_id::text,
+                'channel_url', c.url, 'user_id', u.id, 'read_at', \(TimeSQL.rfc3339("r.read_at"))))
+            FROM notification_recipients r JOIN channels c ON c.key = r.channel_key JOIN users u ON u.key = r.user_key
+            WHERE herald_webhook_wanted('notification.read') AND r.user_key = \(userKey) AND r.channel_key = \(channelKey)
+                AND r.change_xid = \(ChangePositionSQL.currentTransactionID) AND r.read_at = now() AND r.status = \(CollectionItem.Status.read)
+            """,
             Self.stateQuery(userKey: userKey, channelKey: channelKey),
         ])
-        return try Self.decodeState(results[2].first!)
+        return try Self.decodeState(results[3].first!)
     }
 
     /// Records that the user opened the channel, so that it shows in their channel list. Once it is

@@ -54,13 +54,20 @@ extension CollectionStore {
                     WHERE r.user_key = $1 AND r.channel_key = t.channel_key AND r.notification_id = t.notification_id
                     RETURNING r.user_key, r.channel_key, r.notification_id, t.status = \(CollectionItem.Status.sent.rawValue) AS upgraded
                 ),
-                hints AS (\(LiveHint.deliveredHintsSQL(from: "updated WHERE upgraded")))
+                hints AS (\(LiveHint.deliveredHintsSQL(from: "updated WHERE upgraded"))),
+                hooks AS (
+                    SELECT herald_webhook_event('notification.delivered', jsonb_build_object('notification_id', u.notification_id::text,
+                        'channel_url', c.url, 'user_id', usr.id, 'delivered_at', \(TimeSQL.rfc3339("now()").sql)))
+                    FROM updated u JOIN channels c ON c.key = u.channel_key JOIN users usr ON usr.key = u.user_key
+                    WHERE herald_webhook_wanted('notification.delivered')
+                )
                 SELECT NULL::int8, id FROM strangers
                 UNION ALL
                 SELECT channel_key, notification_id FROM updated WHERE upgraded
                 UNION ALL
-                -- A WITH query that only reads runs only when read: this reads every hint, and yields no row.
-                SELECT NULL, NULL FROM hints HAVING count(*) < 0
+                -- A WITH query that only reads runs only when read: this reads every hint and webhook
+                -- event, and yields no row.
+                SELECT NULL, NULL FROM (SELECT 1 FROM hints UNION ALL SELECT 1 FROM hooks) AS side_effects HAVING count(*) < 0
                 """,
                 userKey: userKey,
                 ids: ids
@@ -90,8 +97,21 @@ extension CollectionStore {
                     INSERT INTO notification_events AS e (notification_id, kind, user_key)
                     SELECT id, $3, $1 FROM unnest($2::int8[]) AS t(id) WHERE NOT EXISTS (SELECT 1 FROM strangers)
                     ON CONFLICT (notification_id, kind, user_key) DO UPDATE SET count = e.count + 1, last_at = now()
+                    RETURNING notification_id, count
+                ),
+                hooks AS (
+                    SELECT herald_webhook_event(type, jsonb_build_object('notification_id', l.notification_id::text, 'channel_url', c.url,
+                        'user_id', usr.id, 'count', l.count, 'at', \(TimeSQL.rfc3339("now()").sql)))
+                    FROM (SELECT CASE $3 WHEN \(NotificationEventKind.viewed.rawValue) THEN 'notification.viewed' ELSE 'notification.clicked' END) AS k(type)
+                    CROSS JOIN logged l JOIN notifications n ON n.id = l.notification_id JOIN channels c ON c.key = n.channel_key
+                    JOIN users usr ON usr.key = $1
+                    WHERE herald_webhook_wanted(type)
                 )
-                SELECT id FROM strangers ORDER BY id
+                SELECT id FROM strangers
+                UNION ALL
+                -- Reads every webhook event (a WITH query that only reads runs only when read); yields no row.
+                SELECT NULL::int8 FROM hooks HAVING count(*) < 0
+                ORDER BY 1
                 """,
                 userKey: userKey,
                 ids: ids,

@@ -378,6 +378,21 @@ public struct PushStore: Sendable {
             VALUES (\(userKey), \(token), \(environment), \(topic), \(status.map(Int32.init)), \(reason), \(Int32(attempts)), \(removed))
             """
         )
+        // Webhook events, in the same transaction (`sql/0018_webhooks.sql`).
+        try await connection.query(
+            """
+            WITH failure AS (
+                SELECT jsonb_build_object('user_id', (SELECT id FROM users WHERE key = \(userKey)), 'device_token', \(token)::text,
+                    'environment', \(environment)::text, 'topic', \(topic)::text) AS device
+            )
+            SELECT herald_webhook_event('push.failed', device || jsonb_build_object('status', \(status.map(Int32.init))::int,
+                    'reason', \(reason)::text, 'attempts', \(Int32(attempts))::int, 'token_removed', \(removed)))
+            FROM failure
+            UNION ALL
+            SELECT herald_webhook_event('device.removed', device || jsonb_build_object('reason', \(reason)::text))
+            FROM failure WHERE \(removed)
+            """
+        )
         return removed
     }
 

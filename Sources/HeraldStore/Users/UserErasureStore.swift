@@ -102,6 +102,15 @@ public struct UserErasureStore: Sendable {
                 WHERE id = \(id)
                 """
             )
+            if finished {
+                try await connection.query(
+                    """
+                    SELECT herald_webhook_event('user.erased', jsonb_build_object('user_id', user_id,
+                        'requested_at', \(TimeSQL.rfc3339("requested_at")), 'finished_at', \(TimeSQL.rfc3339("finished_at"))))
+                    FROM user_erasures WHERE id = \(id)
+                    """
+                )
+            }
             return ErasureProgress(userID: userID, userKey: key, removedRows: removed, finished: finished)
         }
     }

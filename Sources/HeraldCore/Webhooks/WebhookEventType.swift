@@ -1,0 +1,17 @@
+/// The events a webhook can ask for.
+public enum WebhookEventType: String, Sendable, CaseIterable, Codable {
+    /// A recipient's device reported the notification delivered.
+    case notificationDelivered = "notification.delivered"
+    /// A recipient read the notification.
+    case notificationRead = "notification.read"
+    /// A recipient clicked the notification.
+    case notificationClicked = "notification.clicked"
+    /// A recipient viewed the notification.
+    case notificationViewed = "notification.viewed"
+    /// A push was refused for good or ran out of retries.
+    case pushFailed = "push.failed"
+    /// APNs said a device token is no longer valid; the device was removed.
+    case deviceRemoved = "device.removed"
+    /// A user's erasure finished: nothing of theirs remains.
+    case userErased = "user.erased"
+}
