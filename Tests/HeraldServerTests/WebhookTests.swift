@@ -326,3 +326,57 @@ struct WebhookTests {
         }
     }
 }
+
+extension WebhookTests {
+    /// `herald serve` killed (SIGKILL) while its requests hang at the receiver: a second process posts
+    /// every event once the first one's claims lapse. Nothing is lost; what the first had posted may
+    /// come twice (at least once), and the ids say so.
+    @Test func aProcessKilledMidDeliveryLosesNothing() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            _ = try await ReceiptsTests().seed(db)
+            let receiver = try await WebhookReceiver.start()
+            defer { Task { await receiver.shutdown() } }
+            let secretKey = Hex.encode(SecureRandom.bytes(32))
+            let store = WebhookStore(client: db.client, box: try SecretBox(hexKey: secretKey))
+            _ = try await store.put(name: "backend", url: receiver.url, events: [.notificationClicked], secret: Self.secret, batchSize: 10)
+            try await db.client.query(
+                "SELECT herald_webhook_event('notification.clicked', jsonb_build_object('n', g)) FROM generate_series(1, 100) AS g"
+            )
+            receiver.script([.hang, .hang, .hang, .hang])
+            let environment = [
+                "DATABASE_URL": db.conninfo, "HERALD_ADMIN_TOKEN": Self.adminToken, "HERALD_SECRET_KEY": secretKey,
+                "HERALD_WEBHOOK_TIMEOUT": "1s", "HERALD_LOG_LEVEL": "warning",
+            ]
+            let arguments = ["serve", "--port", "0", "--sql-dir", TestPostgres.repositoryRoot() + "/sql"]
+            let first = try HeraldProcess(arguments: arguments, environment: environment)
+            defer { first.signal(SIGKILL) }
+            _ = try await first.waitForLine(containing: "Herald listening on")
+            // Four batches are in flight, their requests hanging, when the process dies.
+            try await eventually("requests in flight") { receiver.requests.count >= 4 }
+            first.signal(SIGKILL)
+            _ = try await first.waitForExit()
+            #expect(try await db.client.query("SELECT count(*) FROM webhook_deliveries WHERE claimed_until > now()")[0].decode(Int.self) > 0)
+
+            let second = try HeraldProcess(arguments: arguments, environment: environment)
+            defer { second.signal(SIGKILL) }
+            _ = try await second.waitForLine(containing: "Herald listening on")
+            try await eventually("every event") {
+                Set(receiver.acceptedEvents.compactMap { ($0["data"] as? [String: Any])?["n"] as? Int }).count == 100
+            }
+            try await eventually("the outbox to empty") {
+                try await db.client.query("SELECT count(*) FROM webhook_events")[0].decode(Int.self) == 0
+            }
+            for request in receiver.requests {
+                #expect(
+                    WebhookSignature.verify(
+                        header: request.header(WebhookSignature.headerName) ?? "",
+                        secret: Array(Self.secret.utf8),
+                        body: request.body
+                    )
+                )
+            }
+            second.signal(SIGTERM)
+            #expect(try await second.waitForExit() == 0)
+        }
+    }
+}

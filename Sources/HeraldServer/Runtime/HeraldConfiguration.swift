@@ -55,6 +55,10 @@ public struct HeraldConfiguration: Sendable {
     /// `HERALD_PUSH_LEASE`: how long a dispatcher's claim on a device lasts; a crashed dispatcher's
     /// devices are taken over by another after it.
     public var pushLease: Duration = .seconds(60)
+    /// `HERALD_WEBHOOK_TIMEOUT`: how long a webhook request may take before it counts as failed and
+    /// is retried. A dispatcher's claim on a batch lasts three times this and 2 s more: a crashed
+    /// replica's batches are posted again after it.
+    public var webhookTimeout: Duration = .seconds(10)
     /// Live streams and presence: `HERALD_PUSH_MULTI_DEVICE`, `HERALD_STREAM_PING_INTERVAL`,
     /// `HERALD_STREAM_QUEUE_LIMIT`, `HERALD_PRESENCE_HEARTBEAT`, `HERALD_PRESENCE_TTL`.
     public var stream = LiveSettings()
@@ -187,6 +191,12 @@ public struct HeraldConfiguration: Sendable {
                 throw ConfigurationError("HERALD_PUSH_LEASE must be a duration of at least 1s such as 60s, got '\(text)'")
             }
             configuration.pushLease = lease
+        }
+        if let text = environment["HERALD_WEBHOOK_TIMEOUT"], !text.isEmpty {
+            guard let timeout = Self.duration(text), timeout >= .seconds(1), timeout <= .seconds(60) else {
+                throw ConfigurationError("HERALD_WEBHOOK_TIMEOUT must be a duration from 1s to 60s such as 10s, got '\(text)'")
+            }
+            configuration.webhookTimeout = timeout
         }
         if let text = environment["HERALD_HTTP_IDLE_TIMEOUT"], !text.isEmpty {
             guard let timeout = Self.duration(text), timeout >= .seconds(1) else {

@@ -222,11 +222,14 @@ public enum HeraldRuntime {
                 logger: logger
             )
         )
+        var webhookSettings = WebhookSettings()
+        webhookSettings.timeout = configuration.webhookTimeout
+        webhookSettings.lease = configuration.webhookTimeout * 3 + .seconds(2)
         services.append(
             WebhookDispatcher(
                 client: client,
                 box: secrets,
-                settings: WebhookSettings(),
+                settings: webhookSettings,
                 listener: PostgresListener(
                     conninfo: database.conninfo,
                     channels: [WebhookStore.wakeChannel],
