@@ -100,7 +100,7 @@ public struct UserExportStore: Sendable {
                 """
         case .channels:
             return """
-                SELECT s.channel_key, 0, json_build_object('channel_url', c.url, 'unread_adjustment', s.unread_adjustment,
+                SELECT s.channel_key, 0, json_build_object('channel_url', c.url, 'unread_count', herald_unread(s.user_key, s.channel_key),
                     'last_read_at', \(TimeSQL.rfc3339("s.last_read_at")), 'last_seen_at', \(TimeSQL.rfc3339("s.last_seen_at")),
                     'last_activity_at', \(TimeSQL.rfc3339("s.last_activity_at")), 'opened', s.opened)::text
                 FROM channel_states s JOIN channels c ON c.key = s.channel_key
