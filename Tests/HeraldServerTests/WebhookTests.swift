@@ -342,7 +342,7 @@ extension WebhookTests {
             try await db.client.query(
                 "SELECT herald_webhook_event('notification.clicked', jsonb_build_object('n', g)) FROM generate_series(1, 100) AS g"
             )
-            receiver.script([.hang, .hang, .hang, .hang])
+            receiver.script([.hang, .hang])
             let environment = [
                 "DATABASE_URL": db.conninfo, "HERALD_ADMIN_TOKEN": Self.adminToken, "HERALD_SECRET_KEY": secretKey,
                 "HERALD_WEBHOOK_TIMEOUT": "1s", "HERALD_LOG_LEVEL": "warning",
@@ -351,8 +351,9 @@ extension WebhookTests {
             let first = try HeraldProcess(arguments: arguments, environment: environment)
             defer { first.signal(SIGKILL) }
             _ = try await first.waitForLine(containing: "Herald listening on")
-            // Four batches are in flight, their requests hanging, when the process dies.
-            try await eventually("requests in flight") { receiver.requests.count >= 4 }
+            // Two batches are in flight (as many as go to one webhook at once), their requests hanging,
+            // when the process dies.
+            try await eventually("requests in flight") { receiver.requests.count >= 2 }
             first.signal(SIGKILL)
             _ = try await first.waitForExit()
             #expect(try await db.client.query("SELECT count(*) FROM webhook_deliveries WHERE claimed_until > now()")[0].decode(Int.self) > 0)
@@ -377,6 +378,36 @@ extension WebhookTests {
             }
             second.signal(SIGTERM)
             #expect(try await second.waitForExit() == 0)
+        }
+    }
+
+    /// A receiver that hangs holds at most two of the dispatcher's four requests: another webhook's
+    /// events go out meanwhile.
+    @Test func aHangingReceiverDoesNotHoldUpOtherWebhooks() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            let world = try await world(db)
+            let slow = try await WebhookReceiver.start()
+            let fast = try await WebhookReceiver.start()
+            defer {
+                Task {
+                    await slow.shutdown()
+                    await fast.shutdown()
+                }
+            }
+            slow.script([], otherwise: .hang)
+            _ = try await world.store.put(name: "a-slow", url: slow.url, events: [.notificationClicked], secret: Self.secret, batchSize: 1)
+            _ = try await world.store.put(name: "b-fast", url: fast.url, events: [.notificationViewed], secret: Self.secret, batchSize: 1)
+            try await db.client.query(
+                "SELECT herald_webhook_event('notification.clicked', jsonb_build_object('n', g)) FROM generate_series(1, 10) AS g"
+            )
+            try await world.withDispatcher(timeout: .seconds(20)) {
+                try await eventually("the slow receiver's requests") { slow.requests.count == 2 }
+                try await db.client.query(
+                    "SELECT herald_webhook_event('notification.viewed', jsonb_build_object('n', g)) FROM generate_series(1, 5) AS g"
+                )
+                try await eventually("the other webhook's events") { fast.acceptedEvents.count == 5 }
+                #expect(slow.requests.count == 2)
+            }
         }
     }
 }

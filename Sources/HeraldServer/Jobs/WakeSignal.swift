@@ -1,3 +1,4 @@
+import Postgres
 import Synchronization
 
 /// Wakes a background service early: `signal()` ends the current `wait`, or the next one when nobody
@@ -55,6 +56,17 @@ public final class WakeSignal: Sendable {
                 return state.waiter
             }
             waiter?.resume()
+        }
+    }
+}
+
+extension WakeSignal {
+    /// Signals on every event of `listener` (each notification, each reconnect) until the task is
+    /// cancelled: how a dispatcher hears of work another process queued.
+    func signal(onEventsOf listener: PostgresListener) async {
+        for await _ in listener.events() {
+            signal()
+            if Task.isCancelled { break }
         }
     }
 }

@@ -48,12 +48,7 @@ public struct PushDispatcher: Service {
         await withGracefulShutdownHandler {
             await withDiscardingTaskGroup { group in
                 if let listener {
-                    group.addTask {
-                        for await _ in listener.events() {
-                            wake.signal()
-                            if Task.isCancelled { break }
-                        }
-                    }
+                    group.addTask { await wake.signal(onEventsOf: listener) }
                 }
                 await runLoop()
                 group.cancelAll()

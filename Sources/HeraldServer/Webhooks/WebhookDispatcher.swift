@@ -18,6 +18,9 @@ public struct WebhookSettings: Sendable {
     public var lease: Duration = .seconds(60)
     /// Requests in flight at once (to any webhooks).
     public var concurrency = 4
+    /// Requests in flight at once to one webhook: a slow or hanging receiver holds at most this many of
+    /// the `concurrency` slots, so the other webhooks' events keep going out.
+    public var concurrencyPerWebhook = 2
     /// A webhook whose attempts have all failed for this long is paused.
     public var pauseAfter: Duration = .seconds(24 * 3600)
     /// How often to look for due deliveries without a wake-up (retries coming due, other replicas).
@@ -53,12 +56,7 @@ public struct WebhookDispatcher: Service {
         await withGracefulShutdownHandler {
             await withDiscardingTaskGroup { group in
                 if let listener {
-                    group.addTask {
-                        for await _ in listener.events() {
-                            wake.signal()
-                            if Task.isCancelled { break }
-                        }
-                    }
+                    group.addTask { await wake.signal(onEventsOf: listener) }
                 }
                 await runLoop(http)
                 group.cancelAll()
@@ -85,19 +83,25 @@ public struct WebhookDispatcher: Service {
             var failures = 0
             while !Task.isShuttingDownGracefully, !Task.isCancelled {
                 // A finished request signals `wake`: at the limit, wait for one.
-                if inFlight.value >= settings.concurrency {
+                if inFlight.total >= settings.concurrency {
                     await wake.wait(timeout: settings.pollInterval)
                     continue
                 }
                 do {
-                    guard let batch = try await withTaskExecutorPreference(executor, operation: { try await store.claim(lease: settings.lease) })
+                    guard
+                        let batch = try await withTaskExecutorPreference(
+                            executor,
+                            operation: {
+                                try await store.claim(lease: settings.lease, excluding: inFlight.saturated(at: settings.concurrencyPerWebhook))
+                            }
+                        )
                     else {
                         failures = 0
                         await wake.wait(timeout: settings.pollInterval)
                         continue
                     }
                     failures = 0
-                    inFlight.add(1)
+                    inFlight.add(1, to: batch.webhook)
                     requests.addTask {
                         let outcome = await Self.post(batch, with: http, timeout: settings.timeout)
                         switch outcome {
@@ -113,7 +117,7 @@ public struct WebhookDispatcher: Service {
                             // The claim lapses and the batch is posted again: at least once.
                             logger.error("recording a webhook delivery failed", metadata: ["error": logger.describe(error)])
                         }
-                        inFlight.add(-1)
+                        inFlight.add(-1, to: batch.webhook)
                         wake.signal()
                     }
                 } catch {
@@ -164,9 +168,21 @@ public struct WebhookDispatcher: Service {
     }
 }
 
-/// Requests a dispatcher has in flight, shared with the tasks that make them.
+/// Requests a dispatcher has in flight, per webhook, shared with the tasks that make them.
 private final class RequestCount: Sendable {
-    private let count = Atomic<Int>(0)
-    var value: Int { count.load(ordering: .acquiring) }
-    func add(_ amount: Int) { count.add(amount, ordering: .acquiringAndReleasing) }
+    private let counts = Mutex<[String: Int]>([:])
+
+    var total: Int { counts.withLock { $0.values.reduce(0, +) } }
+
+    /// The webhooks with at least `limit` requests in flight.
+    func saturated(at limit: Int) -> [String] {
+        counts.withLock { counts in counts.filter { $0.value >= limit }.map(\.key).sorted() }
+    }
+
+    func add(_ amount: Int, to webhook: String) {
+        counts.withLock { counts in
+            let count = counts[webhook, default: 0] + amount
+            counts[webhook] = count > 0 ? count : nil
+        }
+    }
 }

@@ -146,16 +146,18 @@ public struct WebhookStore: Sendable {
     // MARK: - Delivery
 
     /// Claims up to a batch of due deliveries of one active webhook that no other dispatcher holds,
-    /// for `lease`; `nil` when none is due. A claim held past its lease (a dispatcher that died) is
-    /// taken over.
-    public func claim(lease: Duration) async throws -> WebhookBatch? {
+    /// for `lease`, leaving out the webhooks named in `excluding` (those the caller already has enough
+    /// requests in flight to); `nil` when none is due. A claim held past its lease (a dispatcher that
+    /// died) is taken over.
+    public func claim(lease: Duration, excluding: [String] = []) async throws -> WebhookBatch? {
         try await client.withRetryingTransaction { connection in
             let due: PostgresQuery = "d.failed_at IS NULL AND d.next_attempt_at <= now() AND (d.claimed_until IS NULL OR d.claimed_until < now())"
             guard
                 let hook = try await connection.query(
                     """
                     SELECT w.name, w.url, w.secret, w.batch_size FROM webhooks w
-                    WHERE w.paused_at IS NULL AND EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.webhook = w.name AND \(due))
+                    WHERE w.paused_at IS NULL AND NOT w.name = ANY(\(excluding))
+                        AND EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.webhook = w.name AND \(due))
                     ORDER BY w.name LIMIT 1 FOR UPDATE SKIP LOCKED
                     """
                 ).first
