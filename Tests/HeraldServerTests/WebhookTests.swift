@@ -410,4 +410,28 @@ extension WebhookTests {
             }
         }
     }
+
+    /// Two dispatchers (as two replicas run them) share one webhook's backlog: every event arrives
+    /// once, each batch claimed by one of them.
+    @Test func twoDispatchersShareTheWorkWithoutPostingAnEventTwice() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            let world = try await world(db)
+            let receiver = try await WebhookReceiver.start()
+            defer { Task { await receiver.shutdown() } }
+            _ = try await world.store.put(name: "backend", url: receiver.url, events: [.notificationClicked], secret: Self.secret, batchSize: 5)
+            try await db.client.query(
+                "SELECT herald_webhook_event('notification.clicked', jsonb_build_object('n', g)) FROM generate_series(1, 300) AS g"
+            )
+            try await world.withDispatcher {
+                try await world.withDispatcher {
+                    try await eventually("every event") { receiver.acceptedEvents.count >= 300 }
+                    try await eventually("the outbox to empty") { try await world.count("SELECT count(*) FROM webhook_events") == 0 }
+                }
+            }
+            let numbers = receiver.acceptedEvents.compactMap { ($0["data"] as? [String: Any])?["n"] as? Int }
+            #expect(numbers.count == 300)
+            #expect(Set(numbers) == Set(1...300))
+            #expect(receiver.requests.count == 60)
+        }
+    }
 }
