@@ -168,8 +168,10 @@ public struct WebhookStore: Sendable {
                 WITH claimed AS (
                     UPDATE webhook_deliveries d SET claimed_until = now() + \(TimeSQL.interval(lease))::interval, attempts = d.attempts + 1
                     FROM (
+                        -- In the due index's order, so the scan stops at the batch's end however long
+                        -- the backlog (by event id it would sort the whole backlog for every claim).
                         SELECT d.event_id FROM webhook_deliveries d WHERE d.webhook = \(name) AND \(due)
-                        ORDER BY d.event_id LIMIT \(batchSize) FOR UPDATE SKIP LOCKED
+                        ORDER BY d.next_attempt_at LIMIT \(batchSize) FOR UPDATE SKIP LOCKED
                     ) AS s
                     WHERE d.webhook = \(name) AND d.event_id = s.event_id
                     RETURNING d.event_id
