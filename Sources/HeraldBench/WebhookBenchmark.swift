@@ -52,8 +52,9 @@ struct WebhookBenchmark: AsyncParsableCommand {
 
     private func throughput(client: PostgresClient, box: SecretBox, receiver: WebhookReceiver, sizes: [Int], logger: Logger) async throws {
         let store = WebhookStore(client: client, box: box)
-        print("Throughput: \(events) events queued in the outbox, then one dispatcher (4 requests in flight) posts them")
-        print("to a local receiver (HTTP/1 on loopback, answering 200 at once), timed until the outbox is empty.")
+        print("Throughput: \(events) events queued in the outbox, then one dispatcher (at most 2 requests in flight to")
+        print("one webhook) posts them to a local receiver (HTTP/1 on loopback, answering 200 at once), timed until the")
+        print("outbox is empty.")
         print("")
         print("| batch size | requests | seconds | events/s |")
         print("|---:|---:|---:|---:|")
