@@ -104,9 +104,9 @@ struct RetentionBenchmark: AsyncParsableCommand {
         emit("Sizes are pg_total_relation_size (table + indexes + TOAST), in MB.")
         emit("")
         emit(
-            "| minute | sent | notifications rows | live copies | tombstones | recipients MB | notifications MB | channel_states MB | database MB | expiries seen by polls |"
+            "| minute | sent | notifications rows | live copies | tombstones | recipients MB | of which heap | notifications MB | channel_states MB | database MB | expiries seen by polls |"
         )
-        emit("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        emit("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         let start = ContinuousClock.now
         let end = start + .seconds(minutes * 60)
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -144,13 +144,14 @@ struct RetentionBenchmark: AsyncParsableCommand {
                         SELECT (SELECT count(*) FROM notifications),
                             (SELECT count(*) FROM notification_recipients WHERE NOT deleted),
                             (SELECT count(*) FROM notification_recipients WHERE deleted),
-                            pg_total_relation_size('notification_recipients'), pg_total_relation_size('notifications'),
-                            pg_total_relation_size('channel_states'), pg_database_size(current_database())
+                            pg_total_relation_size('notification_recipients'), pg_relation_size('notification_recipients'),
+                            pg_total_relation_size('notifications'), pg_total_relation_size('channel_states'),
+                            pg_database_size(current_database())
                         """
-                    )[0].decode((Int64, Int64, Int64, Int64, Int64, Int64, Int64).self)
+                    )[0].decode((Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64).self)
                     let mb = { (bytes: Int64) in format(Double(bytes) / 1_048_576, digits: 1) }
                     emit(
-                        "| \(minute) | \(sent.value) | \(row.0) | \(row.1) | \(row.2) | \(mb(row.3)) | \(mb(row.4)) | \(mb(row.5)) | \(mb(row.6)) | \(seen.value) |"
+                        "| \(minute) | \(sent.value) | \(row.0) | \(row.1) | \(row.2) | \(mb(row.3)) | \(mb(row.4)) | \(mb(row.5)) | \(mb(row.6)) | \(mb(row.7)) | \(seen.value) |"
                     )
                     minute += 1
                 }
