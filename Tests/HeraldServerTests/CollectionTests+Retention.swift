@@ -129,6 +129,22 @@ extension CollectionTests {
                     )
                     #expect(try jsonObject(response)["retention"] as? String == shown)
                 }
+                // The same retention in another unit is the same definition.
+                let again = try await client.execute(
+                    uri: "/v1/channels/feed",
+                    method: .put,
+                    headers: admin,
+                    body: ByteBuffer(string: #"{"kind":"feed","retention":"24h"}"#)
+                )
+                #expect(again.status == .ok)
+                let changed = try await db.client.query("SELECT updated_at FROM channels WHERE url = 'feed'")[0].decode(Date.self)
+                _ = try await client.execute(
+                    uri: "/v1/channels/feed",
+                    method: .put,
+                    headers: admin,
+                    body: ByteBuffer(string: #"{"kind":"feed","retention":"1440m"}"#)
+                )
+                #expect(try await db.client.query("SELECT updated_at FROM channels WHERE url = 'feed'")[0].decode(Date.self) == changed)
                 let cleared = try await client.execute(
                     uri: "/v1/channels/feed",
                     method: .put,

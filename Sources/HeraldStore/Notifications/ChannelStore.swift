@@ -36,6 +36,10 @@ public struct ChannelStore: Sendable {
 
     /// `put` inside a caller's transaction (the fixtures loader applies many at once).
     public static func put(_ channel: Channel, on connection: PostgresConnection) async throws -> (stored: StoredChannel, outcome: PutOutcome) {
+        // The retention in the form it is read back in (`24h` is `1d`), so that the same definition
+        // loaded again is unchanged.
+        var channel = channel
+        channel.retention = channel.retentionPeriod?.description
         let categories = try PostgresJSONB(utf8: Array(JSONEncoder().encode(channel.categories)))
         let current = try await connection.query("SELECT \(Self.columns) FROM channels WHERE url = \(channel.url) FOR UPDATE")
         if let existing = try current.first.map(decode) {
