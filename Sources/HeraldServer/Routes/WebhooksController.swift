@@ -53,7 +53,8 @@ struct WebhooksController: Sendable {
             let body = try await RequestBody.decode(ResendRequest.self, from: request, context: context)
             var ids: [Int64]?
             if let given = body?.eventIDs {
-                guard given.count <= 1000, let parsed = Optional(given.compactMap(CanonicalInteger.id)), parsed.count == given.count else {
+                let parsed = given.compactMap(CanonicalInteger.id)
+                guard given.count <= 1000, parsed.count == given.count else {
                     throw APIError(.badRequest, code: "invalid_event_ids", message: "event_ids must list at most 1000 event ids.")
                 }
                 ids = parsed
