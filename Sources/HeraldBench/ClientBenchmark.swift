@@ -41,16 +41,9 @@ struct ClientBenchmark: AsyncParsableCommand {
         defer { database.close() }
         try await database.withFreshHeraldDatabase("herald_client_bench", connections: 4) { client, http, conninfo, _ in
             let session = try await seed(client)
-            let server = try HeraldProcess(
-                arguments: ["serve", "--port", "0", "--sql-dir", FileManager.default.currentDirectoryPath + "/sql"],
-                environment: [
-                    "DATABASE_URL": conninfo, "HERALD_ADMIN_TOKEN": Self.adminToken, "HERALD_LOG_LEVEL": "warning",
-                    "HERALD_SECRET_KEY": String(repeating: "0", count: 64),
-                ]
-            )
-            defer { server.signal(SIGKILL) }
-            let line = try await server.waitForLine(containing: "Herald listening on")
-            guard let port = line.split(separator: ":").last.flatMap({ Int($0) }) else { throw ValidationError("no port in '\(line)'") }
+            let serve = try await ServeProcess.start(conninfo: conninfo, adminToken: Self.adminToken)
+            defer { serve.process.signal(SIGKILL) }
+            let port = serve.port
             try await measure(url: URL(string: "http://127.0.0.1:\(port)")!, session: session, http: http, port: port)
         }
     }
@@ -61,7 +54,7 @@ struct ClientBenchmark: AsyncParsableCommand {
         let clock = ContinuousClock()
 
         // The whole collection, a page of 100 at a time, and the memory it holds.
-        let before = SocketsBenchmark.residentMegabytes(getpid())
+        let before = ServeProcess.residentMegabytes(getpid())
         let herald = try await HeraldClient(configuration: .init(serverURL: url, sessionToken: session))
         let feed = await herald.collection(channelURL: "feed")
         feed.pageSize = 100
@@ -69,7 +62,7 @@ struct ClientBenchmark: AsyncParsableCommand {
         try await feed.refresh()
         while feed.hasPrevious { try await feed.loadPrevious() }
         let loaded = clock.now - loadStart
-        let after = SocketsBenchmark.residentMegabytes(getpid())
+        let after = ServeProcess.residentMegabytes(getpid())
         guard feed.notifications.count == notifications else { throw ValidationError("loaded \(feed.notifications.count) of \(notifications)") }
         print("Loaded \(notifications) notifications in \(Self.milliseconds(loaded)) ms (\(notifications / 100) pages of 100)")
         let ids = feed.notifications.map(\.id)

@@ -64,13 +64,10 @@ struct SocketsBenchmark: AsyncParsableCommand {
                 sessions.append(session.token.text)
             }
 
-            let sqlDirectory = FileManager.default.currentDirectoryPath + "/sql"
-            let server = try HeraldProcess(
-                arguments: ["serve", "--port", "0", "--sql-dir", sqlDirectory],
-                environment: [
-                    "DATABASE_URL": conninfo, "HERALD_ADMIN_TOKEN": Self.adminToken, "HERALD_LOG_LEVEL": "warning",
-                    "HERALD_SECRET_KEY": String(repeating: "0", count: 64),
-                ].merging(
+            let serve = try await ServeProcess.start(
+                conninfo: conninfo,
+                adminToken: Self.adminToken,
+                environment: Dictionary(
                     serverEnvironment.map { entry -> (String, String) in
                         let parts = entry.split(separator: "=", maxSplits: 1)
                         return (String(parts[0]), parts.count > 1 ? String(parts[1]) : "")
@@ -78,10 +75,9 @@ struct SocketsBenchmark: AsyncParsableCommand {
                 ) { $1 },
                 launcher: launcher.map { $0.split(separator: " ").map(String.init) } ?? []
             )
+            let (server, port) = (serve.process, serve.port)
             defer { server.signal(SIGKILL) }
-            let line = try await server.waitForLine(containing: "Herald listening on")
-            guard let port = line.split(separator: ":").last.flatMap({ Int($0) }) else { throw ValidationError("no port in '\(line)'") }
-            let idleRSS = Self.residentMegabytes(server.pid)
+            let idleRSS = ServeProcess.residentMegabytes(server.pid)
 
             let clock = ContinuousClock()
             let tally = Tally()
@@ -97,10 +93,10 @@ struct SocketsBenchmark: AsyncParsableCommand {
             }
             await tally.waitForReady(sockets)
             let opened = clock.now - openStart
-            let openRSS = Self.residentMegabytes(server.pid)
+            let openRSS = ServeProcess.residentMegabytes(server.pid)
             // Idle for a while: pings, heartbeats, nothing else.
             try await Task.sleep(for: .seconds(5))
-            let settledRSS = Self.residentMegabytes(server.pid)
+            let settledRSS = ServeProcess.residentMegabytes(server.pid)
             try ensure(tally.failures == 0, "\(tally.failures) connections failed")
 
             // One notification to every user.
@@ -116,7 +112,7 @@ struct SocketsBenchmark: AsyncParsableCommand {
             let accepted = clock.now - sent
             await tally.waitForReceived(sockets)
             let arrivals = tally.arrivals.sorted()
-            let deliveredRSS = Self.residentMegabytes(server.pid)
+            let deliveredRSS = ServeProcess.residentMegabytes(server.pid)
 
             server.signal(SIGTERM)
             _ = try? await server.waitForExit(timeout: .seconds(60))
@@ -168,14 +164,6 @@ struct SocketsBenchmark: AsyncParsableCommand {
         request.body = .bytes(ByteBuffer(string: body))
         let response = try await http.execute(request, timeout: .seconds(60))
         guard response.status == .created else { throw ValidationError("the send failed: \(response.status)") }
-    }
-
-    /// `VmRSS` of the process, in MB.
-    static func residentMegabytes(_ pid: pid_t) -> Int {
-        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
-        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
-        let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
-        return kilobytes / 1024
     }
 
     private func ensure(_ condition: Bool, _ message: String) throws {
