@@ -126,11 +126,26 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // The admin console at /console: pages rendered from console/templates (swift-mustache),
+        // signed in with the admin token.
+        .target(
+            name: "HeraldConsole",
+            dependencies: [
+                "HeraldCore",
+                "HeraldStore",
+                "Postgres",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Mustache", package: "swift-mustache"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // The Hummingbird application, its services and configuration.
         .target(
             name: "HeraldServer",
             dependencies: [
                 "APNs",
+                "HeraldConsole",
                 "Postgres",
                 "HeraldCore",
                 "HeraldStore",
@@ -286,6 +301,7 @@ let package = Package(
             dependencies: [
                 .product(name: "Yams", package: "Yams"),
                 "APNs",
+                "HeraldConsole",
                 "HeraldServer",
                 "HeraldTesting",
                 "HeraldCore",

@@ -1,3 +1,4 @@
+import HeraldConsole
 import HeraldCore
 import HeraldStore
 import Hummingbird
@@ -27,6 +28,8 @@ public enum HeraldApplication {
         public var hub: LiveHub?
         /// Rate limits; off unless given (`herald serve` passes its configured ones).
         public var limits: RequestLimits
+        /// The admin console's pages; `nil` serves no `/console`.
+        public var console: ConsoleSite?
 
         public init(
             client: PostgresClient,
@@ -38,7 +41,8 @@ public enum HeraldApplication {
             sync: SyncSettings = SyncSettings(),
             secrets: SecretBox? = nil,
             hub: LiveHub? = nil,
-            limits: RequestLimits = RequestLimits(.off)
+            limits: RequestLimits = RequestLimits(.off),
+            console: ConsoleSite? = nil
         ) {
             self.client = client
             self.migrator = migrator
@@ -50,6 +54,7 @@ public enum HeraldApplication {
             self.secrets = secrets
             self.hub = hub
             self.limits = limits
+            self.console = console
         }
     }
 
@@ -124,6 +129,10 @@ public enum HeraldApplication {
             limits: dependencies.limits
         )
         stream.register(in: registry)
+        if let console = dependencies.console {
+            ConsoleRoutes<HeraldRequestContext>(site: console, client: dependencies.client, adminToken: dependencies.adminToken)
+                .register(on: router)
+        }
         // Last, so that it sees only the requests no route took (see the type).
         router.add(middleware: MethodNotAllowedMiddleware(routes: registry.routes))
         return (router, registry.routes, stream)

@@ -3,12 +3,13 @@ import Logging
 import Postgres
 import ServiceLifecycle
 
-/// Periodic clean-up: idempotency keys past their retention, expired sessions, and the records of
-/// erasures that finished long ago.
+/// Periodic clean-up: idempotency keys past their retention, expired sessions and console sign-ins,
+/// and the records of erasures that finished long ago.
 public struct HousekeepingService: Service {
     let notifications: NotificationStore
     let sessions: SessionStore
     let erasures: UserErasureStore
+    let consoleSessions: ConsoleSessionStore
     let interval: Duration
     let logger: Logger
 
@@ -16,16 +17,19 @@ public struct HousekeepingService: Service {
         self.notifications = NotificationStore(client: client)
         self.sessions = SessionStore(client: client)
         self.erasures = UserErasureStore(client: client)
+        self.consoleSessions = ConsoleSessionStore(client: client)
         self.interval = interval
         self.logger = logger
     }
 
     public func run() async throws {
-        await PeriodicWork.run(every: interval, name: "housekeeping", logger: logger) { [notifications, sessions, erasures, logger] in
+        await PeriodicWork.run(every: interval, name: "housekeeping", logger: logger) {
+            [notifications, sessions, erasures, consoleSessions, logger] in
             let removed = try await notifications.deleteExpiredIdempotencyKeys()
             if removed > 0 { logger.info("removed expired idempotency keys", metadata: ["count": "\(removed)"]) }
             let expired = try await sessions.deleteExpired()
             if expired > 0 { logger.info("removed expired sessions", metadata: ["count": "\(expired)"]) }
+            _ = try await consoleSessions.deleteExpired()
             try await erasures.deleteOldRecords()
         }
     }

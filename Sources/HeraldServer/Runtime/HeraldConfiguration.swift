@@ -72,6 +72,12 @@ public struct HeraldConfiguration: Sendable {
     public var noDetailText = "You have a new notification"
     /// `--sql-dir` / `HERALD_SQL_DIR`: where the migration files are.
     public var migrationsDirectory: String?
+    /// `HERALD_CONSOLE` (`on`/`off`): serve the admin console at `/console`.
+    public var consoleEnabled = true
+    /// `HERALD_CONSOLE_DIR`: the console's templates and assets (default `console/`, found as `sql/` is).
+    public var consoleDirectory: String?
+    /// `HERALD_CONSOLE_SESSION_LIFETIME`: how long a console sign-in lasts.
+    public var consoleSessionLifetime: Duration = .seconds(12 * 3600)
     /// `HERALD_FIXTURES_DIR`: the fixtures the embedded default loads on first start (default `fixtures/`).
     public var fixturesDirectory: String?
 
@@ -227,6 +233,17 @@ public struct HeraldConfiguration: Sendable {
         }
         configuration.migrationsDirectory = value(migrationsDirectory, "HERALD_SQL_DIR")
         configuration.fixturesDirectory = value(nil, "HERALD_FIXTURES_DIR")
+        if let text = value(nil, "HERALD_CONSOLE") {
+            guard ["on", "off"].contains(text) else { throw ConfigurationError("HERALD_CONSOLE must be on or off, got '\(text)'") }
+            configuration.consoleEnabled = text == "on"
+        }
+        configuration.consoleDirectory = value(nil, "HERALD_CONSOLE_DIR")
+        if let text = value(nil, "HERALD_CONSOLE_SESSION_LIFETIME") {
+            guard let lifetime = Self.duration(text), lifetime >= .seconds(60) else {
+                throw ConfigurationError("HERALD_CONSOLE_SESSION_LIFETIME must be a duration of at least 60s such as 12h, got '\(text)'")
+            }
+            configuration.consoleSessionLifetime = lifetime
+        }
         return configuration
     }
 

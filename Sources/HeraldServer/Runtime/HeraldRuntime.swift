@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import HeraldConsole
 import HeraldCore
 import HeraldStore
 import Hummingbird
@@ -126,6 +127,7 @@ public enum HeraldRuntime {
         )
         let migrator: Migrator
         let adminToken: String?
+        let console: ConsoleSite?
         do {
             migrator = try makeMigrator(configuration, client: client, logger: logger)
             let report = try await migrator.migrate()
@@ -141,6 +143,7 @@ public enum HeraldRuntime {
                 )
             }
             adminToken = try resolveAdminToken(configuration, logger: logger)
+            console = try await loadConsole(configuration, logger: logger)
         } catch {
             await client.shutdown()
             try? await database.cluster?.stop()
@@ -173,7 +176,8 @@ public enum HeraldRuntime {
             sync: SyncSettings(hugeGap: configuration.syncHugeGap),
             secrets: secrets,
             hub: hub,
-            limits: RequestLimits(configuration.rateLimits)
+            limits: RequestLimits(configuration.rateLimits),
+            console: console
         )
         var pushSettings = PushSettings()
         pushSettings.minimumInterval = configuration.refreshMinimumInterval
@@ -199,7 +203,7 @@ public enum HeraldRuntime {
             idleTimeout: configuration.httpIdleTimeout
         ) { port in
             // A plain line on stdout for people and scripts (tests read the port from it).
-            Console.line("Herald listening on http://\(host):\(port)")
+            Terminal.line("Herald listening on http://\(host):\(port)")
         }
         var services: [any Service] = []
         if let cluster = database.cluster {
@@ -270,6 +274,30 @@ public enum HeraldRuntime {
 
     /// A migrator for the given `sql/` directory, else the one found beside the working directory or
     /// the executable (as `herald migrate` finds it).
+    /// The admin console's pages, unless `HERALD_CONSOLE=off`. A `console/` directory that is not
+    /// found where a repository or release keeps it turns the console off with a warning; one named by
+    /// `HERALD_CONSOLE_DIR` must exist.
+    static func loadConsole(_ configuration: HeraldConfiguration, logger: Logger) async throws -> ConsoleSite? {
+        guard configuration.consoleEnabled else { return nil }
+        let directory: String
+        if let configured = configuration.consoleDirectory {
+            guard MigrationsDirectory.isDirectory(configured) else {
+                throw ConfigurationError("the console directory \(configured) does not exist")
+            }
+            directory = configured
+        } else if let found = RepositoryDirectory.find("console") {
+            directory = found
+        } else {
+            logger.warning("no console/ directory beside herald or in the working directory; the admin console is off")
+            return nil
+        }
+        do {
+            return try await ConsoleSite.load(ConsoleSettings(directory: directory, sessionLifetime: configuration.consoleSessionLifetime))
+        } catch {
+            throw ConfigurationError("the console in \(directory) cannot be loaded: \(error)")
+        }
+    }
+
     public static func migrator(client: PostgresClient, migrationsDirectory: String? = nil, logger: Logger) throws -> Migrator {
         let directory = try MigrationsDirectory.locate(configured: migrationsDirectory)
         return Migrator(client: client, migrations: try Migration.load(from: directory), logger: logger)
@@ -309,7 +337,7 @@ public enum HeraldRuntime {
         }
         let stored = try AdminToken.loadOrCreate(dataDirectory: configuration.dataDirectory)
         if stored.created {
-            Console.line("Generated an admin token (kept in \(stored.path)); use it as 'Authorization: Bearer <token>':\n  \(stored.token)")
+            Terminal.line("Generated an admin token (kept in \(stored.path)); use it as 'Authorization: Bearer <token>':\n  \(stored.token)")
         } else {
             logger.info("using the admin token kept in the data directory", metadata: ["path": "\(stored.path)"])
         }

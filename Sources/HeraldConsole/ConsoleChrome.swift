@@ -1,0 +1,37 @@
+/// What the layout around every page shows: the title, the navigation with the current section, and
+/// the signed-in admin's CSRF token for the sign-out form.
+struct ConsoleChrome {
+    var title: String
+    var section: Section?
+    var csrfToken: String?
+
+    /// The console's sections, in the navigation's order.
+    enum Section: String, CaseIterable {
+        case overview, channels
+
+        var title: String {
+            switch self {
+            case .overview: "Overview"
+            case .channels: "Channels"
+            }
+        }
+
+        var path: String {
+            switch self {
+            case .overview: "/console"
+            case .channels: "/console/channels"
+            }
+        }
+    }
+
+    var values: [String: Any] {
+        [
+            "title": title,
+            "signedIn": csrfToken != nil,
+            "csrf": csrfToken ?? "",
+            "nav": Section.allCases.map { item -> [String: Any] in
+                ["title": item.title, "path": item.path, "current": item == section]
+            },
+        ]
+    }
+}
