@@ -32,7 +32,9 @@ struct ConsoleMiddleware<Context: RequestContext>: RouterMiddleware {
         }
         response.headers[.contentSecurityPolicy] = Self.contentSecurityPolicy
         response.headers[.xContentTypeOptions] = "nosniff"
-        response.headers[.init("Referrer-Policy")!] = "no-referrer"
+        // `same-origin`, not `no-referrer`: with no referrer, Chromium sends `Origin: null` with the
+        // console's own form posts, and the origin check needs the real one.
+        response.headers[.init("Referrer-Policy")!] = "same-origin"
         response.headers[.init("X-Frame-Options")!] = "DENY"
         if response.headers[.cacheControl] == nil { response.headers[.cacheControl] = "no-store" }
         return response

@@ -1,0 +1,284 @@
+"""Walks the admin console in headless Chromium against a running `herald serve`.
+
+Run by ConsoleBrowserTests (Tests/HeraldServerTests), which starts the server and its database:
+
+    python3 Tests/Browser/console_walk.py --url http://127.0.0.1:PORT --token ADMIN_TOKEN --screenshots DIR
+
+Uses Debian's chromium and chromium-driver through Selenium (python3-selenium); nothing is downloaded.
+Every page it visits must log nothing to the browser console (a Content-Security-Policy violation
+would) and pass the basic accessibility checks in `check_page`. A screenshot of each page is saved
+in DIR. Exits non-zero, saying why, at the first failure.
+"""
+
+import argparse
+import os
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.ui import WebDriverWait
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+
+
+class Walk:
+    def __init__(self, url, token, screenshots):
+        self.url = url.rstrip("/")
+        self.token = token
+        self.screenshots = screenshots
+        options = webdriver.ChromeOptions()
+        options.binary_location = CHROMIUM
+        for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1000"]:
+            options.add_argument(argument)
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+        self.driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+        self.driver.set_page_load_timeout(30)
+        self.wait = WebDriverWait(self.driver, 15)
+
+    def close(self):
+        self.driver.quit()
+
+    # Helpers ------------------------------------------------------------------------------------
+
+    def open(self, path):
+        self.driver.get(self.url + path)
+
+    def path(self):
+        return urllib.parse.urlparse(self.driver.current_url).path
+
+    def expect(self, condition, message):
+        if not condition:
+            raise AssertionError(message + " (at " + self.driver.current_url + ")")
+
+    def wait_for_path(self, path):
+        self.wait.until(lambda driver: urllib.parse.urlparse(driver.current_url).path == path)
+
+    def field(self, element_id):
+        return self.driver.find_element(By.ID, element_id)
+
+    def fill(self, element_id, text):
+        element = self.field(element_id)
+        element.clear()
+        element.send_keys(text)
+
+    def submit(self, css="main form button[type=submit]"):
+        self.driver.find_element(By.CSS_SELECTOR, css).click()
+
+    def heading(self):
+        return self.driver.find_element(By.TAG_NAME, "h1").text
+
+    def check_page(self, name):
+        """No console output, basic accessibility, keyboard focus; then a screenshot."""
+        self.wait.until(lambda driver: driver.execute_script("return document.readyState") == "complete")
+        # The page's own status is not an error of the page: a refused sign-in is answered 401 and a
+        # form with a problem 422, as HTTP says, and Chromium logs those loads too. Anything else a
+        # page logs (a script error, a CSP violation, a file that did not load) fails the walk.
+        page = self.driver.current_url.split("#")[0]
+        logs = [
+            entry
+            for entry in self.driver.get_log("browser")
+            if entry["level"] in ("SEVERE", "WARNING") and not (entry["source"] == "network" and entry["message"].startswith(page + " "))
+        ]
+        self.expect(not logs, name + ": the browser console logged " + repr(logs))
+        problems = self.driver.execute_script(ACCESSIBILITY_CHECKS)
+        self.expect(not problems, name + ": accessibility: " + "; ".join(problems))
+        self.check_keyboard(name)
+        self.driver.save_screenshot(os.path.join(self.screenshots, name + ".png"))
+
+    def check_keyboard(self, name):
+        """Tab reaches every link, button and field in order, and each shows where the focus is."""
+        expected = self.driver.execute_script(
+            "return [...document.querySelectorAll('a[href], button, input:not([type=hidden]), select, textarea')]"
+            ".filter(e => !e.disabled).length"
+        )
+        # Every page starts with the skip link: start there (focused by script, so its outline is not
+        # checked) and go on with the keyboard.
+        self.driver.execute_script("document.querySelector('a.skip').focus()")
+        seen = ["A#Skip to the content"]
+        self.driver.switch_to.active_element.send_keys(Keys.TAB)
+        for _ in range(expected + 5):
+            element = self.driver.switch_to.active_element
+            description = self.driver.execute_script(
+                "const e = arguments[0]; return e.tagName + '#' + (e.id || e.name || e.textContent.trim().slice(0, 20))", element
+            )
+            if description in seen or element.tag_name == "body":
+                break
+            seen.append(description)
+            outline = self.driver.execute_script("return getComputedStyle(arguments[0]).outlineStyle", element)
+            self.expect(outline != "none", name + ": " + description + " shows no focus outline")
+            element.send_keys(Keys.TAB)
+        # Radio buttons of one group take a single tab stop.
+        radios = self.driver.execute_script(
+            "return new Set([...document.querySelectorAll('input[type=radio]')].map(e => e.name)).size"
+            " - document.querySelectorAll('input[type=radio]').length"
+        )
+        self.expect(len(seen) >= expected + radios, name + ": Tab reached %d of %d controls: %s" % (len(seen), expected + radios, seen))
+
+    def raw(self, method, path, data=None, cookie=None):
+        """A request outside the browser: status, without following redirects."""
+
+        class NoRedirect(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *args, **kwargs):
+                return None
+
+        body = urllib.parse.urlencode(data).encode() if data is not None else None
+        request = urllib.request.Request(self.url + path, data=body, method=method)
+        if body is not None:
+            request.add_header("Content-Type", "application/x-www-form-urlencoded")
+        if cookie:
+            request.add_header("Cookie", "herald_console=" + cookie)
+        try:
+            with urllib.request.build_opener(NoRedirect).open(request) as response:
+                return response.status
+        except urllib.error.HTTPError as error:
+            return error.code
+
+    # The walk -----------------------------------------------------------------------------------
+
+    def sign_in(self):
+        self.open("/console")
+        self.wait_for_path("/console/sign-in")
+        self.check_page("sign-in")
+        self.fill("token", "not-the-token")
+        self.submit()
+        self.wait.until(expected_conditions.presence_of_element_located((By.CSS_SELECTOR, ".problem")))
+        problem = self.driver.find_element(By.CSS_SELECTOR, ".problem").text
+        self.expect("not this server" in problem, "a wrong token is refused: " + repr(problem))
+        self.check_page("sign-in-refused")
+        self.fill("token", self.token)
+        self.submit()
+        self.wait_for_path("/console")
+        cookie = self.driver.get_cookie("herald_console")
+        self.expect(cookie is not None and cookie["httpOnly"] and cookie.get("sameSite") == "Strict", "an HttpOnly, Strict cookie: %r" % cookie)
+        self.expect(self.driver.execute_script("return document.cookie") == "", "scripts cannot read the cookie")
+        self.cookie = cookie["value"]
+
+    def overview(self):
+        self.open("/console")
+        self.expect(self.heading() == "Overview", "the overview's heading")
+        self.expect(self.driver.find_element(By.CSS_SELECTOR, "svg.chart title").get_attribute("textContent").startswith("Sends"), "the chart")
+        self.check_page("overview")
+
+    def channels(self):
+        self.driver.find_element(By.LINK_TEXT, "Channels").click()
+        self.wait_for_path("/console/channels")
+        self.check_page("channels")
+        self.driver.find_element(By.LINK_TEXT, "New channel").click()
+        self.wait_for_path("/console/channels/new")
+        self.check_page("channel-new")
+        self.fill("url", "browser-news")
+        self.fill("name", "News from the browser")
+        self.fill("categories", "general | General | default\nsales | Sales")
+        self.fill("retention", "30d")
+        self.submit()
+        self.wait_for_path("/console/channels")
+        self.driver.find_element(By.LINK_TEXT, "browser-news").click()
+        self.wait_for_path("/console/channels/browser-news")
+        self.expect(self.field("name").get_attribute("value") == "News from the browser", "the saved name")
+        self.expect("sales | Sales" in self.field("categories").get_attribute("value"), "the saved categories")
+        self.check_page("channel-edit")
+        # A bad retention comes back on the form, with what was typed.
+        self.fill("retention", "soon")
+        self.submit()
+        self.wait.until(expected_conditions.presence_of_element_located((By.CSS_SELECTOR, ".problem")))
+        self.expect("retention" in self.driver.find_element(By.CSS_SELECTOR, ".problem").text, "the retention's problem")
+        self.check_page("channel-problem")
+        self.fill("retention", "7d")
+        self.submit()
+        self.wait_for_path("/console/channels")
+
+    def refusals(self):
+        # A form whose CSRF token was tampered with is refused, and changes nothing.
+        self.open("/console/channels/browser-news")
+        self.driver.execute_script("document.querySelector('main form input[name=csrf]').value = '0'.repeat(64)")
+        self.fill("name", "Forged")
+        self.submit()
+        self.wait.until(lambda driver: "did not come from this console" in driver.page_source)
+        self.check_page("refused")
+        self.open("/console/channels/browser-news")
+        self.expect(self.field("name").get_attribute("value") == "News from the browser", "the forged form changed nothing")
+        # Without the cookie: the pages send you to sign in, the forms are refused.
+        self.expect(self.raw("GET", "/console") == 303, "GET without the cookie redirects")
+        self.expect(self.raw("POST", "/console/channels/new", {"csrf": "x", "url": "x", "kind": "feed"}) == 403, "POST without the cookie")
+        self.expect(self.raw("GET", "/console", cookie=self.cookie) == 200, "the cookie works outside the browser too")
+
+    def delete_channel(self):
+        self.open("/console/channels/browser-news")
+        self.driver.find_element(By.PARTIAL_LINK_TEXT, "Delete this channel").click()
+        self.wait_for_path("/console/channels/browser-news/delete")
+        self.expect(self.field("delete-notifications").text == "0", "nothing was sent to it")
+        self.check_page("channel-delete")
+        self.submit()
+        self.wait_for_path("/console/channels")
+        self.expect("Channel browser-news deleted" in self.driver.find_element(By.CSS_SELECTOR, ".notice").text, "the notice")
+        self.expect(not self.driver.find_elements(By.LINK_TEXT, "browser-news"), "the channel is gone from the list")
+
+    def sign_out(self):
+        self.open("/console")
+        self.submit(".sign-out button")
+        self.wait_for_path("/console/sign-in")
+        self.open("/console")
+        self.wait_for_path("/console/sign-in")
+        self.expect(self.raw("GET", "/console", cookie=self.cookie) == 303, "the old cookie no longer signs in")
+
+
+# Labels, headings, language and names of images: the basics axe-core and Lighthouse check first.
+ACCESSIBILITY_CHECKS = """
+const problems = [];
+if (!document.documentElement.lang) problems.push('html has no lang');
+if (!document.title.trim()) problems.push('no title');
+const h1 = document.querySelectorAll('h1');
+if (h1.length !== 1) problems.push(h1.length + ' h1 elements');
+let level = 0;
+for (const heading of document.querySelectorAll('h1, h2, h3, h4, h5, h6')) {
+  const next = Number(heading.tagName[1]);
+  if (next > level + 1) problems.push('heading ' + heading.tagName + ' "' + heading.textContent.trim() + '" skips a level');
+  level = next;
+}
+for (const control of document.querySelectorAll('input:not([type=hidden]), select, textarea')) {
+  const labelled = control.labels.length > 0 || control.getAttribute('aria-label') || control.getAttribute('aria-labelledby');
+  if (!labelled) problems.push((control.id || control.name) + ' has no label');
+}
+for (const button of document.querySelectorAll('button, a[href]')) {
+  if (!button.textContent.trim() && !button.getAttribute('aria-label')) problems.push('a ' + button.tagName + ' has no text');
+}
+for (const image of document.querySelectorAll('img, svg[role=img]')) {
+  const named = image.getAttribute('alt') !== null || image.getAttribute('aria-label') || image.getAttribute('aria-labelledby');
+  if (!named) problems.push('an image has no text alternative');
+}
+if (!document.querySelector('main')) problems.push('no main landmark');
+return problems;
+"""
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--token", required=True)
+    parser.add_argument("--screenshots", required=True)
+    arguments = parser.parse_args()
+    os.makedirs(arguments.screenshots, exist_ok=True)
+    walk = Walk(arguments.url, arguments.token, arguments.screenshots)
+    try:
+        for step in [walk.sign_in, walk.overview, walk.channels, walk.refusals, walk.delete_channel, walk.sign_out]:
+            step()
+            print("ok", step.__name__, flush=True)
+    except Exception as error:
+        walk.driver.save_screenshot(os.path.join(arguments.screenshots, "failure.png"))
+        print("FAILED:", error, file=sys.stderr, flush=True)
+        return 1
+    finally:
+        walk.close()
+    print("the console walk passed; screenshots in", arguments.screenshots, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,50 @@
+import Foundation
+import HeraldCore
+import HeraldTesting
+import Testing
+
+/// The admin console in a real browser: `Tests/Browser/console_walk.py` drives Debian's headless
+/// Chromium (Selenium and chromium-driver, installed by `scripts/bootstrap`) through a real
+/// `herald serve`. It signs in, walks every page checking the browser console, labels, headings and
+/// keyboard focus, edits channels, is refused with a tampered CSRF token and without the cookie, and
+/// signs out. The screenshots it takes of each page are left in `.build/console-screenshots/`.
+@Suite("Console in a browser")
+struct ConsoleBrowserTests {
+    static let adminToken = "console-browser-admin-token-0123456789"
+
+    @Test func theConsoleWalkPassesInHeadlessChromium() async throws {
+        for tool in ["/usr/bin/chromium", "/usr/bin/chromedriver", "/usr/bin/python3"] {
+            try #require(
+                FileManager.default.isExecutableFile(atPath: tool),
+                "\(tool) is missing: scripts/bootstrap installs chromium, chromium-driver and python3-selenium"
+            )
+        }
+        let root = TestPostgres.repositoryRoot()
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            let herald = try HeraldProcess(
+                arguments: ["serve", "--port", "0", "--sql-dir", root + "/sql"],
+                environment: [
+                    "DATABASE_URL": db.conninfo, "HERALD_ADMIN_TOKEN": Self.adminToken, "HERALD_SECRET_KEY": Hex.encode(SecureRandom.bytes(32)),
+                    "HERALD_CONSOLE_DIR": root + "/console",
+                ]
+            )
+            defer { herald.signal(SIGKILL) }
+            let line = try await herald.waitForLine(containing: "Herald listening on")
+            let base = try #require(line.split(separator: " ").last.map(String.init))
+            let scratch = NSTemporaryDirectory() + "herald-console-walk-\(getpid())"
+            try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: scratch) }
+            let status = try await ProgramRun.run(
+                [
+                    "/usr/bin/python3", root + "/Tests/Browser/console_walk.py", "--url", base, "--token", Self.adminToken, "--screenshots",
+                    root + "/.build/console-screenshots",
+                ],
+                environment: ["PATH=/usr/bin:/bin", "HOME=\(scratch)", "LC_ALL=C.UTF-8"],
+                outputPath: scratch + "/output"
+            )
+            let output = (try? String(contentsOfFile: scratch + "/output", encoding: .utf8)) ?? ""
+            #expect(status == 0, "the console walk failed:\n\(output)")
+            #expect(output.contains("the console walk passed"))
+        }
+    }
+}
