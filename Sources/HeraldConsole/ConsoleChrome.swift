@@ -7,20 +7,20 @@ struct ConsoleChrome {
 
     /// The console's sections, in the navigation's order.
     enum Section: String, CaseIterable {
-        case overview, channels
+        case overview, channels, templates, send, notifications
 
         var title: String {
             switch self {
             case .overview: "Overview"
             case .channels: "Channels"
+            case .templates: "Templates"
+            case .send: "Send"
+            case .notifications: "Notifications"
             }
         }
 
         var path: String {
-            switch self {
-            case .overview: "/console"
-            case .channels: "/console/channels"
-            }
+            self == .overview ? "/console" : "/console/\(rawValue)"
         }
     }
 

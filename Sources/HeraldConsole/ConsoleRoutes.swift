@@ -17,10 +17,18 @@ public struct ConsoleRoutes<Context: RequestContext>: Sendable {
     let sessions: ConsoleSessionStore
     let overview: ConsoleOverviewStore
     let channels: ChannelStore
+    let templates: TemplateStore
+    let notifications: ConsoleNotificationStore
+    let notificationStore: NotificationStore
+    let actions: ConsoleActions
 
-    public init(site: ConsoleSite, client: PostgresClient, adminToken: String?) {
+    public init(site: ConsoleSite, client: PostgresClient, adminToken: String?, actions: ConsoleActions) {
         self.site = site
         self.adminToken = adminToken
+        self.actions = actions
+        self.templates = TemplateStore(client: client)
+        self.notifications = ConsoleNotificationStore(client: client)
+        self.notificationStore = NotificationStore(client: client)
         self.sessions = ConsoleSessionStore(client: client)
         self.overview = ConsoleOverviewStore(client: client)
         self.channels = ChannelStore(client: client)
@@ -35,6 +43,9 @@ public struct ConsoleRoutes<Context: RequestContext>: Sendable {
         registerSignIn(on: console)
         registerOverview(on: console)
         registerChannels(on: console)
+        registerTemplates(on: console)
+        registerSend(on: console)
+        registerNotifications(on: console)
     }
 
     /// The signed-in admin's sign-in, from the cookie; throws `ConsoleSignInRequired` without one.

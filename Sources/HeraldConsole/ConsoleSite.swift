@@ -29,6 +29,14 @@ public struct ConsoleSite: Sendable {
         return ConsoleSite(settings: settings, templates: templates, assets: assets)
     }
 
+    /// A partial alone (no layout), for a page's script to swap in.
+    func fragment(_ template: String, values: [String: Any]) -> String {
+        guard let html = templates.render(values, withTemplate: template) else {
+            preconditionFailure("no console template '\(template)'")
+        }
+        return html
+    }
+
     /// `template` rendered inside the layout with `values`; the layout's own values come from `chrome`.
     func render(_ template: String, chrome: ConsoleChrome, values: [String: Any] = [:]) -> String {
         var context = chrome.values

@@ -11,6 +11,7 @@ in DIR. Exits non-zero, saying why, at the first failure.
 """
 
 import argparse
+import json
 import os
 import sys
 import urllib.error
@@ -140,7 +141,35 @@ class Walk:
         except urllib.error.HTTPError as error:
             return error.code
 
+    def api(self, method, path, body=None, token=None):
+        """A JSON request to the HTTP API (the admin token unless another is given); the parsed answer."""
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(self.url + path, data=data, method=method)
+        request.add_header("Authorization", "Bearer " + (token or self.token))
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(request) as response:
+            text = response.read()
+            return json.loads(text) if text else None
+
     # The walk -----------------------------------------------------------------------------------
+
+    def prepare(self):
+        """What the walk sends to, made through the API: a channel, a template in two versions, and a
+        user with a session (the reader whose read moves the funnel)."""
+        self.api("PUT", "/v1/channels/orders", {"kind": "feed", "name": "Orders"})
+        self.api("PUT", "/v1/templates/shipped", {
+            "name": "Shipped", "variables": [{"name": "order", "type": "string", "required": True}],
+            "data": {"title": "Order {{order}} has shipped"}, "push_body": "Order {{order}} is on its way",
+        })
+        self.api("PUT", "/v1/templates/shipped", {
+            "name": "Shipped", "variables": [{"name": "order", "type": "string", "required": True},
+                                             {"name": "days", "type": "number", "default": 2}],
+            "data": {"title": "Order {{order}} has shipped", "body": "It arrives in {{days}} days."},
+            "push_body": "Order {{order}} is on its way",
+        })
+        self.api("PUT", "/v1/users/alice", {"nickname": "Alice"})
+        self.alice = self.api("POST", "/v1/users/alice/sessions", {})["token"]
 
     def sign_in(self):
         self.open("/console")
@@ -193,6 +222,70 @@ class Walk:
         self.fill("retention", "7d")
         self.submit()
         self.wait_for_path("/console/channels")
+
+    def templates(self):
+        self.driver.find_element(By.LINK_TEXT, "Templates").click()
+        self.wait_for_path("/console/templates")
+        self.check_page("templates")
+        self.driver.find_element(By.LINK_TEXT, "shipped").click()
+        self.wait_for_path("/console/templates/shipped")
+        # The two versions side by side: the new variable and line are added.
+        added = [row.text for row in self.driver.find_elements(By.CSS_SELECTOR, "table.diff tr.added")]
+        self.expect(any("days" in text for text in added), "the diff shows version 2's additions: %r" % added)
+        # Without samples the required variable is the problem, shown at its field.
+        self.expect("order is required" in self.driver.find_element(By.ID, "v_order-problem").text, "the missing variable")
+        self.check_page("template")
+        # Typing a sample: the script fetches the preview as it changes.
+        self.field("v_order").send_keys("A-1042")
+        self.wait.until(lambda driver: "Order A-1042 has shipped" in driver.find_element(By.ID, "preview").text)
+        payload = self.field("preview-payload").text
+        self.expect("Order A-1042 is on its way" in payload, "the alert payload carries the push body: " + payload)
+        self.expect(int(self.field("payload-size").text) < 4096, "the payload's size against 4 KB")
+        # A number that is not one is pointed out where it was typed.
+        self.field("v_days").send_keys("soon")
+        self.submit("#preview-form button[type=submit]")
+        self.wait.until(lambda driver: "days must be a number" in driver.page_source)
+        self.check_page("template-preview-problem")
+
+    def send(self):
+        self.driver.find_element(By.LINK_TEXT, "Send").click()
+        self.wait_for_path("/console/send")
+        self.check_page("send-choose")
+        self.driver.find_element(By.CSS_SELECTOR, "#template option[value=shipped]").click()
+        self.submit("form.inline button[type=submit]")
+        self.wait.until(expected_conditions.presence_of_element_located((By.ID, "send-form")))
+        self.driver.find_element(By.CSS_SELECTOR, "#channel_url option[value=orders]").click()
+        self.fill("v_order", "B-7")
+        self.fill("targets", "alice")
+        # The curl command follows the form.
+        self.wait.until(lambda driver: '"targets":["alice"]' in driver.find_element(By.ID, "curl").text)
+        curl = self.field("curl").text
+        self.expect('"order":"B-7"' in curl and "/v1/notifications" in curl, "the request as curl: " + curl)
+        self.check_page("send")
+        self.submit("#send-form button[type=submit]")
+        self.wait.until(lambda driver: urllib.parse.urlparse(driver.current_url).path.startswith("/console/notifications/"))
+        self.notification = self.path().rsplit("/", 1)[1]
+        self.expect(self.field("count-recipients").text == "1", "one recipient")
+        self.expect(self.field("count-read").text == "0", "not read yet")
+        self.expect("sent" in self.driver.find_element(By.CSS_SELECTOR, "#recipients + table tbody").text, "alice's copy, sent")
+        self.check_page("notification")
+        # Alice reads it through the API; the page's funnel catches up by itself.
+        self.api("POST", "/v1/me/channels/orders/read", token=self.alice)
+        self.wait.until(lambda driver: driver.find_element(By.ID, "count-read").text == "1")
+        self.expect(self.field("count-delivered").text == "1", "read counts as delivered")
+        self.check_page("notification-read")
+        self.driver.find_element(By.LINK_TEXT, "Notifications").click()
+        self.wait_for_path("/console/notifications")
+        self.expect(self.driver.find_elements(By.LINK_TEXT, self.notification), "the notification is listed")
+        self.check_page("notifications")
+        # An API refusal comes back on the form, in the API's words.
+        self.open("/console/send?template=shipped&channel_url=orders")
+        self.fill("targets", "nobody-here")
+        self.fill("v_order", "C-1")
+        self.submit("#send-form button[type=submit]")
+        self.wait.until(expected_conditions.presence_of_element_located((By.ID, "send-problem")))
+        self.expect("nobody-here" in self.field("send-problem").text, "the unknown user is named")
+        self.check_page("send-refused")
 
     def refusals(self):
         # A form whose CSRF token was tampered with is refused, and changes nothing.
@@ -267,7 +360,8 @@ def main():
     os.makedirs(arguments.screenshots, exist_ok=True)
     walk = Walk(arguments.url, arguments.token, arguments.screenshots)
     try:
-        for step in [walk.sign_in, walk.overview, walk.channels, walk.refusals, walk.delete_channel, walk.sign_out]:
+        for step in [walk.prepare, walk.sign_in, walk.overview, walk.channels, walk.templates, walk.send, walk.refusals,
+                     walk.delete_channel, walk.sign_out]:
             step()
             print("ok", step.__name__, flush=True)
     except Exception as error:

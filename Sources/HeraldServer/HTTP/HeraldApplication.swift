@@ -94,12 +94,13 @@ public enum HeraldApplication {
             .register(in: registry)
         TemplatesController(templates: TemplateStore(client: dependencies.client))
             .register(in: registry)
-        NotificationsController(
+        let notifications = NotificationsController(
             notifications: NotificationStore(client: dependencies.client),
             channels: ChannelStore(client: dependencies.client),
             templates: TemplateStore(client: dependencies.client),
             fanoutWake: dependencies.fanoutWake
-        ).register(in: registry)
+        )
+        notifications.register(in: registry)
         CollectionController(
             collections: CollectionStore(client: dependencies.client),
             users: UserStore(client: dependencies.client),
@@ -130,8 +131,12 @@ public enum HeraldApplication {
         )
         stream.register(in: registry)
         if let console = dependencies.console {
-            ConsoleRoutes<HeraldRequestContext>(site: console, client: dependencies.client, adminToken: dependencies.adminToken)
-                .register(on: router)
+            ConsoleRoutes<HeraldRequestContext>(
+                site: console,
+                client: dependencies.client,
+                adminToken: dependencies.adminToken,
+                actions: ConsoleActions(sendNotification: notifications.consoleSend)
+            ).register(on: router)
         }
         // Last, so that it sees only the requests no route took (see the type).
         router.add(middleware: MethodNotAllowedMiddleware(routes: registry.routes))

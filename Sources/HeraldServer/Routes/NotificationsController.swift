@@ -70,11 +70,16 @@ struct NotificationsController: Sendable {
                 message: "The body must name channel_url, template_key and targets or audience."
             )
         }
-        let idempotency = try Self.idempotencyKey(request, body: body)
+        return try Self.response(try await send(body, idempotency: try Self.idempotencyKey(request, body: body)))
+    }
+
+    /// A send, once its body is decoded: the route's, and the console's (which shows the same body as
+    /// a `curl` command).
+    func send(_ body: SendNotificationRequest, idempotency: IdempotencyKey?) async throws -> NotificationStore.SendOutcome {
         // A retry is answered before anything else is looked at: the template may have changed since,
         // but the first response stands.
         if let idempotency, let previous = try await notifications.previousOutcome(for: idempotency) {
-            return try Self.response(previous)
+            return previous
         }
         let (audience, deadline, expiresAt) = try body.validate()
         guard let channel = try await channels.get(body.channelURL)?.channel else {
@@ -108,7 +113,7 @@ struct NotificationsController: Sendable {
             throw Self.apiError(error)
         }
         if case .created(let stored, _) = outcome, stored.fanoutState == .running { fanoutWake.signal() }
-        return try Self.response(outcome)
+        return outcome
     }
 
     static func response(_ outcome: NotificationStore.SendOutcome) throws -> Response {

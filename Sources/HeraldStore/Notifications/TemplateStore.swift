@@ -55,6 +55,11 @@ public struct TemplateStore: Sendable {
         return try rows.first.map(Self.decode)
     }
 
+    /// Every version of the template, newest first.
+    public func versions(_ key: String) async throws -> [StoredTemplate] {
+        try await client.query("SELECT definition, version, created_at FROM templates WHERE key = \(key) ORDER BY version DESC").map(Self.decode)
+    }
+
     /// The latest version of each template, in key order, `limit` at a time after `after`.
     public func list(after: String?, limit: Int) async throws -> [StoredTemplate] {
         try await client.query(

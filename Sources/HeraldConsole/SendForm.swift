@@ -1,0 +1,81 @@
+import Foundation
+import HeraldCore
+
+/// The console's send form: its fields turned into the body of `POST /v1/notifications`, and that
+/// request written as a `curl` command.
+struct SendForm {
+    /// The form's fields by name: `channel_url`, `audience` (`targets` or `all`), `targets` (ids
+    /// separated by spaces, commas or lines), `v_<variable>`, `push_alert`, `push_text`, `push_sound`,
+    /// `push_priority`, `expires_at`.
+    var fields: [String: String]
+
+    func field(_ name: String) -> String {
+        (fields[name] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    var targets: [String] {
+        field("targets").split(whereSeparator: { $0 == "," || $0.isWhitespace }).map(String.init)
+    }
+
+    /// The API request's body. Values are typed as the template declares (a number field that is not
+    /// a number is sent as text, and the API says what is wrong, as it would to any client).
+    func body(template: Template) -> JSONValue {
+        var body: [String: JSONValue] = [
+            "channel_url": .string(field("channel_url")),
+            "template_key": .string(template.key),
+        ]
+        var variables: [String: JSONValue] = [:]
+        for variable in template.variables {
+            let text = field(TemplatePreview.parameter(variable.name))
+            guard !text.isEmpty else { continue }
+            switch variable.type {
+            case .number: variables[variable.name] = Double(text).map(JSONValue.number) ?? .string(text)
+            case .bool: variables[variable.name] = text == "true" ? .bool(true) : text == "false" ? .bool(false) : .string(text)
+            case .string, .url, .datetime: variables[variable.name] = .string(text)
+            }
+        }
+        if !variables.isEmpty { body["variables"] = .object(variables) }
+        if field("audience") == "all" {
+            body["audience"] = .string("all")
+        } else {
+            body["targets"] = .array(targets.map(JSONValue.string))
+        }
+        var push: [String: JSONValue] = [:]
+        if field("push_alert") == "on" { push["alert"] = .bool(true) }
+        if !field("push_text").isEmpty { push["text"] = .string(field("push_text")) }
+        if !field("push_sound").isEmpty { push["sound"] = .string(field("push_sound")) }
+        if field("push_priority") == "low" { push["priority"] = .string("low") }
+        if !push.isEmpty { body["push"] = .object(push) }
+        if !field("expires_at").isEmpty { body["expires_at"] = .string(field("expires_at")) }
+        return .object(body)
+    }
+
+    /// The body as compact JSON with sorted keys: what is sent, and what the `curl` command shows.
+    static func json(_ body: JSONValue) -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? Array(encoder.encode(body))) ?? []
+    }
+
+    /// The same request from a terminal, against `origin` (`http://host:port`).
+    static func curl(origin: String, body: [UInt8]) -> String {
+        let quoted = String(decoding: body, as: UTF8.self).replacingOccurrences(of: "'", with: #"'\''"#)
+        return """
+            curl -X POST \(origin)/v1/notifications \\
+              -H "Authorization: Bearer $HERALD_ADMIN_TOKEN" \\
+              -H "Content-Type: application/json" \\
+              -d '\(quoted)'
+            """
+    }
+}
+
+/// A form's fields as they came, for forms whose fields depend on the page (the send form's
+/// variables).
+struct FieldsForm: ConsoleForm {
+    var fields: [String: String]
+    var csrf: String { fields["csrf"] ?? "" }
+
+    init(from decoder: any Decoder) throws {
+        fields = try [String: String](from: decoder)
+    }
+}
