@@ -1,5 +1,6 @@
 /// The admin API's actions the console performs through the API's own code, so that what a console
-/// form does is exactly what the request it shows as `curl` does: same validation, same errors.
+/// form does is exactly what the API request does: same validation, same errors, same side effects
+/// (waking the fan-out or the erasure service).
 public struct ConsoleActions: Sendable {
     /// What the API answered: its status and JSON body.
     public struct Answer: Sendable, Equatable {
@@ -10,12 +11,33 @@ public struct ConsoleActions: Sendable {
             self.status = status
             self.body = body
         }
+
+        public var succeeded: Bool { (200..<300).contains(status) }
     }
 
     /// `POST /v1/notifications` with this JSON body.
     public var sendNotification: @Sendable ([UInt8]) async throws -> Answer
+    /// `DELETE /v1/users/{user_id}`.
+    public var eraseUser: @Sendable (String) async throws -> Answer
+    /// `PUT /v1/apns/credentials/{name}` with this JSON body.
+    public var putCredential: @Sendable (String, [UInt8]) async throws -> Answer
+    /// `DELETE /v1/apns/credentials/{name}`.
+    public var deleteCredential: @Sendable (String) async throws -> Answer
+    /// `herald fixtures load` for uploaded files (name, content): one line per item loaded, or the
+    /// problem that stopped it (then nothing was loaded).
+    public var loadFixtures: @Sendable ([(name: String, bytes: [UInt8])]) async throws -> (items: [String], problem: String?)
 
-    public init(sendNotification: @escaping @Sendable ([UInt8]) async throws -> Answer) {
+    public init(
+        sendNotification: @escaping @Sendable ([UInt8]) async throws -> Answer,
+        eraseUser: @escaping @Sendable (String) async throws -> Answer,
+        putCredential: @escaping @Sendable (String, [UInt8]) async throws -> Answer,
+        deleteCredential: @escaping @Sendable (String) async throws -> Answer,
+        loadFixtures: @escaping @Sendable ([(name: String, bytes: [UInt8])]) async throws -> (items: [String], problem: String?)
+    ) {
         self.sendNotification = sendNotification
+        self.eraseUser = eraseUser
+        self.putCredential = putCredential
+        self.deleteCredential = deleteCredential
+        self.loadFixtures = loadFixtures
     }
 }

@@ -7,7 +7,7 @@ struct ConsoleChrome {
 
     /// The console's sections, in the navigation's order.
     enum Section: String, CaseIterable {
-        case overview, channels, templates, send, notifications
+        case overview, channels, templates, send, notifications, users, push
 
         var title: String {
             switch self {
@@ -16,6 +16,8 @@ struct ConsoleChrome {
             case .templates: "Templates"
             case .send: "Send"
             case .notifications: "Notifications"
+            case .users: "Users"
+            case .push: "Push"
             }
         }
 

@@ -6,27 +6,24 @@ import Hummingbird
 extension ConsoleRoutes {
     static var templatesPageSize: Int { 50 }
 
+    /// A fixtures file, as `herald fixtures load` reads them.
+    struct FixturesForm: ConsoleForm {
+        var csrf: String
+        var file: Data?
+    }
+
     func registerTemplates(on console: RouterGroup<Context>) {
         console.get("templates") { request, _ in
             let session = try await requireSession(request)
-            let after = request.uri.queryParameters["after"].map(String.init)
-            let found = try await templates.list(after: after, limit: Self.templatesPageSize)
-            return page(
-                "templates",
-                title: "Templates",
-                section: .templates,
-                session: session,
-                values: [
-                    "templates": found.map { stored -> [String: Any] in
-                        [
-                            "key": stored.template.key, "name": stored.template.name, "version": stored.version,
-                            "variables": stored.template.variables.map(\.name).joined(separator: ", "), "updated": Self.day(stored.createdAt),
-                        ]
-                    },
-                    "empty": found.isEmpty && after == nil,
-                    "next": found.count == Self.templatesPageSize ? (found.last?.template.key as Any? ?? false) : false,
-                ]
-            )
+            return try await templatesPage(request, session: session, loaded: nil, problem: nil)
+        }
+        console.post("templates/fixtures") { request, context in
+            let (form, session) = try await requireUpload(FixturesForm.self, request, context: context)
+            guard let file = form.file, !file.isEmpty else {
+                return try await templatesPage(request, session: session, loaded: nil, problem: "Choose a fixtures file (.json).")
+            }
+            let outcome = try await actions.loadFixtures([(name: "uploaded.json", bytes: Array(file))])
+            return try await templatesPage(request, session: session, loaded: outcome.problem == nil ? outcome.items : nil, problem: outcome.problem)
         }
         console.get("templates/{key}") { request, context in
             let session = try await requireSession(request)
@@ -66,6 +63,32 @@ extension ConsoleRoutes {
             let values = try await preview(latest.template, request: request).values(template: latest.template)
             return Self.html(site.fragment("template-preview", values: values))
         }
+    }
+
+    /// The list, with what an upload loaded or the problem that stopped it (nothing is loaded then).
+    private func templatesPage(_ request: Request, session: ConsoleSessionStore.Session, loaded: [String]?, problem: String?) async throws -> Response
+    {
+        let after = request.uri.queryParameters["after"].map(String.init)
+        let found = try await templates.list(after: after, limit: Self.templatesPageSize)
+        return page(
+            "templates",
+            title: "Templates",
+            section: .templates,
+            session: session,
+            status: problem == nil ? .ok : .unprocessableContent,
+            values: [
+                "templates": found.map { stored -> [String: Any] in
+                    [
+                        "key": stored.template.key, "name": stored.template.name, "version": stored.version,
+                        "variables": stored.template.variables.map(\.name).joined(separator: ", "), "updated": Self.day(stored.createdAt),
+                    ]
+                },
+                "empty": found.isEmpty && after == nil,
+                "next": found.count == Self.templatesPageSize ? (found.last?.template.key as Any? ?? false) : false,
+                "loaded": loaded ?? false,
+                "problem": problem ?? false,
+            ]
+        )
     }
 
     /// The template rendered with the samples in the request's query (`v_<variable>`), as a push to the

@@ -2,6 +2,7 @@ import Foundation
 import HeraldCore
 import HeraldStore
 import Hummingbird
+import MultipartKit
 import Postgres
 
 /// The admin console at `/console`: pages rendered on the server from `console/templates`, signed in
@@ -21,6 +22,11 @@ public struct ConsoleRoutes<Context: RequestContext>: Sendable {
     let notifications: ConsoleNotificationStore
     let notificationStore: NotificationStore
     let actions: ConsoleActions
+    let exports: UserExportStore
+    let erasures: UserErasureStore
+    let userSessions: SessionStore
+    let collections: CollectionStore
+    let push: PushStore
 
     public init(site: ConsoleSite, client: PostgresClient, adminToken: String?, actions: ConsoleActions) {
         self.site = site
@@ -29,6 +35,11 @@ public struct ConsoleRoutes<Context: RequestContext>: Sendable {
         self.templates = TemplateStore(client: client)
         self.notifications = ConsoleNotificationStore(client: client)
         self.notificationStore = NotificationStore(client: client)
+        self.exports = UserExportStore(client: client)
+        self.erasures = UserErasureStore(client: client)
+        self.userSessions = SessionStore(client: client)
+        self.collections = CollectionStore(client: client)
+        self.push = PushStore(client: client)
         self.sessions = ConsoleSessionStore(client: client)
         self.overview = ConsoleOverviewStore(client: client)
         self.channels = ChannelStore(client: client)
@@ -46,6 +57,8 @@ public struct ConsoleRoutes<Context: RequestContext>: Sendable {
         registerTemplates(on: console)
         registerSend(on: console)
         registerNotifications(on: console)
+        registerUsers(on: console)
+        registerPush(on: console)
     }
 
     /// The signed-in admin's sign-in, from the cookie; throws `ConsoleSignInRequired` without one.
@@ -86,6 +99,39 @@ public struct ConsoleRoutes<Context: RequestContext>: Sendable {
             throw ConsoleRefusal(.forbidden, "This request came from another site.")
         }
     }
+
+    /// A `multipart/form-data` POST (a form with a file), after the same checks as `requireForm`.
+    func requireUpload<Form: ConsoleForm>(_ type: Form.Type, _ request: Request, context: Context) async throws -> (Form, ConsoleSessionStore.Session)
+    {
+        try Self.requireSameOrigin(request)
+        let session = try await requireSession(request)
+        let contentType = request.headers[.contentType] ?? ""
+        guard contentType.hasPrefix("multipart/form-data"),
+            let boundary = contentType.split(separator: ";").lazy.map({ $0.trimmingCharacters(in: .whitespaces) })
+                .first(where: { $0.hasPrefix("boundary=") })?.dropFirst("boundary=".count)
+        else {
+            throw ConsoleRefusal(.unsupportedMediaType, "Files are sent as multipart/form-data.")
+        }
+        let body: ByteBuffer
+        do {
+            body = try await request.body.collect(upTo: Self.maximumUploadBytes)
+        } catch {
+            throw ConsoleRefusal(.contentTooLarge, "The upload is larger than \(Self.maximumUploadBytes / 1024) KB.")
+        }
+        let form: Form
+        do {
+            form = try FormDataDecoder().decode(type, from: body, boundary: String(boundary).trimmingCharacters(in: CharacterSet(charactersIn: "\"")))
+        } catch {
+            throw ConsoleRefusal(.badRequest, "The form is missing a field.")
+        }
+        guard ConstantTime.equals(form.csrf, session.csrfToken) else {
+            throw ConsoleRefusal(.forbidden, "This form has expired or did not come from this console. Go back, reload the page and try again.")
+        }
+        return (form, session)
+    }
+
+    /// The most an uploaded form may carry: credentials and fixture files are a few KB.
+    static var maximumUploadBytes: Int { 1 << 20 }
 
     static func decodeForm<Form: Decodable>(_ type: Form.Type, _ request: Request, context: Context) async throws -> Form {
         guard request.headers[.contentType]?.hasPrefix("application/x-www-form-urlencoded") == true else {

@@ -13,6 +13,8 @@ in DIR. Exits non-zero, saying why, at the first failure.
 import argparse
 import json
 import os
+import subprocess
+import tempfile
 import sys
 import urllib.error
 import urllib.parse
@@ -20,6 +22,7 @@ import urllib.request
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions
@@ -91,7 +94,12 @@ class Walk:
         problems = self.driver.execute_script(ACCESSIBILITY_CHECKS)
         self.expect(not problems, name + ": accessibility: " + "; ".join(problems))
         self.check_keyboard(name)
+        # The whole page, from the top, for a reviewer to look at.
+        self.driver.execute_script("window.scrollTo(0, 0); document.activeElement && document.activeElement.blur()")
+        height = self.driver.execute_script("return document.documentElement.scrollHeight")
+        self.driver.set_window_size(1280, max(1000, min(height + 140, 4000)))
         self.driver.save_screenshot(os.path.join(self.screenshots, name + ".png"))
+        self.driver.set_window_size(1280, 1000)
 
     def check_keyboard(self, name):
         """Tab reaches every link, button and field in order, and each shows where the focus is."""
@@ -103,7 +111,11 @@ class Walk:
         # checked) and go on with the keyboard.
         self.driver.execute_script("document.querySelector('a.skip').focus()")
         seen = ["A#Skip to the content"]
-        self.driver.switch_to.active_element.send_keys(Keys.TAB)
+        # Keys go to the page, not to an element: sent to a file input, they would be taken for a path.
+        def tab():
+            ActionChains(self.driver).send_keys(Keys.TAB).perform()
+
+        tab()
         for _ in range(expected + 5):
             element = self.driver.switch_to.active_element
             description = self.driver.execute_script(
@@ -114,7 +126,7 @@ class Walk:
             seen.append(description)
             outline = self.driver.execute_script("return getComputedStyle(arguments[0]).outlineStyle", element)
             self.expect(outline != "none", name + ": " + description + " shows no focus outline")
-            element.send_keys(Keys.TAB)
+            tab()
         # Radio buttons of one group take a single tab stop.
         radios = self.driver.execute_script(
             "return new Set([...document.querySelectorAll('input[type=radio]')].map(e => e.name)).size"
@@ -170,6 +182,14 @@ class Walk:
         })
         self.api("PUT", "/v1/users/alice", {"nickname": "Alice"})
         self.alice = self.api("POST", "/v1/users/alice/sessions", {})["token"]
+        self.api("PUT", "/v1/users/bob", {"nickname": "Bob"})
+        self.files = tempfile.mkdtemp(prefix="console-walk-")
+
+    def write(self, name, content):
+        path = os.path.join(self.files, name)
+        with open(path, "wb") as file:
+            file.write(content if isinstance(content, bytes) else content.encode())
+        return path
 
     def sign_in(self):
         self.open("/console")
@@ -287,6 +307,92 @@ class Walk:
         self.expect("nobody-here" in self.field("send-problem").text, "the unknown user is named")
         self.check_page("send-refused")
 
+    def fixtures(self):
+        self.open("/console/templates")
+        good = self.write("fixtures.json", json.dumps({
+            "channels": [{"channel_url": "fixture-news", "kind": "feed", "name": "From a file"}],
+            "templates": [{"key": "welcome", "name": "Welcome", "data": {"title": "Welcome"}}],
+        }))
+        self.field("fixtures-file").send_keys(good)
+        self.submit("form[action='/console/templates/fixtures'] button")
+        self.wait.until(lambda driver: "channel fixture-news: created" in driver.page_source)
+        self.expect(self.driver.find_elements(By.LINK_TEXT, "welcome"), "the loaded template is listed")
+        self.check_page("fixtures-loaded")
+        # A file with a problem loads nothing and says where the problem is, as the CLI does.
+        bad = self.write("bad.json", json.dumps({
+            "channels": [{"channel_url": "never-made", "kind": "feed"}],
+            "templates": [{"key": "broken", "data": {"title": "{{missing}}"}}],
+        }))
+        self.field("fixtures-file").send_keys(bad)
+        self.submit("form[action='/console/templates/fixtures'] button")
+        self.wait.until(expected_conditions.presence_of_element_located((By.ID, "fixtures-problem")))
+        problem = self.field("fixtures-problem").text
+        self.expect("$.templates[0]" in problem and "missing" in problem, "the problem's path: " + problem)
+        self.check_page("fixtures-problem")
+        self.open("/console/channels")
+        self.expect(not self.driver.find_elements(By.LINK_TEXT, "never-made"), "nothing of the bad file was loaded")
+
+    def users(self):
+        self.driver.find_element(By.LINK_TEXT, "Users").click()
+        self.wait_for_path("/console/users")
+        self.check_page("users")
+        self.fill("id", "alice")
+        self.submit()
+        self.wait_for_path("/console/users/alice")
+        self.expect(len(self.driver.find_elements(By.CSS_SELECTOR, "#sessions + table tbody tr")) == 1, "alice's session is listed")
+        self.expect("orders" in self.driver.find_element(By.CSS_SELECTOR, "#channels + table").text, "alice's channel")
+        self.check_page("user")
+        # Revoking her sessions: her token stops working at once.
+        self.submit("form[action$='/sessions/revoke'] button")
+        self.wait.until(lambda driver: "1 sessions revoked" in driver.page_source)
+        try:
+            self.api("GET", "/v1/me/unread", token=self.alice)
+            self.expect(False, "a revoked session still reads")
+        except urllib.error.HTTPError as error:
+            self.expect(error.code == 401, "a revoked session gets 401, not %d" % error.code)
+        self.submit("form[action$='/reset'] button")
+        self.wait.until(lambda driver: "orders reset" in driver.page_source)
+        self.check_page("user-revoked")
+        # Erasing bob.
+        self.open("/console/users/bob")
+        self.submit("form[action$='/erase'] button")
+        self.wait_for_path("/console/users")
+        self.expect("Erasing bob" in self.driver.find_element(By.CSS_SELECTOR, ".notice").text, "the erasure started")
+        self.expect(self.api("GET", "/v1/users/bob/erasure")["user_id"] == "bob", "the API knows the erasure")
+
+    def credentials(self):
+        self.driver.find_element(By.LINK_TEXT, "Push").click()
+        self.wait_for_path("/console/push")
+        self.check_page("push")
+        key = subprocess.run(
+            "openssl ecparam -name prime256v1 -genkey -noout | openssl pkcs8 -topk8 -nocrypt",
+            shell=True, check=True, capture_output=True,
+        ).stdout
+        # A file that is not a key is refused in the API's words.
+        self.fill("credential-name", "production")
+        self.field("credential-file").send_keys(self.write("not-a-key.p8", "hello"))
+        self.fill("topic", "com.example.app")
+        self.fill("key_id", "ABCDE12345")
+        self.fill("team_id", "TEAM123456")
+        self.submit("form[action='/console/push/credentials'] button")
+        self.wait.until(expected_conditions.presence_of_element_located((By.ID, "credential-problem")))
+        self.expect("key" in self.field("credential-problem").text, "the bad key's problem")
+        self.check_page("push-problem")
+        self.fill("credential-name", "production")
+        self.field("credential-file").send_keys(self.write("AuthKey.p8", key))
+        self.fill("topic", "com.example.app")
+        self.fill("key_id", "ABCDE12345")
+        self.fill("team_id", "TEAM123456")
+        self.submit("form[action='/console/push/credentials'] button")
+        self.wait.until(lambda driver: "Credential production saved" in driver.page_source)
+        listed = self.api("GET", "/v1/apns/credentials")["credentials"]
+        self.expect([c["name"] for c in listed] == ["production"] and listed[0]["key_id"] == "ABCDE12345", "stored: %r" % listed)
+        self.expect("BEGIN PRIVATE KEY" not in self.driver.page_source, "the key is never shown")
+        self.check_page("push-credential")
+        self.submit("form[action='/console/push/credentials/production/delete'] button")
+        self.wait.until(lambda driver: "Credential production deleted" in driver.page_source)
+        self.expect(self.api("GET", "/v1/apns/credentials")["credentials"] == [], "the credential is gone")
+
     def refusals(self):
         # A form whose CSRF token was tampered with is refused, and changes nothing.
         self.open("/console/channels/browser-news")
@@ -360,8 +466,8 @@ def main():
     os.makedirs(arguments.screenshots, exist_ok=True)
     walk = Walk(arguments.url, arguments.token, arguments.screenshots)
     try:
-        for step in [walk.prepare, walk.sign_in, walk.overview, walk.channels, walk.templates, walk.send, walk.refusals,
-                     walk.delete_channel, walk.sign_out]:
+        for step in [walk.prepare, walk.sign_in, walk.overview, walk.channels, walk.templates, walk.send, walk.fixtures,
+                     walk.users, walk.credentials, walk.refusals, walk.delete_channel, walk.sign_out]:
             step()
             print("ok", step.__name__, flush=True)
     except Exception as error:

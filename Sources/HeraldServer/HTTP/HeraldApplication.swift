@@ -83,13 +83,14 @@ public enum HeraldApplication {
         )
         OperationsController(migrator: dependencies.migrator, metricsRegistry: dependencies.metricsRegistry)
             .register(in: registry)
-        UsersController(
+        let users = UsersController(
             users: UserStore(client: dependencies.client),
             sessions: sessions,
             erasures: UserErasureStore(client: dependencies.client),
             exports: UserExportStore(client: dependencies.client),
             erasureWake: dependencies.erasureWake
-        ).register(in: registry)
+        )
+        users.register(in: registry)
         ChannelsController(channels: ChannelStore(client: dependencies.client))
             .register(in: registry)
         TemplatesController(templates: TemplateStore(client: dependencies.client))
@@ -111,10 +112,11 @@ public enum HeraldApplication {
         ).register(in: registry)
         DevicesController(devices: DeviceStore(client: dependencies.client))
             .register(in: registry)
-        APNsController(
+        let apns = APNsController(
             credentials: dependencies.secrets.map { APNsCredentialStore(client: dependencies.client, box: $0) },
             push: PushStore(client: dependencies.client)
-        ).register(in: registry)
+        )
+        apns.register(in: registry)
         ReceiptsController(collections: CollectionStore(client: dependencies.client))
             .register(in: registry)
         WebhooksController(webhooks: dependencies.secrets.map { WebhookStore(client: dependencies.client, box: $0) })
@@ -135,7 +137,7 @@ public enum HeraldApplication {
                 site: console,
                 client: dependencies.client,
                 adminToken: dependencies.adminToken,
-                actions: ConsoleActions(sendNotification: notifications.consoleSend)
+                actions: .api(notifications: notifications, users: users, apns: apns, fixtures: FixtureLoader(client: dependencies.client))
             ).register(on: router)
         }
         // Last, so that it sees only the requests no route took (see the type).

@@ -20,9 +20,7 @@ struct APNsController: Sendable {
             CredentialListBody(credentials: try await store().list().map(CredentialBody.init))
         }
         routes.add(.delete, "/v1/apns/credentials/{name}", access: .admin) { _, context in
-            guard try await store().delete(try Self.name(context)) else {
-                throw APIError(.notFound, code: "credential_not_found", message: "No APNs credential with this name.")
-            }
+            guard try await delete(try Self.name(context)) else { throw Self.credentialNotFound }
             return Response(status: .noContent)
         }
         routes.add(.get, "/v1/push/failures", access: .admin) { request, _ in
@@ -40,6 +38,13 @@ struct APNsController: Sendable {
                 nextBefore: failures.count == page.limit ? failures.last.map { String($0.id) } : nil
             )
         }
+    }
+
+    static let credentialNotFound = APIError(.notFound, code: "credential_not_found", message: "No APNs credential with this name.")
+
+    /// Deletes the named credential; false when there was none.
+    func delete(_ name: String) async throws -> Bool {
+        try await store().delete(name)
     }
 
     private func store() throws -> APNsCredentialStore {
@@ -72,11 +77,17 @@ struct APNsController: Sendable {
     }
 
     func put(_ request: Request, context: HeraldRequestContext) async throws -> EditedResponse<CredentialBody> {
-        let store = try store()
-        let name = try Self.name(context)
+        let name = try Self.name(try context.parameters.require("name"))
         guard let upload = try await RequestBody.decode(Upload.self, from: request, context: context) else {
             throw Self.invalid("The body must describe the credential: type 'token' (key, key_id, team_id, topic) or 'certificate' (p12, password).")
         }
+        let (stored, created) = try await put(name: name, upload: upload)
+        return EditedResponse(status: created ? .created : .ok, response: CredentialBody(stored))
+    }
+
+    /// Checks an upload and stores it sealed: the route's, and the console's upload form's.
+    func put(name: String, upload: Upload) async throws -> (info: APNsCredentialInfo, created: Bool) {
+        let store = try store()
         guard ["sandbox", "production"].contains(upload.environment) else { throw Self.invalid("environment must be 'sandbox' or 'production'.") }
         if let topic = upload.topic, !DevicesController.isTopic(topic) { throw Self.invalid("topic must be a bundle id.") }
         let now = Date()
@@ -131,8 +142,7 @@ struct APNsController: Sendable {
         default:
             throw Self.invalid("type must be 'token' (a .p8 key) or 'certificate' (a .p12).")
         }
-        let (stored, created) = try await store.put(info, secret: secret, password: password)
-        return EditedResponse(status: created ? .created : .ok, response: CredentialBody(stored))
+        return try await store.put(info, secret: secret, password: password)
     }
 
     struct CredentialBody: ResponseEncodable {
@@ -219,7 +229,11 @@ struct APNsController: Sendable {
     }
 
     static func name(_ context: HeraldRequestContext) throws -> String {
-        let name = try context.parameters.require("name")
+        try name(try context.parameters.require("name"))
+    }
+
+    /// A credential name, checked.
+    static func name(_ name: String) throws -> String {
         guard (1...64).contains(name.utf8.count), name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) }) else {
             throw APIError(.badRequest, code: "invalid_name", message: "A credential name is 1–64 letters, digits, '-', '_' or '.'.")
         }

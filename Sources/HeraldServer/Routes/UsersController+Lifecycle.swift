@@ -45,14 +45,20 @@ extension UsersController {
     /// where to follow it.
     func erase(context: HeraldRequestContext) async throws -> EditedResponse<ErasureBody> {
         let userID = try Self.userID(context)
-        guard let erasure = try await erasures.start(userID: userID) else {
-            throw APIError(.notFound, code: "user_not_found", message: "No user with this id.")
-        }
-        erasureWake.signal()
+        let erasure = try await startErasure(userID)
         var headers = HTTPFields()
         let path = userID.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? userID
         headers[.location] = "/v1/users/\(path)/erasure"
         return EditedResponse(status: .accepted, headers: headers, response: ErasureBody(erasure))
+    }
+
+    /// Starts (or finds running) the erasure of a valid user id, and wakes the service that does it.
+    func startErasure(_ userID: String) async throws -> UserErasure {
+        guard let erasure = try await erasures.start(userID: userID) else {
+            throw APIError(.notFound, code: "user_not_found", message: "No user with this id.")
+        }
+        erasureWake.signal()
+        return erasure
     }
 
     /// Rows per query of the export, and bytes gathered before they are sent.

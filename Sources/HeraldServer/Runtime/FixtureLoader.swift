@@ -51,8 +51,16 @@ public struct FixtureLoader: Sendable {
 
     /// Validates every file in `directory`, then applies them all in one transaction.
     public func load(directory: String) async throws -> Report {
-        let definitions = try Self.read(directory: directory)
-        return try await client.withTransaction { connection in
+        try await apply(try Self.read(directory: directory))
+    }
+
+    /// The same for files given by name and content (the console's upload): `.json` files only.
+    public func load(files: [(name: String, data: Data)]) async throws -> Report {
+        try await apply(try Self.read(files: files))
+    }
+
+    private func apply(_ definitions: Definitions) async throws -> Report {
+        try await client.withTransaction { connection in
             var report = Report()
             for (file, path, channel) in definitions.channels {
                 do {
@@ -86,16 +94,28 @@ public struct FixtureLoader: Sendable {
         guard manager.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw Problem(file: directory, path: "$", message: "no such directory")
         }
-        let files = (manager.enumerator(atPath: directory)?.compactMap { $0 as? String } ?? [])
+        let names = (manager.enumerator(atPath: directory)?.compactMap { $0 as? String } ?? [])
             .filter { $0.hasSuffix(".json") }
-            .sorted()
+        var files: [(name: String, data: Data)] = []
+        for name in names {
+            do {
+                files.append((name, try Data(contentsOf: URL(fileURLWithPath: (directory as NSString).appendingPathComponent(name)))))
+            } catch {
+                throw Problem(file: name, path: "$", message: "cannot be read")
+            }
+        }
+        return try read(files: files)
+    }
+
+    /// Reads and validates files given by content, in name order; nothing touches the database.
+    static func read(files unsorted: [(name: String, data: Data)]) throws -> Definitions {
+        let files = unsorted.filter { $0.name.hasSuffix(".json") }.sorted { $0.name < $1.name }
         var definitions = Definitions()
         var channelFiles: [String: String] = [:]
         var templateFiles: [String: String] = [:]
-        for file in files {
+        for (file, data) in files {
             let content: FixtureFile
             do {
-                let data = try Data(contentsOf: URL(fileURLWithPath: (directory as NSString).appendingPathComponent(file)))
                 content = try JSONDecoder().decode(FixtureFile.self, from: data)
                 // As on the API, a misspelt field is refused rather than ignored.
                 if let tree = StrictJSON.parse(data), let unknown = UnknownFields.first(in: tree, decoding: FixtureFile.self) {

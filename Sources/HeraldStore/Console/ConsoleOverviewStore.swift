@@ -32,6 +32,18 @@ public struct ConsoleOverviewStore: Sendable {
         public var certificateExpiresAt: Date?
     }
 
+    /// The stored APNs credentials, by name (their descriptions only).
+    public func credentials() async throws -> [Credential] {
+        try await client.query(Self.credentialsQuery).map(Self.credential)
+    }
+
+    static let credentialsQuery: PostgresQuery = "SELECT name, kind, environment, topic, certificate_expires_at FROM apns_credentials ORDER BY name"
+
+    static func credential(_ row: PostgresRow) throws -> Credential {
+        let (name, kind, environment, topic, expires) = try row.decode((String, String, String, String, Date?).self)
+        return Credential(name: name, kind: kind, environment: environment, topic: topic, certificateExpiresAt: expires)
+    }
+
     public func overview() async throws -> Overview {
         // One snapshot for the counts, so they agree with one another.
         try await client.withTransaction { connection in
@@ -61,12 +73,7 @@ public struct ConsoleOverviewStore: Sendable {
                 sends[Int(hour)] = count
                 pushes[Int(hour)] = pushed
             }
-            let credentials = try await connection.query(
-                "SELECT name, kind, environment, topic, certificate_expires_at FROM apns_credentials ORDER BY name"
-            ).map { row in
-                let (name, kind, environment, topic, expires) = try row.decode((String, String, String, String, Date?).self)
-                return Credential(name: name, kind: kind, environment: environment, topic: topic, certificateExpiresAt: expires)
-            }
+            let credentials = try await connection.query(Self.credentialsQuery).map(Self.credential)
             return Overview(
                 users: users,
                 devices: devices,
