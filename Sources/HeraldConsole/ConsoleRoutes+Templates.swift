@@ -60,7 +60,9 @@ extension ConsoleRoutes {
             guard let latest = try await templates.get(try context.parameters.require("key")) else {
                 throw ConsoleRefusal(.notFound, "There is no template with this key.")
             }
-            let values = try await preview(latest.template, request: request).values(template: latest.template)
+            var values = try await preview(latest.template, request: request).values(template: latest.template)
+            // Alone, the preview says itself what is wrong with the samples (the page shows it at the fields).
+            values["fragment"] = true
             return Self.html(site.fragment("template-preview", values: values))
         }
     }

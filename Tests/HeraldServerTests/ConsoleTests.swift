@@ -18,8 +18,12 @@ import Testing
 struct ConsoleTests {
     static let adminToken = "console-admin-token-0123456789abcdef"
 
-    func application(_ db: TestDatabase) async throws -> some ApplicationProtocol {
-        var dependencies = try heraldDependencies(db, adminToken: Self.adminToken)
+    func application(_ db: TestDatabase, secrets: Bool = false) async throws -> some ApplicationProtocol {
+        var dependencies = try heraldDependencies(
+            db,
+            adminToken: Self.adminToken,
+            secrets: secrets ? try SecretBox(key: SecureRandom.bytes(32)) : nil
+        )
         dependencies.console = try await ConsoleSite.load(ConsoleSettings(directory: TestPostgres.repositoryRoot() + "/console"))
         return Application(router: HeraldApplication.buildRouter(dependencies).router)
     }
