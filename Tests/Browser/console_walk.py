@@ -294,6 +294,10 @@ class Walk:
         self.wait.until(lambda driver: driver.find_element(By.ID, "count-read").text == "1")
         self.expect(self.field("count-delivered").text == "1", "read counts as delivered")
         self.check_page("notification-read")
+        # The overview now counts the send and draws it in this hour's bar.
+        self.open("/console")
+        self.expect(self.field("sends").text == "1", "the overview counts the send")
+        self.check_page("overview-after-send")
         self.driver.find_element(By.LINK_TEXT, "Notifications").click()
         self.wait_for_path("/console/notifications")
         self.expect(self.driver.find_elements(By.LINK_TEXT, self.notification), "the notification is listed")
