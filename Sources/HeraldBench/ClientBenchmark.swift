@@ -108,29 +108,10 @@ struct ClientBenchmark: AsyncParsableCommand {
     private func seed(_ client: PostgresClient) async throws -> String {
         print("Creating one user with \(notifications) notifications…")
         try await client.query("INSERT INTO users (id) VALUES ('bench-1')")
-        _ = try await ChannelStore(client: client).put(Channel(url: "feed", kind: .feed, name: "Feed"))
-        _ = try await TemplateStore(client: client).put(
-            Template(
-                key: "plain",
-                name: "Plain",
-                variables: [
-                    .init(name: "title", type: .string, required: true), .init(name: "body", type: .string), .init(name: "url", type: .string),
-                ],
-                data: .object(["title": .string("{{title}}"), "body": .string("{{body}}"), "url": .string("{{url}}")])
-            )
-        )
+        try await BenchSeed.feedAndPlainTemplate(client)
         try await client.withTransaction { connection in
             let xid = try await connection.query("SELECT pg_current_xact_id()::text::bigint").first!.decode(Int64.self)
-            // A typical notification: a title, a sentence and a link.
-            try await connection.query(
-                """
-                INSERT INTO notifications (channel_key, template_key, template_version, data, audience, audience_size, recipient_count)
-                SELECT 1, 'plain', 1, jsonb_build_object('title', 'Order ' || g || ' has shipped',
-                    'body', 'Your parcel is on its way and should arrive within two working days.', 'url', 'https://example.com/orders/' || g),
-                    'targets', 1, 1
-                FROM generate_series(1, \(notifications)) AS g
-                """
-            )
+            try await connection.query(BenchSeed.notificationsInsert(count: notifications))
             try await connection.query(
                 "INSERT INTO notification_recipients (user_key, channel_key, notification_id, change_xid) SELECT 1, 1, n.id, \(xid) FROM notifications n"
             )

@@ -68,17 +68,7 @@ struct ExportBenchmark: AsyncParsableCommand {
     /// sentence and a link), the events above and a channel state, written in bulk.
     private func seed(_ client: PostgresClient, sizes: [Int]) async throws {
         print("Creating \(sizes.count) users with \(sizes.map(String.init).joined(separator: ", ")) copies…")
-        _ = try await ChannelStore(client: client).put(Channel(url: "feed", kind: .feed, name: "Feed"))
-        _ = try await TemplateStore(client: client).put(
-            Template(
-                key: "plain",
-                name: "Plain",
-                variables: [
-                    .init(name: "title", type: .string, required: true), .init(name: "body", type: .string), .init(name: "url", type: .string),
-                ],
-                data: .object(["title": .string("{{title}}"), "body": .string("{{body}}"), "url": .string("{{url}}")])
-            )
-        )
+        try await BenchSeed.feedAndPlainTemplate(client)
         for (index, size) in sizes.enumerated() {
             let user = "user-\(index + 1)"
             try await client.withTransaction { connection in
@@ -87,12 +77,7 @@ struct ExportBenchmark: AsyncParsableCommand {
                 try await connection.query(
                     """
                     WITH sent AS (
-                        INSERT INTO notifications (channel_key, template_key, template_version, data, audience, audience_size, recipient_count)
-                        SELECT 1, 'plain', 1, jsonb_build_object('title', 'Order ' || g || ' has shipped',
-                            'body', 'Your parcel is on its way and should arrive within two working days.',
-                            'url', 'https://example.com/orders/' || g),
-                            'targets', 1, 1
-                        FROM generate_series(1, \(size)) AS g
+                        \(BenchSeed.notificationsInsert(count: size))
                         RETURNING id
                     )
                     INSERT INTO notification_recipients (user_key, channel_key, notification_id, change_xid)
