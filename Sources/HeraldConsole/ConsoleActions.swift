@@ -26,18 +26,26 @@ public struct ConsoleActions: Sendable {
     /// `herald fixtures load` for uploaded files (name, content): one line per item loaded, or the
     /// problem that stopped it (then nothing was loaded).
     public var loadFixtures: @Sendable ([(name: String, bytes: [UInt8])]) async throws -> (items: [String], problem: String?)
+    /// The admin API's limit on failed authentications from one address, which sign-in shares: before
+    /// a sign-in is checked, the seconds to wait (`nil`: go ahead); and a failed one, counted.
+    public var admitSignIn: @Sendable (_ address: String?) async -> Int?
+    public var signInFailed: @Sendable (_ address: String?) -> Void
 
     public init(
         sendNotification: @escaping @Sendable ([UInt8]) async throws -> Answer,
         eraseUser: @escaping @Sendable (String) async throws -> Answer,
         putCredential: @escaping @Sendable (String, [UInt8]) async throws -> Answer,
         deleteCredential: @escaping @Sendable (String) async throws -> Answer,
-        loadFixtures: @escaping @Sendable ([(name: String, bytes: [UInt8])]) async throws -> (items: [String], problem: String?)
+        loadFixtures: @escaping @Sendable ([(name: String, bytes: [UInt8])]) async throws -> (items: [String], problem: String?),
+        admitSignIn: @escaping @Sendable (_ address: String?) async -> Int? = { _ in nil },
+        signInFailed: @escaping @Sendable (_ address: String?) -> Void = { _ in }
     ) {
         self.sendNotification = sendNotification
         self.eraseUser = eraseUser
         self.putCredential = putCredential
         self.deleteCredential = deleteCredential
         self.loadFixtures = loadFixtures
+        self.admitSignIn = admitSignIn
+        self.signInFailed = signInFailed
     }
 }

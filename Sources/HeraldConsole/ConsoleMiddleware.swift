@@ -3,7 +3,7 @@ import Logging
 
 /// Around every console response: the security headers, and HTML answers for what the handlers throw
 /// (the admin API's errors are JSON; a browser wants a page).
-struct ConsoleMiddleware<Context: RequestContext>: RouterMiddleware {
+struct ConsoleMiddleware<Context: ConsoleRequestContext>: RouterMiddleware {
     let site: ConsoleSite
 
     /// Scripts, styles and images only from the console itself: no inline script or style, no other

@@ -28,7 +28,13 @@ extension ConsoleRoutes {
                     problem: "The admin API is off on this server (no HERALD_ADMIN_TOKEN), and the console with it."
                 )
             }
+            if let wait = await actions.admitSignIn(context.clientAddress) {
+                var refused = signInPage(status: .tooManyRequests, problem: "Too many failed sign-ins from this address; try again in \(wait) s.")
+                refused.headers[.retryAfter] = String(wait)
+                return refused
+            }
             guard ConstantTime.equals(form.token, adminToken) else {
+                actions.signInFailed(context.clientAddress)
                 return signInPage(status: .unauthorized, problem: "That is not this server's admin token.")
             }
             let (token, session) = try await sessions.create(lifetime: site.settings.sessionLifetime)

@@ -12,7 +12,7 @@ import Postgres
 /// when the request came over TLS, as a proxy's `X-Forwarded-Proto: https` says). Every form carries
 /// the sign-in's CSRF token and every POST must repeat it; a POST from another origin is refused
 /// whatever it carries. The admin API's bearer authentication is separate and unchanged.
-public struct ConsoleRoutes<Context: RequestContext>: Sendable {
+public struct ConsoleRoutes<Context: ConsoleRequestContext>: Sendable {
     let site: ConsoleSite
     let adminToken: String?
     let sessions: ConsoleSessionStore
@@ -181,6 +181,13 @@ public struct ConsoleRoutes<Context: RequestContext>: Sendable {
             body: ResponseBody(byteBuffer: ByteBuffer(bytes: asset.bytes))
         )
     }
+}
+
+/// What the console needs of the server's request context: the client's address, for the limit on
+/// failed sign-ins.
+public protocol ConsoleRequestContext: RequestContext {
+    /// The client's IP address, as the admin API's rate limits key it.
+    var clientAddress: String? { get }
 }
 
 /// A form the console POSTs: each carries the sign-in's CSRF token.

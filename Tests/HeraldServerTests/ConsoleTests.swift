@@ -121,6 +121,31 @@ struct ConsoleTests {
         }
     }
 
+    /// Sign-in shares the admin API's limit on failed authentications from one address: guessing the
+    /// token through the console is as slow as through the API.
+    @Test func failedSignInsCountAgainstTheAddressLimit() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            var settings = RequestLimits.Settings.off
+            settings.failedAuthentication = RateLimit(perSecond: 0.001, burst: 2)
+            settings.holdRefusals = .zero
+            var dependencies = try heraldDependencies(db, adminToken: Self.adminToken)
+            dependencies.limits = RequestLimits(settings)
+            dependencies.console = try await ConsoleSite.load(ConsoleSettings(directory: TestPostgres.repositoryRoot() + "/console"))
+            try await Application(router: HeraldApplication.buildRouter(dependencies).router).test(.live) { client in
+                for _ in 0..<2 {
+                    #expect(try await post(client, "/console/sign-in", form: ["token": "a-guess"]).status == .unauthorized)
+                }
+                let limited = try await post(client, "/console/sign-in", form: ["token": Self.adminToken])
+                #expect(limited.status == .tooManyRequests)
+                #expect(limited.headers[.retryAfter] != nil)
+                #expect(limited.headers[.setCookie] == nil)
+                // The API sees the same count.
+                let api = try await client.execute(uri: "/v1/channels", method: .get, headers: jsonHeaders(bearer: Self.adminToken))
+                #expect(api.status == .tooManyRequests)
+            }
+        }
+    }
+
     @Test func everyPostNeedsTheSignInAndItsCSRFTokenFromThisOrigin() async throws {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
             try await application(db).test(.router) { client in

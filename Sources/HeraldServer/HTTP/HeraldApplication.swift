@@ -137,7 +137,13 @@ public enum HeraldApplication {
                 site: console,
                 client: dependencies.client,
                 adminToken: dependencies.adminToken,
-                actions: .api(notifications: notifications, users: users, apns: apns, fixtures: FixtureLoader(client: dependencies.client))
+                actions: .api(
+                    notifications: notifications,
+                    users: users,
+                    apns: apns,
+                    fixtures: FixtureLoader(client: dependencies.client),
+                    limits: dependencies.limits
+                )
             ).register(on: router)
         }
         // Last, so that it sees only the requests no route took (see the type).

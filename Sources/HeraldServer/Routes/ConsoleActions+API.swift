@@ -12,7 +12,8 @@ extension ConsoleActions {
         notifications: NotificationsController,
         users: UsersController,
         apns: APNsController,
-        fixtures: FixtureLoader
+        fixtures: FixtureLoader,
+        limits: RequestLimits
     ) -> ConsoleActions {
         ConsoleActions(
             sendNotification: { json in
@@ -52,9 +53,24 @@ extension ConsoleActions {
                 } catch let problem as FixtureLoader.Problem {
                     return ([], problem.description)
                 }
-            }
+            },
+            admitSignIn: { address in
+                do {
+                    try await limits.admitAdmin(address: address)
+                    return nil
+                } catch let error as APIError {
+                    return error.retryAfter ?? 1
+                } catch {
+                    return 1
+                }
+            },
+            signInFailed: { address in limits.authenticationFailed(address: address) }
         )
     }
+}
+
+extension HeraldRequestContext: ConsoleRequestContext {
+    public var clientAddress: String? { remoteAddress?.ipAddress }
 }
 
 extension ConsoleActions.Answer {
