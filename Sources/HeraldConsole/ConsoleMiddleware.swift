@@ -1,5 +1,6 @@
 import Hummingbird
 import Logging
+import Postgres
 
 /// Around every console response: the security headers, and HTML answers for what the handlers throw
 /// (the admin API's errors are JSON; a browser wants a page).
@@ -27,7 +28,7 @@ struct ConsoleMiddleware<Context: ConsoleRequestContext>: RouterMiddleware {
         } catch let error as HTTPError where error.status == .notFound {
             response = errorPage(.notFound, "There is no such page.")
         } catch {
-            context.logger.error("console request failed", metadata: ["error": "\(String(reflecting: error))"])
+            context.logger.error("console request failed", metadata: ["error": context.logger.describe(error)])
             response = errorPage(.internalServerError, "Something went wrong; the server's log says what.")
         }
         response.headers[.contentSecurityPolicy] = Self.contentSecurityPolicy

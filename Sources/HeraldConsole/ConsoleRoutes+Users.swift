@@ -8,6 +8,12 @@ extension ConsoleRoutes {
         var csrf: String
     }
 
+    /// Erasing asks for the user id typed again: a click alone should not erase anyone.
+    struct EraseForm: ConsoleForm {
+        var csrf: String
+        var confirm: String?
+    }
+
     struct ResetForm: ConsoleForm {
         var csrf: String
         var channelURL: String
@@ -79,8 +85,11 @@ extension ConsoleRoutes {
             return Self.redirect("/console/users/\(Self.pathComponent(userID))?notice=\(Self.pathComponent(form.channelURL))+reset")
         }
         console.post("users/{user_id}/erase") { request, context in
-            _ = try await requireForm(UserForm.self, request, context: context)
+            let (form, _) = try await requireForm(EraseForm.self, request, context: context)
             let userID = try Self.userID(context)
+            guard form.confirm?.trimmingCharacters(in: .whitespaces) == userID else {
+                throw ConsoleRefusal(.unprocessableContent, "Type the user id, \(userID), to confirm the erasure; nothing was erased.")
+            }
             let answer = try await actions.eraseUser(userID)
             guard answer.succeeded else { throw ConsoleRefusal(.unprocessableContent, Self.apiMessage(answer)) }
             return Self.redirect("/console/users?notice=Erasing+\(Self.pathComponent(userID))")

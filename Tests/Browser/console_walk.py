@@ -359,6 +359,7 @@ class Walk:
         self.check_page("user-revoked")
         # Erasing bob.
         self.open("/console/users/bob")
+        self.fill("confirm", "bob")
         self.submit("form[action$='/erase'] button")
         self.wait_for_path("/console/users")
         self.expect("Erasing bob" in self.driver.find_element(By.CSS_SELECTOR, ".notice").text, "the erasure started")

@@ -178,7 +178,20 @@ extension ConsoleTests {
                 #expect(revoked.headers[.location] == "/console/users/u1?notice=1+sessions+revoked")
                 #expect(try await SessionStore(client: db.client).isValid(session) == false)
 
-                let erased = try await post(client, "/console/users/u1/erase", form: ["csrf": browser.csrf], headers: browser.headers)
+                let unconfirmed = try await post(
+                    client,
+                    "/console/users/u1/erase",
+                    form: ["csrf": browser.csrf, "confirm": "u2"],
+                    headers: browser.headers
+                )
+                #expect(unconfirmed.status == .unprocessableContent)
+                #expect(try await UserErasureStore(client: db.client).status(userID: "u1") == nil)
+                let erased = try await post(
+                    client,
+                    "/console/users/u1/erase",
+                    form: ["csrf": browser.csrf, "confirm": "u1"],
+                    headers: browser.headers
+                )
                 #expect(erased.status == .seeOther)
                 #expect(try await UserErasureStore(client: db.client).status(userID: "u1") != nil)
                 #expect(try await UserStore(client: db.client).key("u1") == nil)
