@@ -78,6 +78,30 @@ public enum TestPostgres {
         return try await body(cluster)
     }
 
+    /// A primary and a hot standby streaming from it (`pg_basebackup`, then streaming replication),
+    /// both of the test's own and removed afterwards. `applyDelay` holds the standby's replay back by
+    /// that much (`recovery_min_apply_delay`), to make it lag on purpose.
+    public static func withStandby<R: Sendable>(
+        applyDelay: Duration? = nil,
+        _ body: (_ primary: PostgresCluster, _ standby: PostgresCluster) async throws -> R
+    ) async throws -> R {
+        try await withPrivateCluster { primary in
+            let directory = NSTemporaryDirectory() + "herald-standby-\(UUID().uuidString.prefix(8))"
+            var standby = try PostgresCluster(directory: directory, durable: false)
+            if let applyDelay {
+                let milliseconds = applyDelay.components.seconds * 1000 + applyDelay.components.attoseconds / 1_000_000_000_000_000
+                standby.extraSettings = ["recovery_min_apply_delay = '\(milliseconds)ms'"]
+            }
+            defer {
+                try? standby.stopBlocking(immediate: true)
+                try? FileManager.default.removeItem(atPath: directory)
+            }
+            try await standby.createStandby(of: primary)
+            try await standby.start()
+            return try await body(primary, standby)
+        }
+    }
+
     /// The repository's `sql/` migrations.
     public static func repositoryMigrations() throws -> [Migration] {
         try Migration.load(from: repositoryRoot() + "/sql")

@@ -94,7 +94,7 @@ extension PushTests {
                 // Bounded batches, until the job says it is done.
                 let erasures = UserErasureStore(client: db.client)
                 var batches = 0
-                try await eventually("the erasure to finish") {
+                try await waitUntil("the erasure to finish") {
                     let progress = try #require(try await erasures.eraseNextBatch(size: 2, grace: .zero))
                     #expect(progress.removedRows <= 2)
                     if progress.removedRows > 0 { batches += 1 }
@@ -129,7 +129,7 @@ extension PushTests {
                 #expect(
                     NSDictionary(dictionary: try jsonObject(try await call(.get, "/v1/me/unread", "kept"))) == NSDictionary(dictionary: keptUnread)
                 )
-                try await eventually("the hub to forget the stream") { hub.connections(of: goneKey).isEmpty }
+                try await waitUntil("the hub to forget the stream") { hub.connections(of: goneKey).isEmpty }
 
                 // The id can be used again, and starts empty.
                 #expect(try await call(.put, "/v1/users/gone", nil, "{}").status == .created)

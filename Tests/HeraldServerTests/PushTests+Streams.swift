@@ -53,22 +53,13 @@ extension PushTests {
         }
     }
 
-    /// Polls `condition` (every 5 ms, for at most 30 s): for state another task changes.
-    func eventually(_ what: String, _ condition: () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while try await !condition() {
-            guard ContinuousClock.now < deadline else { throw HeraldProcessError(message: "timed out waiting for \(what)") }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-    }
-
     /// Waits until the server has taken the device's closed stream out of presence (the close
     /// reaches the client before the server has recorded it).
     func offline(_ world: World, device token: String) async throws {
         let (user, id) = try #require(
             try await world.query("SELECT user_key, id FROM devices WHERE token = '\(token)'").first?.decode((Int64, Int64).self)
         )
-        try await eventually("the device to count as offline") {
+        try await waitUntil("the device to count as offline") {
             !(try await PresenceStore(client: world.db.client).isOnline(userKey: user, deviceID: id))
         }
     }
@@ -301,7 +292,7 @@ extension PushTests {
                 #expect(code == 1008)
                 #expect(reason == "session revoked")
                 let key = try await userKey(world, "u1")
-                try await eventually("the hub to forget the stream") { hub.connections(of: key).isEmpty }
+                try await waitUntil("the hub to forget the stream") { hub.connections(of: key).isEmpty }
             }
         }
     }
@@ -325,7 +316,7 @@ extension PushTests {
                 }
                 try await db.refusingNewConnections {
                     try await world.query("SELECT pg_terminate_backend(pid) FROM (\(listenerBackends)) AS l")
-                    try await eventually("the listener to be gone") { try await world.query(listenerBackends).isEmpty }
+                    try await waitUntil("the listener to be gone") { try await world.query(listenerBackends).isEmpty }
 
                     _ = try await SessionStore(client: db.client).revokeAll(userID: "u1")
                     let checksBefore = hub.sessionChecksDone
@@ -386,7 +377,7 @@ extension PushTests {
                 #expect(try await PresenceStore(client: db.client).isOnline(userKey: try await userKey(world, "u1"), deviceID: Int64(deviceID)))
                 await stream.close()
                 let key = try await userKey(world, "u1")
-                try await eventually("the closed stream's presence to go") {
+                try await waitUntil("the closed stream's presence to go") {
                     !(try await PresenceStore(client: db.client).isOnline(userKey: key, deviceID: nil))
                 }
             }
@@ -437,7 +428,7 @@ extension PushTests {
 
             // The want is recorded (by whichever dispatcher expanded the outbox), and no dispatcher
             // may claim the device: its stream on B makes it online.
-            try await eventually("the outbox to be expanded into a want") {
+            try await waitUntil("the outbox to be expanded into a want") {
                 try await world.query("SELECT 1 FROM devices WHERE refresh_wanted_xid IS NOT NULL AND (SELECT count(*) FROM push_outbox) = 0").count
                     == 1
             }
@@ -460,7 +451,7 @@ extension PushTests {
                 ).first?.decode((Int64, Double).self)
             )
             #expect(remaining > 0 && remaining <= Double(ttl))
-            try await eventually("B's presence to expire") { !(try await PresenceStore(client: db.client).isOnline(userKey: key, deviceID: nil)) }
+            try await waitUntil("B's presence to expire") { !(try await PresenceStore(client: db.client).isOnline(userKey: key, deviceID: nil)) }
             // Offline because that lease passed (A's heartbeat may have removed the node already).
             let lapsed = try await world.query("SELECT now() >= expires_at FROM herald_nodes WHERE id = \(node)").first?.decode(Bool.self)
             #expect(lapsed ?? true)
@@ -482,9 +473,9 @@ extension PushTests {
             try await withLiveServer(world, configure: { $0.pingInterval = .seconds(1) }) { port, hub, _ in
                 let reader = try SlowStreamReader(port: port, session: world.sessions["u1"]!)
                 let key = try await userKey(world, "u1")
-                try await eventually("the stream to register") { !hub.connections(of: key).isEmpty }
+                try await waitUntil("the stream to register") { !hub.connections(of: key).isEmpty }
                 let opened = ContinuousClock.now
-                try await eventually("the silent peer to be dropped") { hub.connections(of: key).isEmpty }
+                try await waitUntil("the silent peer to be dropped") { hub.connections(of: key).isEmpty }
                 #expect(ContinuousClock.now - opened >= .milliseconds(1_500))
                 let frames = try await Task.detached { try reader.drain() }.value
                 #expect(frames.contains { $0.opcode == 0x9 })  // it was pinged first
@@ -509,7 +500,7 @@ extension PushTests {
             ) { port, hub, _ in
                 let reader = try SlowStreamReader(port: port, session: world.sessions["u1"]!)
                 let key = try await userKey(world, "u1")
-                try await eventually("the stream to register") { !hub.connections(of: key).isEmpty }
+                try await waitUntil("the stream to register") { !hub.connections(of: key).isEmpty }
                 let connection = try #require(hub.connections(of: key).first)
                 // 30 KB events, each handled by the hub before the next, until it gives up on the socket.
                 let big = String(repeating: "x", count: 30 * 1024)
@@ -519,14 +510,14 @@ extension PushTests {
                     let handled = hub.hintsHandled
                     try await world.send(big, to: ["u1"])
                     sent += 1
-                    try await eventually("the hub to handle the send") { hub.hintsHandled > handled }
+                    try await waitUntil("the hub to handle the send") { hub.hintsHandled > handled }
                 }
                 #expect(connection.peakQueuedBytes <= limit)
                 let frames = try await Task.detached { try reader.drain() }.value
                 let close = try #require(frames.last)
                 #expect(close.closeCode == 1013)
                 #expect(frames.filter { $0.opcode == 0x1 }.count < 2 * sent)  // not everything got through
-                try await eventually("the hub to forget the stream") { hub.connections(of: key).isEmpty }
+                try await waitUntil("the hub to forget the stream") { hub.connections(of: key).isEmpty }
             }
         }
     }
@@ -547,7 +538,7 @@ extension PushTests {
             ) { port, hub, _ in
                 let reader = try SlowStreamReader(port: port, session: world.sessions["u1"]!)
                 let key = try await userKey(world, "u1")
-                try await eventually("the stream to register") { !hub.connections(of: key).isEmpty }
+                try await waitUntil("the stream to register") { !hub.connections(of: key).isEmpty }
                 let connection = try #require(hub.connections(of: key).first)
                 var sent = 0
                 while !connection.isClosing {
@@ -557,7 +548,7 @@ extension PushTests {
                     sent += batch
                     if batch < 2_000 { break }  // the server cut the connection
                 }
-                try await eventually("the stream to close") { connection.isClosing }
+                try await waitUntil("the stream to close") { connection.isClosing }
                 #expect(connection.closeReason == "slow consumer")  // 1013
                 #expect(connection.peakQueuedBytes <= limit)
                 // The close frame itself may not reach this client: the server cuts a connection that
@@ -582,7 +573,7 @@ extension PushTests {
                 #expect(code == 1008)
                 #expect(reason == "too many streams")
                 let key = try await userKey(world, "u1")
-                try await eventually("the hub to hold two streams of u1") { hub.connections(of: key).count == 2 }
+                try await waitUntil("the hub to hold two streams of u1") { hub.connections(of: key).count == 2 }
                 try await world.send("still here", to: ["u1", "u2"])
                 for stream in [second, third, other] {
                     #expect(try await stream.next(type: "notification.created")["channel_url"] as? String == "feed")

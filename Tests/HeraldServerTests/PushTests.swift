@@ -751,7 +751,7 @@ struct PushTests {
                 let reached = try await copies()
                 // Somewhere in the next fifth of what is left: while a batch is being written, folded or pushed.
                 let threshold = reached + Int.random(in: 1...max(1, (total - reached) / 5), using: &random)
-                try await eventually("the fan-out to pass \(threshold) copies") { try await copies() >= threshold }
+                try await waitUntil("the fan-out to pass \(threshold) copies") { try await copies() >= threshold }
                 process.signal(SIGKILL)
                 _ = try await process.waitForExit()
                 if try await copies() < total { killedMidway += 1 }
@@ -760,7 +760,7 @@ struct PushTests {
 
             let last = try HeraldProcess(arguments: arguments, environment: environment)
             _ = try await last.waitForLine(containing: "Herald listening on")
-            try await eventually("every broadcast fanned out and folded, every device pushed") {
+            try await waitUntil("every broadcast fanned out and folded, every device pushed") {
                 let unfinished = try await world.query(
                     "SELECT count(*) FROM notifications WHERE fanout_state <> 'done' OR folded_through < fanout_through"
                 ).first!.decode(Int.self)

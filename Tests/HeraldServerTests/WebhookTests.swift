@@ -62,15 +62,6 @@ struct WebhookTests {
         )
     }
 
-    /// Polls `condition` every 5 ms for at most 30 s.
-    func eventually(_ what: String, _ condition: () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while try await !condition() {
-            guard ContinuousClock.now < deadline else { throw HeraldProcessError(message: "timed out waiting for \(what)") }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-    }
-
     @Test func webhooksAreDefinedCheckedAndNeverShowTheirSecret() async throws {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
             let world = try await world(db)
@@ -181,12 +172,12 @@ struct WebhookTests {
                 }
                 let erasures = UserErasureStore(client: db.client)
                 _ = try await erasures.start(userID: "u3")
-                try await eventually("u3's erasure") { try await erasures.eraseNextBatch(size: 100, grace: .zero)?.finished == true }
+                try await waitUntil("u3's erasure") { try await erasures.eraseNextBatch(size: 100, grace: .zero)?.finished == true }
                 #expect(try await world.count("SELECT count(*) FROM webhook_events") == 7)
 
                 try await world.withDispatcher {
-                    try await eventually("every event to arrive") { receiver.acceptedEvents.count >= 7 }
-                    try await eventually("the outbox to empty") { try await world.count("SELECT count(*) FROM webhook_events") == 0 }
+                    try await waitUntil("every event to arrive") { receiver.acceptedEvents.count >= 7 }
+                    try await waitUntil("the outbox to empty") { try await world.count("SELECT count(*) FROM webhook_events") == 0 }
                 }
                 let events = receiver.acceptedEvents
                 #expect(Set(events.compactMap { $0["type"] as? String }) == Set(WebhookEventType.allCases.map(\.rawValue)))
@@ -256,7 +247,7 @@ struct WebhookTests {
                     ).first?.decode((Int, Int?, String?, Double, Bool, Bool).self)
                 }
                 func attempted(_ count: Int) async throws {
-                    try await eventually("attempt \(count)") {
+                    try await waitUntil("attempt \(count)") {
                         guard let state = try await delivery() else { return false }
                         return state.attempts == count && !state.claimed
                     }
@@ -289,30 +280,30 @@ struct WebhookTests {
                     #expect(receiver.acceptedEvents.isEmpty)
                     // Back up: the replacement makes the waiting delivery due at once.
                     #expect(try await putWebhook(client, define).status == .ok)
-                    try await eventually("the event to arrive") { receiver.acceptedEvents.count == 1 }
-                    try await eventually("the outbox to empty") { try await world.count("SELECT count(*) FROM webhook_deliveries") == 0 }
+                    try await waitUntil("the event to arrive") { receiver.acceptedEvents.count == 1 }
+                    try await waitUntil("the outbox to empty") { try await world.count("SELECT count(*) FROM webhook_deliveries") == 0 }
                     #expect(receiver.requests.count == 4)
 
                     // A 4xx other than 408 and 429 is a dead letter, listed and resent on request.
                     receiver.script([.status(422)])
                     try await click()
-                    try await eventually("the dead letter") { try await delivery()?.failed == true }
+                    try await waitUntil("the dead letter") { try await delivery()?.failed == true }
                     let failures = try jsonObject(try await client.execute(uri: "/v1/webhooks/backend/failures", method: .get, headers: admin))
                     let listed = try #require((failures["failures"] as? [[String: Any]])?.first)
                     #expect(listed["last_status"] as? Int == 422)
                     #expect((listed["event"] as? [String: Any])?["type"] as? String == "notification.clicked")
                     let resend = try await client.execute(uri: "/v1/webhooks/backend/failures/resend", method: .post, headers: admin)
                     #expect(try jsonObject(resend)["resent"] as? Int == 1)
-                    try await eventually("the resent event") { receiver.acceptedEvents.count == 2 }
+                    try await waitUntil("the resent event") { receiver.acceptedEvents.count == 2 }
 
                     // Failing for longer than a day pauses the webhook; a PUT resumes it.
                     receiver.script([.status(503)])
                     try await click()
-                    try await eventually("the failed attempt") { try await delivery()?.status == 503 }
+                    try await waitUntil("the failed attempt") { try await delivery()?.status == 503 }
                     try await db.client.query("UPDATE webhooks SET failing_since = now() - interval '25 hours'")
                     receiver.script([.status(503)])
                     try await makeDue()
-                    try await eventually("the pause") {
+                    try await waitUntil("the pause") {
                         (try jsonObject(try await client.execute(uri: "/v1/webhooks/backend", method: .get, headers: admin))["status"] as? String)
                             == "paused"
                     }
@@ -320,7 +311,7 @@ struct WebhookTests {
                     #expect(try await world.store.claim(lease: .seconds(1)) == nil, "a paused webhook is not claimed")
                     let resumed = try await putWebhook(client, define)
                     #expect(try jsonObject(resumed)["status"] as? String == "active")
-                    try await eventually("the event after the pause") { receiver.acceptedEvents.count == 3 }
+                    try await waitUntil("the event after the pause") { receiver.acceptedEvents.count == 3 }
                 }
             }
         }
@@ -353,7 +344,7 @@ extension WebhookTests {
             _ = try await first.waitForLine(containing: "Herald listening on")
             // Two batches are in flight (as many as go to one webhook at once), their requests hanging,
             // when the process dies.
-            try await eventually("requests in flight") { receiver.requests.count >= 2 }
+            try await waitUntil("requests in flight") { receiver.requests.count >= 2 }
             first.signal(SIGKILL)
             _ = try await first.waitForExit()
             #expect(try await db.client.query("SELECT count(*) FROM webhook_deliveries WHERE claimed_until > now()")[0].decode(Int.self) > 0)
@@ -361,10 +352,10 @@ extension WebhookTests {
             let second = try HeraldProcess(arguments: arguments, environment: environment)
             defer { second.signal(SIGKILL) }
             _ = try await second.waitForLine(containing: "Herald listening on")
-            try await eventually("every event") {
+            try await waitUntil("every event") {
                 Set(receiver.acceptedEvents.compactMap { ($0["data"] as? [String: Any])?["n"] as? Int }).count == 100
             }
-            try await eventually("the outbox to empty") {
+            try await waitUntil("the outbox to empty") {
                 try await db.client.query("SELECT count(*) FROM webhook_events")[0].decode(Int.self) == 0
             }
             for request in receiver.requests {
@@ -401,11 +392,11 @@ extension WebhookTests {
                 "SELECT herald_webhook_event('notification.clicked', jsonb_build_object('n', g)) FROM generate_series(1, 10) AS g"
             )
             try await world.withDispatcher(timeout: .seconds(20)) {
-                try await eventually("the slow receiver's requests") { slow.requests.count == 2 }
+                try await waitUntil("the slow receiver's requests") { slow.requests.count == 2 }
                 try await db.client.query(
                     "SELECT herald_webhook_event('notification.viewed', jsonb_build_object('n', g)) FROM generate_series(1, 5) AS g"
                 )
-                try await eventually("the other webhook's events") { fast.acceptedEvents.count == 5 }
+                try await waitUntil("the other webhook's events") { fast.acceptedEvents.count == 5 }
                 #expect(slow.requests.count == 2)
             }
         }
@@ -424,8 +415,8 @@ extension WebhookTests {
             )
             try await world.withDispatcher {
                 try await world.withDispatcher {
-                    try await eventually("every event") { receiver.acceptedEvents.count >= 300 }
-                    try await eventually("the outbox to empty") { try await world.count("SELECT count(*) FROM webhook_events") == 0 }
+                    try await waitUntil("every event") { receiver.acceptedEvents.count >= 300 }
+                    try await waitUntil("the outbox to empty") { try await world.count("SELECT count(*) FROM webhook_events") == 0 }
                 }
             }
             let numbers = receiver.acceptedEvents.compactMap { ($0["data"] as? [String: Any])?["n"] as? Int }

@@ -24,6 +24,8 @@ public struct PostgresCluster: Sendable {
     let binDirectory: String
     /// The unprivileged account to run the server as, when we are root.
     let runAs: String?
+    /// More lines for the cluster's `herald.conf`, after Herald's own (a standby's replay delay, say).
+    public var extraSettings: [String] = []
 
     public init(directory: String, durable: Bool = true) throws {
         self.directory = URL(fileURLWithPath: directory).standardizedFileURL.path
@@ -197,12 +199,13 @@ public struct PostgresCluster: Sendable {
         if !durable {
             lines += ["fsync = off", "synchronous_commit = off", "full_page_writes = off"]
         }
+        lines += extraSettings
         let path = dataDirectory + "/herald.conf"
         try (lines.joined(separator: "\n") + "\n").write(toFile: path, atomically: false, encoding: .utf8)
         if let runAs { try changeOwner(path, to: runAs) }
     }
 
-    private func logTail() -> String {
+    func logTail() -> String {
         guard let log = try? String(contentsOfFile: logFile, encoding: .utf8) else { return "" }
         return log.split(separator: "\n").suffix(20).joined(separator: "\n")
     }
@@ -222,7 +225,7 @@ public struct PostgresCluster: Sendable {
     ///
     /// Output goes to a temporary file rather than a pipe, because `pg_ctl start` leaves a daemon
     /// behind and a pipe inherited by it would never report end-of-file.
-    private func run(_ command: [String], as user: String?) throws -> ProcessOutcome {
+    func run(_ command: [String], as user: String?) throws -> ProcessOutcome {
         var arguments = command
         if let user {
             arguments = ["/usr/sbin/runuser", "-u", user, "--"] + arguments
