@@ -92,21 +92,23 @@ extension HeraldClient {
     func apply(_ event: LiveEvent) async {
         switch event {
         case .upserted(let url, let notification, let unreadCount):
+            // The client's count first: saving to the cache suspends, and whoever looks in between
+            // must not see a collection that holds the event beside a count that does not.
+            noteUnread(unreadCount, channel: url, at: notification.position)
             for collection in collections(of: url) {
                 let (inserted, updated, _) = collection.apply([notification], removed: [], live: true)
                 collection.takeUnread(unreadCount, at: notification.position)
                 await cache?.save(collection, upserted: collection.held(inserted + updated), removed: [])
                 collection.notify(.changed(inserted: inserted, updated: updated, removed: []))
             }
-            noteUnread(unreadCount, channel: url, at: notification.position)
         case .deleted(let url, let id, let position, let unreadCount):
+            noteUnread(unreadCount, channel: url, at: position)
             for collection in collections(of: url) {
                 let (_, _, removed) = collection.apply([], removed: [id], live: true)
                 collection.takeUnread(unreadCount, at: position)
                 await cache?.save(collection, upserted: [], removed: removed)
                 collection.notify(.changed(inserted: [], updated: [], removed: removed))
             }
-            noteUnread(unreadCount, channel: url, at: position)
         case .channelRead(let url, let state, let position):
             noteUnread(state.unreadCount, channel: url, at: position)
             for collection in collections(of: url) {

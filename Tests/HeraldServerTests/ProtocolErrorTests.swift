@@ -6,20 +6,26 @@ import HeraldTesting
 import Hummingbird
 import HummingbirdTesting
 import Logging
+import NIOPosix
 import Testing
 
 /// Requests that are not valid HTTP, sent over a real socket to Herald's own server channel (the one
 /// with the WebSocket upgrade): answered and closed, never left hanging.
 @Suite("Protocol errors")
 struct ProtocolErrorTests {
+    /// The server runs on event loops of its own: what these tests time (the idle timeout's close) must
+    /// not wait behind the shared loops' work for the rest of the suite running in parallel.
     func withServer(idleTimeout: Duration = .seconds(75), _ body: @escaping @Sendable (Int) async throws -> Void) async throws {
+        let loops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        defer { loops.shutdownGracefully { _ in } }
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
             let app = HeraldApplication.build(
                 try heraldDependencies(db, adminToken: nil),
                 host: "127.0.0.1",
                 port: 0,
                 logger: Logger(label: "test.protocol"),
-                idleTimeout: idleTimeout
+                idleTimeout: idleTimeout,
+                eventLoopGroup: .shared(loops)
             )
             try await app.test(.live) { client in
                 try await body(try #require(client.port))

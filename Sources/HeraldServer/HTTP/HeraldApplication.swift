@@ -159,6 +159,7 @@ public enum HeraldApplication {
         logger: Logger,
         services: [any Service] = [],
         idleTimeout: Duration = .seconds(75),
+        eventLoopGroup: EventLoopGroupProvider = .singleton,
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         let (router, _, streams) = buildRouters(dependencies)
@@ -170,6 +171,7 @@ public enum HeraldApplication {
             configuration: .init(address: .hostname(host, port: port), serverName: "Herald"),
             services: services,
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
+            eventLoopGroupProvider: eventLoopGroup,
             logger: logger
         )
     }
