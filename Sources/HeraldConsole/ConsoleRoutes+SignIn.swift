@@ -14,9 +14,7 @@ extension ConsoleRoutes {
 
     func registerSignIn(on console: RouterGroup<Context>) {
         console.get("sign-in") { request, _ in
-            if let token = Self.sessionToken(request), try await sessions.session(token: token) != nil {
-                return Self.redirect("/console")
-            }
+            if (try? await requireSession(request)) != nil { return Self.redirect("/console") }
             return signInPage(status: .ok, problem: nil)
         }
         console.post("sign-in") { request, context in
@@ -37,7 +35,7 @@ extension ConsoleRoutes {
                 actions.signInFailed(context.clientAddress)
                 return signInPage(status: .unauthorized, problem: "That is not this server's admin token.")
             }
-            let (token, session) = try await sessions.create(lifetime: site.settings.sessionLifetime)
+            let (token, session) = try await sessions.create(lifetime: site.settings.sessionLifetime, adminToken: adminToken)
             var response = Self.redirect("/console")
             response.setCookie(
                 Cookie(

@@ -63,7 +63,9 @@ public struct ConsoleRoutes<Context: ConsoleRequestContext>: Sendable {
 
     /// The signed-in admin's sign-in, from the cookie; throws `ConsoleSignInRequired` without one.
     func requireSession(_ request: Request) async throws -> ConsoleSessionStore.Session {
-        guard let token = Self.sessionToken(request), let session = try await sessions.session(token: token) else {
+        // Without an admin token there is no sign-in; with a new one, the old one's sign-ins are over.
+        guard let adminToken, let token = Self.sessionToken(request), let session = try await sessions.session(token: token, adminToken: adminToken)
+        else {
             throw ConsoleSignInRequired()
         }
         return session

@@ -216,6 +216,32 @@ struct ConsoleTests {
         }
     }
 
+    /// A sign-in is made with the admin token of its time: a server given a new one does not honour it.
+    @Test func aNewAdminTokenEndsTheOldSignIns() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            let browser = try await application(db).test(.router) { client in try await signIn(client) }
+            var rotated = try heraldDependencies(db, adminToken: "another-admin-token-0123456789abcdef")
+            rotated.console = try await ConsoleSite.load(ConsoleSettings(directory: TestPostgres.repositoryRoot() + "/console"))
+            try await Application(router: HeraldApplication.buildRouter(rotated).router).test(.router) { client in
+                let page = try await client.execute(uri: "/console", method: .get, headers: browser.headers)
+                #expect(page.status == .seeOther)
+                #expect(page.headers[.location] == "/console/sign-in")
+                let form = try await post(
+                    client,
+                    "/console/channels/new",
+                    form: ["csrf": browser.csrf, "url": "x", "kind": "feed"],
+                    headers: browser.headers
+                )
+                #expect(form.status == .forbidden)
+            }
+            // The old token's server still knows it.
+            try await application(db).test(.router) { client in
+                let page = try await client.execute(uri: "/console", method: .get, headers: browser.headers)
+                #expect(page.status == .ok)
+            }
+        }
+    }
+
     @Test func channelsAreCreatedEditedAndDeletedThroughForms() async throws {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
             try await application(db).test(.router) { client in

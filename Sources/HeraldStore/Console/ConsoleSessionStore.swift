@@ -17,14 +17,15 @@ public struct ConsoleSessionStore: Sendable {
         public var expiresAt: Date
     }
 
-    /// Starts a sign-in valid for `lifetime`; answers the cookie's token and the session.
-    public func create(lifetime: Duration) async throws -> (token: String, session: Session) {
+    /// Starts a sign-in valid for `lifetime`, made with `adminToken`; answers the cookie's token and the
+    /// session.
+    public func create(lifetime: Duration, adminToken: String) async throws -> (token: String, session: Session) {
         let token = SecureRandom.hexToken()
         let csrf = SecureRandom.hexToken()
         let rows = try await client.query(
             """
-            INSERT INTO console_sessions (token_hash, csrf_token, expires_at)
-            VALUES (\(PostgresBytes(SHA256.digest(Array(token.utf8)))), \(csrf),
+            INSERT INTO console_sessions (token_hash, csrf_token, admin_token_hash, expires_at)
+            VALUES (\(PostgresBytes(SHA256.digest(Array(token.utf8)))), \(csrf), \(PostgresBytes(SHA256.digest(Array(adminToken.utf8)))),
                 now() + make_interval(secs => \(Double(lifetime.components.seconds))))
             RETURNING expires_at
             """
@@ -32,12 +33,14 @@ public struct ConsoleSessionStore: Sendable {
         return (token, Session(csrfToken: csrf, expiresAt: try rows[0].decode(Date.self)))
     }
 
-    /// The live sign-in the cookie's token names; `nil` when unknown, signed out or expired.
-    public func session(token: String) async throws -> Session? {
+    /// The live sign-in the cookie's token names, made with `adminToken`; `nil` when unknown, signed
+    /// out, expired or made with another admin token.
+    public func session(token: String, adminToken: String) async throws -> Session? {
         let rows = try await client.query(
             """
             SELECT csrf_token, expires_at FROM console_sessions
             WHERE token_hash = \(PostgresBytes(SHA256.digest(Array(token.utf8)))) AND expires_at > now()
+                AND admin_token_hash = \(PostgresBytes(SHA256.digest(Array(adminToken.utf8))))
             """
         )
         guard let row = rows.first else { return nil }
