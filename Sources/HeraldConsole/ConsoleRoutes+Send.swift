@@ -66,7 +66,7 @@ extension ConsoleRoutes {
         if let template {
             var typed: [String: String] = [:]
             for variable in template.variables { typed[variable.name] = form.fields[TemplatePreview.parameter(variable.name)] }
-            let fields = TemplatePreview(template: template, typed: typed, channel: nil).values(template: template)["fields"] ?? []
+            let fields = TemplatePreview.fields(template, typed: typed, problems: [:])
             let chosenChannel = form.field("channel_url")
             values.merge(
                 [

@@ -28,11 +28,7 @@ struct SendForm {
         for variable in template.variables {
             let text = field(TemplatePreview.parameter(variable.name))
             guard !text.isEmpty else { continue }
-            switch variable.type {
-            case .number: variables[variable.name] = Double(text).map(JSONValue.number) ?? .string(text)
-            case .bool: variables[variable.name] = text == "true" ? .bool(true) : text == "false" ? .bool(false) : .string(text)
-            case .string, .url, .datetime: variables[variable.name] = .string(text)
-            }
+            variables[variable.name] = TemplatePreview.value(text, as: variable.type) ?? .string(text)
         }
         if !variables.isEmpty { body["variables"] = .object(variables) }
         if field("audience") == "all" {

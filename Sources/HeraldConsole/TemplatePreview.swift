@@ -21,18 +21,11 @@ struct TemplatePreview {
         var values: [String: JSONValue] = [:]
         for variable in template.variables {
             guard let text = typed[variable.name], !text.isEmpty else { continue }
-            switch variable.type {
-            case .number:
-                guard let number = Double(text) else {
-                    problems[variable.name] = "must be a number"
-                    continue
-                }
-                values[variable.name] = .number(number)
-            case .bool:
-                values[variable.name] = .bool(text == "true")
-            case .string, .url, .datetime:
-                values[variable.name] = .string(text)
+            guard let value = Self.value(text, as: variable.type) else {
+                problems[variable.name] = variable.type == .number ? "must be a number" : "must be true or false"
+                continue
             }
+            values[variable.name] = value
         }
         guard problems.isEmpty else { return }
         let rendered: Template.Rendered
@@ -75,6 +68,15 @@ struct TemplatePreview {
         cut = !String(decoding: payload, as: UTF8.self).contains(Self.jsonEscaped(text))
     }
 
+    /// A value typed into a field, as the variable's type takes it; `nil` when it is not one.
+    static func value(_ text: String, as type: Template.VariableType) -> JSONValue? {
+        switch type {
+        case .number: Double(text).map(JSONValue.number)
+        case .bool: text == "true" ? .bool(true) : text == "false" ? .bool(false) : nil
+        case .string, .url, .datetime: .string(text)
+        }
+    }
+
     static func jsonEscaped(_ text: String) -> String {
         let encoded = (try? JSONEncoder().encode(text)).map { String(decoding: $0, as: UTF8.self) } ?? "\"\""
         return String(encoded.dropFirst().dropLast())
@@ -95,17 +97,7 @@ struct TemplatePreview {
     /// The values for the console's templates: each field with its sample and problem, the rendering.
     func values(template: Template) -> [String: Any] {
         [
-            "fields": template.variables.map { variable -> [String: Any] in
-                [
-                    "name": variable.name, "parameter": Self.parameter(variable.name), "type": variable.type.rawValue,
-                    "required": variable.required, "value": typed[variable.name] ?? "",
-                    "number": variable.type == .number, "bool": variable.type == .bool,
-                    "isTrue": typed[variable.name] == "true", "isFalse": typed[variable.name] == "false",
-                    "inputType": variable.type == .url ? "url" : "text",
-                    "default": variable.defaultValue.map { Self.pretty($0) } ?? false,
-                    "problem": problems[variable.name] ?? false,
-                ]
-            },
+            "fields": Self.fields(template, typed: typed, problems: problems),
             "templateProblem": problems[""] ?? false,
             "rendered": rendered != nil,
             "renderedData": rendered.map { Self.pretty($0.data) } ?? "",
@@ -117,5 +109,20 @@ struct TemplatePreview {
             "payloadShare": payload.count * 100 / RefreshPayload.maximumBytes,
             "cut": cut,
         ]
+    }
+
+    /// A form field for each of the template's variables: its sample as typed and its problem.
+    static func fields(_ template: Template, typed: [String: String], problems: [String: String]) -> [[String: Any]] {
+        template.variables.map { variable -> [String: Any] in
+            [
+                "name": variable.name, "parameter": Self.parameter(variable.name), "type": variable.type.rawValue,
+                "required": variable.required, "value": typed[variable.name] ?? "",
+                "number": variable.type == .number, "bool": variable.type == .bool,
+                "isTrue": typed[variable.name] == "true", "isFalse": typed[variable.name] == "false",
+                "inputType": variable.type == .url ? "url" : "text",
+                "default": variable.defaultValue.map { Self.pretty($0) } ?? false,
+                "problem": problems[variable.name] ?? false,
+            ]
+        }
     }
 }
