@@ -123,14 +123,30 @@ public final class HeraldClient {
     /// Reads the unread counts afresh (they also come with every sync and stream event).
     public func refreshUnread() async {
         guard let answer = try? await api.unread() else { return }
-        var counts = UnreadCounts(total: answer.total)
-        for channel in answer.channels { counts.byChannel[channel.channelUrl] = channel.unreadCount }
+        // A count held from a newer position (a mark, a stream event) stays: the answer may come from
+        // a read standby that has not replayed it yet.
+        let horizon = Int64(answer.horizon) ?? 0
+        var counts = UnreadCounts()
+        var newer = false
+        for channel in answer.channels {
+            let url = channel.channelUrl
+            if horizon >= unreadPositions[url, default: 0] {
+                counts.byChannel[url] = channel.unreadCount
+                unreadPositions[url] = horizon
+            } else {
+                counts.byChannel[url] = unread.byChannel[url] ?? channel.unreadCount
+                newer = true
+            }
+        }
+        counts.total = newer ? counts.byChannel.values.reduce(0, +) : answer.total
         unread = counts
         await cache?.saveUnread(unread)
     }
 
-    func noteBadge(_ badge: Int) {
-        guard unread.total != badge else { return }
+    /// The badge of a collection answer whose snapshot's horizon is `horizon`: taken unless a count
+    /// held is from a newer position.
+    func noteBadge(_ badge: Int, at horizon: Int64) {
+        guard unread.total != badge, horizon >= unreadPositions.values.max() ?? 0 else { return }
         unread.total = badge
     }
 

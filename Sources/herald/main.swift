@@ -52,6 +52,9 @@ extension Herald {
         @Option(name: .long, help: "Most database connections open at once (HERALD_DB_POOL_SIZE, default 10).")
         var dbPoolSize: Int?
 
+        @Option(name: .long, help: "A hot standby's URI or conninfo for sync reads (HERALD_READ_DATABASE_URL).")
+        var readDatabaseURL: String?
+
         func run() async throws {
             let configuration = try HeraldConfiguration.resolve(
                 host: host,
@@ -59,6 +62,7 @@ extension Herald {
                 logLevel: database.logLevel,
                 dataDirectory: database.dataDir,
                 databaseURL: database.databaseURL,
+                readDatabaseURL: readDatabaseURL,
                 databasePoolSize: dbPoolSize,
                 migrationsDirectory: database.sqlDir
             )

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldTesting
 import NIOHTTP1
+import Postgres
 import Testing
 
 @testable import HeraldClient
@@ -11,6 +12,36 @@ extension ClientSuites {
     @Suite("Client channel list and cache")
     @MainActor
     struct ChannelListAndCacheTests {
+        /// A server that reads on a standby answers from what the standby has replayed; the client's
+        /// own marks carry their position and stay over an answer read below it.
+        @Test func marksStayOverAStandbyThatHasNotReplayedThem() async throws {
+            try await ServerWorld.withStandby(applyDelay: .seconds(3)) { world in
+                let client = try await world.client("u1")
+                let sent = try await world.send("hello", to: ["u1"])
+                let standby = try #require(world.standby)
+                try await eventually("the standby replays the send (and the session before it)") {
+                    (try? await standby.query("SELECT count(*) FROM notifications").first?.decode(Int64.self)) == 1
+                }
+                let feed = await client.collection(channelURL: "feed")
+                try await feed.refresh()
+                #expect(feed.notifications.map(\.id) == [sent])
+                await client.refreshUnread()
+                #expect(feed.state.unreadCount == 1 && client.unread == UnreadCounts(total: 1, byChannel: ["feed": 1]))
+                // The mark's own sync and unread refresh read on the standby, three seconds behind it.
+                #expect(try await feed.markRead() == 0)
+                #expect(client.unread == UnreadCounts(total: 0, byChannel: ["feed": 0]))
+                try await feed.refresh()
+                await client.refreshUnread()
+                #expect(feed.state.unreadCount == 0 && client.unread == UnreadCounts(total: 0, byChannel: ["feed": 0]))
+                #expect(feed.notifications.first?.status == .sent)
+                try await eventually("the standby replays the mark") {
+                    try await feed.refresh()
+                    return feed.notifications.first?.status == .read
+                }
+                #expect(feed.state.unreadCount == 0)
+            }
+        }
+
         @Test func theChannelListFollowsItsChangeLogAndUnreadCountsFollow() async throws {
             try await ServerWorld.with { world in
                 let client = try await world.client("u1")

@@ -114,8 +114,8 @@ extension ClientSuites {
                 // A token older than the retained change history (compaction passed it).
                 try await world.admin(.DELETE, "/v1/notifications/\(fresh)")
                 // The first pass records the horizon (past the delete), the second compacts through it.
-                _ = try await CollectionStore(client: world.db.client).compact(retention: .zero)
-                #expect(try await CollectionStore(client: world.db.client).compact(retention: .zero) != nil)
+                _ = try await CollectionStore(client: world.database).compact(retention: .zero)
+                #expect(try await CollectionStore(client: world.database).compact(retention: .zero) != nil)
                 try await collection.refresh()
                 #expect(collection.reloadCount == 3 && updates.last == .reloaded)
                 #expect(collection.notifications.count == 8)

@@ -5,6 +5,7 @@ import HeraldCore
 import HeraldTesting
 import NIOCore
 import NIOHTTP1
+import Postgres
 import Synchronization
 import Testing
 
@@ -17,7 +18,10 @@ final class ServerWorld: Sendable {
     static let adminToken = "test-admin-token-client-012345678"
     static let topic = "com.example.herald.client"
 
-    let db: TestDatabase
+    /// The server's database (the primary, when there is a standby).
+    let database: PostgresClient
+    /// The standby the server reads on, if any.
+    let standby: PostgresClient?
     let mock: MockAPNsServer
     let environment: [String: String]
     /// The server's port, the same across restarts.
@@ -34,51 +38,109 @@ final class ServerWorld: Sendable {
         _ body: @MainActor @Sendable (ServerWorld) async throws -> Void
     ) async throws {
         try await TestPostgres.withDatabase(cluster: .client) { (db: TestDatabase) async throws in
-            let credentials = TestCredentials.shared
-            let key = try ES256Key(pem: credentials.signingKeyPEM)
-            let mock = try await MockAPNsServer.start(
-                authentication: .token(publicKeyPEM: key.publicKeyPEM, keyID: credentials.keyID, teamID: credentials.teamID)
-            )
-            var environment = [
-                "DATABASE_URL": db.conninfo, "HERALD_SECRET_KEY": Hex.encode(SecureRandom.bytes(32)), "HERALD_ADMIN_TOKEN": adminToken,
-                "HERALD_APNS_URL": mock.baseURL, "HERALD_APNS_CA_FILE": mock.trustRootFile, "HERALD_REFRESH_MIN_INTERVAL": "0s",
-                // The model tests replay histories as fast as the machine goes, far above what one app
-                // sends; the limits have tests of their own.
-                "HERALD_RATE_LIMIT_SESSION": "off", "HERALD_RATE_LIMIT_ADDRESS": "off",
-            ]
-            environment.merge(settings) { $1 }
-            let (process, port) = try await Self.start(environment: environment, port: 0)
-            let world = ServerWorld(db: db, mock: mock, environment: environment, port: port, process: process, sessions: [:])
-            do {
-                let sessions = try await world.seed(users: users)
-                let ready = ServerWorld(
-                    db: db,
-                    mock: mock,
-                    environment: environment,
-                    port: port,
-                    process: world.process.withLock { $0 },
-                    sessions: sessions
-                )
-                try await body(ready)
-                ready.kill()
-            } catch {
-                world.kill()
-                await mock.shutdown()
-                throw error
-            }
-            await mock.shutdown()
+            try await run(database: db.client, standby: nil, conninfo: db.conninfo, users: users, settings: settings, body)
         }
     }
 
+    /// A world whose server reads on a hot standby (`HERALD_READ_DATABASE_URL`) whose replay is held
+    /// back by `applyDelay`.
+    static func withStandby(
+        applyDelay: Duration,
+        users: [String] = ["u1", "u2"],
+        _ body: @MainActor @Sendable (ServerWorld) async throws -> Void
+    ) async throws {
+        try await TestPostgres.withStandby(applyDelay: applyDelay) { primary, standby in
+            let client = PostgresClient(configuration: .init(conninfo: primary.conninfo(), maximumConnections: 2))
+            let reader = PostgresClient(configuration: .init(conninfo: standby.conninfo(), maximumConnections: 1, metricsPrefix: "herald_read_db"))
+            do {
+                try await run(
+                    database: client,
+                    standby: reader,
+                    conninfo: primary.conninfo(),
+                    users: users,
+                    settings: ["HERALD_READ_DATABASE_URL": standby.conninfo(), "HERALD_READ_MAX_LAG": "60s"],
+                    body
+                )
+            } catch {
+                await client.shutdown()
+                await reader.shutdown()
+                throw error
+            }
+            await client.shutdown()
+            await reader.shutdown()
+        }
+    }
+
+    private static func run(
+        database: PostgresClient,
+        standby: PostgresClient?,
+        conninfo: String,
+        users: [String],
+        settings: [String: String],
+        _ body: @MainActor @Sendable (ServerWorld) async throws -> Void
+    ) async throws {
+        let credentials = TestCredentials.shared
+        let key = try ES256Key(pem: credentials.signingKeyPEM)
+        let mock = try await MockAPNsServer.start(
+            authentication: .token(publicKeyPEM: key.publicKeyPEM, keyID: credentials.keyID, teamID: credentials.teamID)
+        )
+        var environment = [
+            "DATABASE_URL": conninfo, "HERALD_SECRET_KEY": Hex.encode(SecureRandom.bytes(32)), "HERALD_ADMIN_TOKEN": adminToken,
+            "HERALD_APNS_URL": mock.baseURL, "HERALD_APNS_CA_FILE": mock.trustRootFile, "HERALD_REFRESH_MIN_INTERVAL": "0s",
+            // The model tests replay histories as fast as the machine goes, far above what one app
+            // sends; the limits have tests of their own.
+            "HERALD_RATE_LIMIT_SESSION": "off", "HERALD_RATE_LIMIT_ADDRESS": "off",
+        ]
+        environment.merge(settings) { $1 }
+        let process: HeraldProcess
+        let port: Int
+        do {
+            (process, port) = try await Self.start(environment: environment, port: 0)
+        } catch {
+            await mock.shutdown()
+            throw error
+        }
+        let world = ServerWorld(
+            database: database,
+            standby: standby,
+            mock: mock,
+            environment: environment,
+            port: port,
+            process: process,
+            sessions: [:]
+        )
+        do {
+            let sessions = try await world.seed(users: users)
+            let ready = ServerWorld(
+                database: database,
+                standby: standby,
+                mock: mock,
+                environment: environment,
+                port: port,
+                process: world.process.withLock { $0 },
+                sessions: sessions
+            )
+            try await body(ready)
+            ready.kill()
+        } catch {
+            world.kill()
+            await mock.shutdown()
+            throw error
+        }
+        await mock.shutdown()
+    }
+
     private init(
-        db: TestDatabase,
+        database: PostgresClient,
+        standby: PostgresClient?,
         mock: MockAPNsServer,
         environment: [String: String],
         port: Int,
         process: HeraldProcess?,
         sessions: [String: String]
     ) {
-        self.db = db
+        self.database = database
+        self.standby = standby
         self.mock = mock
         self.environment = environment
         self.port = port

@@ -20,7 +20,7 @@ extension CollectionTests {
     /// Sends a broadcast (`audience: "all"`) to `channel`, with the given users' own variables, and
     /// returns its id; nothing is fanned out yet.
     static func broadcast(_ world: World, _ title: String, channel: String, ownVariablesFor: [String] = []) async throws -> Int64 {
-        let template = try #require(try await TemplateStore(client: world.db.client).get("plain")).template
+        let template = try #require(try await TemplateStore(client: world.client).get("plain")).template
         let own = Dictionary(uniqueKeysWithValues: ownVariablesFor.map { ($0, ["title": JSONValue.string("\(title) for \($0)")]) })
         let content = try template.renderNotification(variables: ["title": .string(title)], userVariables: own)
         let draft = NotificationDraft(
@@ -106,7 +106,7 @@ extension CollectionTests {
                         ).first?.decode(Bool.self)
                         if let opened {
                             #expect(
-                                try await collections.markSeen(userKey: keys[user]!, channelKey: channel, at: Date()).unreadCount == unread,
+                                try await collections.markSeen(userKey: keys[user]!, channelKey: channel, at: Date()).state.unreadCount == unread,
                                 "\(comment) \(user) \(url)"
                             )
                             try await db.client.query(
@@ -204,7 +204,7 @@ extension CollectionTests {
             let user = try #require(try await UserStore(client: db.client).key("u1"))
             let channel = try #require(try await collections.channel("feed")).key
             try await collections.open(userKey: user, channelKey: channel)
-            #expect(try await collections.markSeen(userKey: user, channelKey: channel, at: Date()).unreadCount == 1)
+            #expect(try await collections.markSeen(userKey: user, channelKey: channel, at: Date()).state.unreadCount == 1)
 
             // A folding batch for u1, held open after its writes (the same two writes as foldNextBatch)…
             try await db.client.withConnection { held in
@@ -219,7 +219,7 @@ extension CollectionTests {
                 try await Self.untilSomethingWaitsForALock(db)
                 try await held.query("COMMIT")
                 // The answer counts the broadcast once: in the counter now, no longer per request.
-                #expect(try await seen.unreadCount == 1)
+                #expect(try await seen.state.unreadCount == 1)
             }
             try await Self.expectUnreadCountsMatchCopies(db)
         }

@@ -18,19 +18,19 @@ struct CollectionTests {
     static let adminToken = "test-admin-token-collections-0123"
 
     struct World {
-        var db: TestDatabase
+        let client: PostgresClient
         var sessions: [String: String] = [:]
         let notifications: NotificationStore
 
-        init(_ db: TestDatabase) {
-            self.db = db
-            notifications = NotificationStore(client: db.client)
+        init(client: PostgresClient) {
+            self.client = client
+            notifications = NotificationStore(client: client)
         }
 
         /// Sends a notification (rendered from a one-variable template) to `users`; returns its id.
         @discardableResult
         func send(_ title: String, to users: [String], category: String = "news", channel: String = "feed") async throws -> Int64 {
-            let template = try #require(try await TemplateStore(client: db.client).get("plain"))
+            let template = try #require(try await TemplateStore(client: client).get("plain"))
             let content = try template.template.renderNotification(variables: ["title": .string(title)], userVariables: [:])
             let draft = NotificationDraft(
                 channelURL: channel,
@@ -58,16 +58,21 @@ struct CollectionTests {
     }
 
     func world(_ db: TestDatabase, users: [String] = ["u1", "u2"]) async throws -> World {
+        try await world(client: db.client, users: users)
+    }
+
+    /// Channels `feed` and `other`, the template `plain`, and `users` with a session each.
+    func world(client: PostgresClient, users: [String] = ["u1", "u2"]) async throws -> World {
         let categories: [HeraldCore.Channel.Category] = [
             .init(id: "news", name: "News", isDefault: true), .init(id: "alerts", name: "Alerts", isDefault: false),
         ]
-        _ = try await ChannelStore(client: db.client).put(HeraldCore.Channel(url: "feed", kind: .feed, name: "Feed", categories: categories))
-        _ = try await ChannelStore(client: db.client).put(HeraldCore.Channel(url: "other", kind: .feed, name: "Other", categories: categories))
-        _ = try await TemplateStore(client: db.client).put(.plain)
-        var world = World(db)
+        _ = try await ChannelStore(client: client).put(HeraldCore.Channel(url: "feed", kind: .feed, name: "Feed", categories: categories))
+        _ = try await ChannelStore(client: client).put(HeraldCore.Channel(url: "other", kind: .feed, name: "Other", categories: categories))
+        _ = try await TemplateStore(client: client).put(.plain)
+        var world = World(client: client)
         for user in users {
-            _ = try await UserStore(client: db.client).upsert(id: user, nickname: nil, profileURL: nil)
-            world.sessions[user] = try #require(try await SessionStore(client: db.client).create(userID: user, lifetime: 3600)).token.text
+            _ = try await UserStore(client: client).upsert(id: user, nickname: nil, profileURL: nil)
+            world.sessions[user] = try #require(try await SessionStore(client: client).create(userID: user, lifetime: 3600)).token.text
         }
         return world
     }

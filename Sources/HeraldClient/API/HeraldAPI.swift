@@ -62,21 +62,25 @@ struct HeraldAPI: Sendable {
         return try ok.body.json
     }
 
-    func markRead(channelURL: String, ids: [String]?) async throws -> ChannelState {
+    /// The state after the mark, and the mark's position (`nil` from a server that sends none).
+    func markRead(channelURL: String, ids: [String]?) async throws -> (state: ChannelState, position: Int64?) {
         // No ids: an empty body, which is what "all" is.
         let output = try await unwrapping {
             try await client.markRead(path: .init(channelUrl: channelURL), body: ids.map { .json(.init(notificationIds: $0)) })
         }
         guard case .ok(let ok) = output else { throw HeraldClientError.unexpected(output) }
-        return ChannelState(try ok.body.json)
+        let wire = try ok.body.json
+        return (ChannelState(wire), wire.position.flatMap { Int64($0) })
     }
 
-    func markSeen(channelURL: String, at: Date?) async throws -> ChannelState {
+    /// The state after the mark, and the mark's position (`nil` from a server that sends none).
+    func markSeen(channelURL: String, at: Date?) async throws -> (state: ChannelState, position: Int64?) {
         let output = try await unwrapping {
             try await client.markSeen(path: .init(channelUrl: channelURL), body: at.map { .json(.init(seenAt: $0)) })
         }
         guard case .ok(let ok) = output else { throw HeraldClientError.unexpected(output) }
-        return ChannelState(try ok.body.json)
+        let wire = try ok.body.json
+        return (ChannelState(wire), wire.position.flatMap { Int64($0) })
     }
 
     func unread() async throws -> Operations.UnreadCounts.Output.Ok.Body.JsonPayload {

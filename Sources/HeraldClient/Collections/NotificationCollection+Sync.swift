@@ -27,7 +27,7 @@ extension NotificationCollection {
             let (inserted, updated, removed) = apply(versions, removed: answer.deleted)
             takeChannel(answer)
             if !answer.hasMore { syncedThrough = max(syncedThrough, Int64(answer.horizon) ?? 0) }
-            client.noteBadge(answer.badge)
+            client.noteBadge(answer.badge, at: Int64(answer.horizon) ?? 0)
             token = next
             await client.cache?.save(self, upserted: held(inserted + updated), removed: removed)
             notify(.changed(inserted: inserted, updated: updated, removed: removed))
@@ -57,7 +57,7 @@ extension NotificationCollection {
         syncedThrough = Int64(answer.horizon) ?? 0
         statePosition = 0
         takeChannel(answer)
-        client.noteBadge(answer.badge)
+        client.noteBadge(answer.badge, at: Int64(answer.horizon) ?? 0)
         if wasLoaded { reloadCount += 1 }
         await client.cache?.replace(self)
         notify(.reloaded)

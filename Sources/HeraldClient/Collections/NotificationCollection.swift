@@ -109,7 +109,7 @@ public final class NotificationCollection {
     @discardableResult
     public func markRead(_ ids: [String]? = nil) async throws -> Int {
         guard let client else { return state.unreadCount }
-        state = try await client.api.markRead(channelURL: channelURL, ids: ids)
+        take(try await client.api.markRead(channelURL: channelURL, ids: ids))
         // The copies' statuses change with it; the sync brings them (by position, like any change).
         try await refresh()
         await client.refreshUnread()
@@ -119,8 +119,19 @@ public final class NotificationCollection {
     /// Moves `lastSeenAt` forward (to now, or `at`).
     public func markSeen(at: Date? = nil) async throws {
         guard let client else { return }
-        state = try await client.api.markSeen(channelURL: channelURL, at: at)
+        take(try await client.api.markSeen(channelURL: channelURL, at: at))
         await client.cache?.saveMeta(self)
+    }
+
+    /// A mark's answer: newer than any answer read below its position (a read standby that has not
+    /// replayed the mark yet), which therefore cannot replace it.
+    private func take(_ marked: (state: ChannelState, position: Int64?)) {
+        guard let position = marked.position else {
+            state = marked.state
+            return
+        }
+        takeState(marked.state, at: position + 1)
+        client?.noteUnread(marked.state.unreadCount, channel: channelURL, at: position + 1)
     }
 
     /// Tells the server the user saw or opened these notifications (for its statistics).

@@ -31,16 +31,43 @@ struct Authenticator: Sendable {
 
     /// User routes: a live session token; anything else, the admin token included, is a 401.
     func requireUser(_ request: Request) async throws -> AuthenticatedUser {
-        guard let (id, key) = try await sessions.authenticate(try Self.sessionToken(request)) else { throw Self.invalidSession }
-        return AuthenticatedUser(id: id, key: key)
+        var primaryOnly: ReadReplica?
+        return try await requireUser(request, alongside: SessionCompanion<Never>?.none, reading: &primaryOnly).0
     }
 
     /// `requireUser`, with `companion` sent in the same round trip as the session check. Its answer
     /// comes back only when it succeeded and, if it was built for a user, the session is that user's.
-    func requireUser<Answer>(_ request: Request, alongside companion: SessionCompanion<Answer>) async throws -> (AuthenticatedUser, Answer?) {
-        let (session, answer) = try await sessions.authenticate(try Self.sessionToken(request), alongside: companion)
-        guard let (id, key) = session else { throw Self.invalidSession }
-        return (AuthenticatedUser(id: id, key: key), answer)
+    ///
+    /// With a `standby`, both go there first. A session the standby does not know may be one issued
+    /// after what it has replayed: the primary decides, and the request then reads there too
+    /// (`standby` becomes `nil`).
+    func requireUser<Answer>(
+        _ request: Request,
+        alongside companion: SessionCompanion<Answer>?,
+        reading standby: inout ReadReplica?
+    ) async throws -> (AuthenticatedUser, Answer?) {
+        let token = try Self.sessionToken(request)
+        if let replica = standby {
+            let (user, answer) = try await Self.check(token, alongside: companion, in: SessionStore(client: replica.client))
+            if let user { return (user, answer) }
+            replica.fellBack(.unknownSession)
+            standby = nil
+        }
+        let (user, answer) = try await Self.check(token, alongside: companion, in: sessions)
+        guard let user else { throw Self.invalidSession }
+        return (user, answer)
+    }
+
+    private static func check<Answer>(
+        _ token: SessionToken,
+        alongside companion: SessionCompanion<Answer>?,
+        in sessions: SessionStore
+    ) async throws -> (AuthenticatedUser?, Answer?) {
+        guard let companion else {
+            return (try await sessions.authenticate(token).map { AuthenticatedUser(id: $0.userID, key: $0.userKey) }, nil)
+        }
+        let (session, answer) = try await sessions.authenticate(token, alongside: companion)
+        return (session.map { AuthenticatedUser(id: $0.userID, key: $0.userKey) }, answer)
     }
 
     /// Admin routes: the admin token passes; a valid user session is recognised and refused (403);

@@ -30,6 +30,8 @@ public enum HeraldApplication {
         public var limits: RequestLimits
         /// The admin console's pages; `nil` serves no `/console`.
         public var console: ConsoleSite?
+        /// The hot standby that sync reads go to; `nil` reads everything on `client`.
+        public var replica: ReadReplica?
 
         public init(
             client: PostgresClient,
@@ -42,7 +44,8 @@ public enum HeraldApplication {
             secrets: SecretBox? = nil,
             hub: LiveHub? = nil,
             limits: RequestLimits = RequestLimits(.off),
-            console: ConsoleSite? = nil
+            console: ConsoleSite? = nil,
+            replica: ReadReplica? = nil
         ) {
             self.client = client
             self.migrator = migrator
@@ -55,6 +58,7 @@ public enum HeraldApplication {
             self.hub = hub
             self.limits = limits
             self.console = console
+            self.replica = replica
         }
     }
 
@@ -79,7 +83,8 @@ public enum HeraldApplication {
             router: router,
             authenticator: Authenticator(adminToken: dependencies.adminToken, sessions: sessions),
             limits: dependencies.limits,
-            databaseExecutor: dependencies.client.executor
+            databaseExecutor: dependencies.client.executor,
+            replica: dependencies.replica
         )
         OperationsController(migrator: dependencies.migrator, metricsRegistry: dependencies.metricsRegistry)
             .register(in: registry)

@@ -12,6 +12,9 @@ public struct HeraldRequestContext: RequestContext {
     public var user: AuthenticatedUser?
     /// The client's address (NIO caches it per connection), for the per-address rate limits.
     public var remoteAddress: SocketAddress?
+    /// The standby this request reads on, on routes whose reads may go there (`RouteRegistry`);
+    /// `nil` reads on the primary.
+    var standby: ReadReplica?
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)

@@ -47,14 +47,21 @@ struct NotificationItem {
 /// The user's state in a channel.
 struct StateBody: JSONWritable {
     var state: ChannelState
+    /// The answer of a mark: the mark's position (see `CollectionStore.stateQuery`).
+    var position: Int64?
 
-    init(_ state: ChannelState) {
+    init(_ state: ChannelState, position: Int64? = nil) {
         self.state = state
+        self.position = position
     }
 
     func write(to writer: inout JSONWriter) {
         writer.beginObject()
         writeFields(to: &writer)
+        if let position {
+            writer.key("position")
+            writer.string(String(position))
+        }
         writer.endObject()
     }
 

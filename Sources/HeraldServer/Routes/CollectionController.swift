@@ -23,13 +23,17 @@ struct CollectionController: Sendable {
     func register(in routes: RouteRegistry) {
         let settings = self.settings
         let tokenKey = self.tokenKey
-        routes.add(.get, "/v1/me/channels/{channel_url}/collection") { request, context in
+        routes.add(.get, "/v1/me/channels/{channel_url}/collection", reads: .standby) { request, context in
             try await CollectionInput(parsing: request, context: context) { try await tokenKey.get(settings) }
         } use: { _, context, input, answer in
             try await collection(input, answer: answer, context: context)
         }
-        routes.add(.get, "/v1/me/channels/{channel_url}/notifications", parse: ChannelInput.init) { request, context, input, answer in
-            try await olderPage(request, channel: try await Self.channel(input, answer: answer, collections), context: context)
+        routes.add(.get, "/v1/me/channels/{channel_url}/notifications", reads: .standby, parse: ChannelInput.init) {
+            request,
+            context,
+            input,
+            answer in
+            try await olderPage(request, channel: try await Self.channel(input, answer: answer, reader(context)), context: context)
         }
         routes.add(.post, "/v1/me/channels/{channel_url}/read", parse: ChannelInput.init) { request, context, input, answer in
             try await read(request, channel: try await Self.channel(input, answer: answer, collections), context: context)
@@ -37,7 +41,7 @@ struct CollectionController: Sendable {
         routes.add(.post, "/v1/me/channels/{channel_url}/seen", parse: ChannelInput.init) { request, context, input, answer in
             try await seen(request, channel: try await Self.channel(input, answer: answer, collections), context: context)
         }
-        routes.add(.get, "/v1/me/channels", access: .user) { request, context in
+        routes.add(.get, "/v1/me/channels", access: .user, reads: .standby) { request, context in
             try await channelList(request, context: context)
         }
         routes.add(.post, "/v1/users/{user_id}/channels/{channel_url}/reset", access: .admin) { _, context in
@@ -50,11 +54,20 @@ struct CollectionController: Sendable {
             try await collections.reset(userKey: userKey, channelKey: channel.key)
             return Response(status: .noContent)
         }
-        routes.add(.get, "/v1/me/unread", access: .user) { _, context in
+        routes.add(.get, "/v1/me/unread", access: .user, reads: .standby) { _, context in
             let user = try Self.user(context)
-            let unread = try await collections.unread(userKey: user.key)
-            return UnreadBody(total: unread.total, channels: unread.channels.map { .init(channelURL: $0.url, unreadCount: $0.unread) })
+            let unread = try await reader(context).unread(userKey: user.key)
+            return UnreadBody(
+                total: unread.total,
+                channels: unread.channels.map { .init(channelURL: $0.url, unreadCount: $0.unread) },
+                horizon: String(unread.horizon)
+            )
         }
+    }
+
+    /// The store the request reads with: the standby's when it reads there, else the primary's.
+    func reader(_ context: HeraldRequestContext) -> CollectionStore {
+        context.standby.map { CollectionStore(client: $0.client) } ?? collections
     }
 
     // MARK: - Collection
@@ -62,16 +75,17 @@ struct CollectionController: Sendable {
     func collection(_ input: CollectionInput, answer: CollectionInput.Answer?, context: HeraldRequestContext) async throws -> CollectionBody {
         let user = try Self.user(context)
         let (limit, category, device) = (input.limit, input.category, input.device)
+        let reader = reader(context)
         let token: SyncToken?
         switch input.token {
         case .none:
             let channel: CollectionChannel?
-            if case .channel(let answered) = answer { channel = answered } else { channel = try await collections.channel(input.url) }
+            if case .channel(let answered) = answer { channel = answered } else { channel = try await reader.channel(input.url) }
             guard let channel else { throw Self.channelNotFound }
             // Refused before the channel is marked opened, so that a refused load changes nothing.
             if let device, try await devices.find(userKey: user.key, reference: device) == nil { throw DeviceNaming.notFound }
             try await collections.open(userKey: user.key, channelKey: channel.key)
-            let (snapshot, page) = try await collections.load(userKey: user.key, channelKey: channel.key, category: category, limit: limit + 1)
+            let (snapshot, page) = try await reader.load(userKey: user.key, channelKey: channel.key, category: category, limit: limit + 1)
             var body = CollectionBody(channel: channel, snapshot: snapshot, isLive: true)
             for item in page.prefix(limit) { body.notifications.append(NotificationItem(item)) }
             body.prevCursor = page.count > limit ? page[limit - 1].id.description : nil
@@ -84,13 +98,24 @@ struct CollectionController: Sendable {
         }
         // A token that does not even parse needs no database work beyond the state in the answer.
         let poll: CollectionStore.Poll?
-        if case .poll(let answered) = answer { poll = answered } else { poll = try await collections.poll(input.poll(token, userKey: user.key)) }
+        if case .poll(let answered) = answer { poll = answered } else { poll = try await reader.poll(input.poll(token, userKey: user.key)) }
         guard let poll else { throw Self.channelNotFound }
         try await deviceSynced(device, user: user, horizon: poll.snapshot.horizon)
         var body = CollectionBody(channel: poll.channel, snapshot: poll.snapshot, isLive: false)
+        if let standby = context.standby, let token, poll.snapshot.horizon <= token.position.xid,
+            token.userKey == user.key, token.channelKey == poll.channel.key, token.filter == SyncToken.filterHash(category)
+        {
+            // The standby has not replayed as far as the token has seen: nothing new yet, and the
+            // token stays where it is. (The other checks of `CollectionSync.continues` compare the
+            // token with state the standby may not have replayed either; they wait for it too.)
+            try standby.behind(token.position.xid)
+            body.isLive = true
+            body.nextToken = token.encoded(key: input.key)
+            return body
+        }
         let rules = CollectionSync(hugeGap: sync.hugeGap, limit: limit)
         let page = try await rules.page(after: token, userKey: user.key, category: category, poll: poll) { cap in
-            try await collections.pendingChanges(
+            try await reader.pendingChanges(
                 userKey: user.key,
                 channelKey: poll.channel.key,
                 after: token?.position ?? .through(xid: 0),
@@ -123,8 +148,9 @@ struct CollectionController: Sendable {
         // A list that names its device answers its refresh push like a collection sync: a push about a
         // deleted channel can only be answered here (its collection is gone).
         let device = try DeviceNaming.reference(in: request)
+        let reader = reader(context)
         guard let tokenText = request.uri.queryParameters["token"] else {
-            let list = try await collections.channelList(userKey: user.key)
+            let list = try await reader.channelList(userKey: user.key)
             try await deviceSynced(device, user: user, horizon: list.horizon)
             return ChannelListBody(list, nextToken: ChannelListToken(userKey: user.key, horizon: list.horizon).encoded(key: key))
         }
@@ -132,10 +158,16 @@ struct CollectionController: Sendable {
             try await deviceKnown(device, user: user)
             return ChannelListBody()
         }
-        let list = try await collections.channelList(userKey: user.key, changedSince: token.horizon)
-        guard token.horizon >= list.compactedThrough, token.horizon <= list.nextXID else {
-            try await deviceKnown(device, user: user)
-            return ChannelListBody()
+        let list = try await reader.channelList(userKey: user.key, changedSince: token.horizon)
+        if let standby = context.standby, list.horizon < token.horizon {
+            // The standby has not replayed as far as the token has seen: the change log is empty, and
+            // the token stays where it is (below).
+            try standby.behind(token.horizon - 1)
+        } else {
+            guard token.horizon >= list.compactedThrough, token.horizon <= list.nextXID else {
+                try await deviceKnown(device, user: user)
+                return ChannelListBody()
+            }
         }
         try await deviceSynced(device, user: user, horizon: list.horizon)
         // Never backwards, should a snapshot ever see an older horizon than the token's.
@@ -169,7 +201,7 @@ struct CollectionController: Sendable {
             }
             before = value
         }
-        let page = try await collections.page(userKey: user.key, channelKey: channel.key, category: category, before: before, limit: limit + 1)
+        let page = try await reader(context).page(userKey: user.key, channelKey: channel.key, category: category, before: before, limit: limit + 1)
         var body = PageBody(prevCursor: page.count > limit ? page[limit - 1].id.description : nil)
         for item in page.prefix(limit) { body.notifications.append(NotificationItem(item)) }
         return body
@@ -204,8 +236,8 @@ struct CollectionController: Sendable {
                 return id
             }
         }
-        let state = try await collections.markRead(userKey: user.key, channelKey: channel.key, ids: ids)
-        return StateBody(state)
+        let marked = try await collections.markRead(userKey: user.key, channelKey: channel.key, ids: ids)
+        return StateBody(marked.state, position: marked.position)
     }
 
     struct SeenRequest: Decodable {
@@ -225,7 +257,8 @@ struct CollectionController: Sendable {
             }
             at = parsed
         }
-        return StateBody(try await collections.markSeen(userKey: user.key, channelKey: channel.key, at: at))
+        let marked = try await collections.markSeen(userKey: user.key, channelKey: channel.key, at: at)
+        return StateBody(marked.state, position: marked.position)
     }
 
     // MARK: - Helpers

@@ -18,4 +18,6 @@ struct UnreadBody: ResponseEncodable {
 
     var total: Int64
     var channels: [ChannelUnread]
+    /// Every change below this position is counted.
+    var horizon: String
 }

@@ -18,6 +18,11 @@ public struct HeraldConfiguration: Sendable {
     /// `--database-url` / `DATABASE_URL`: a libpq URI or conninfo string. When unset and no `PG*`
     /// variable selects a server, Herald runs its embedded cluster.
     public var databaseURL: String?
+    /// `--read-database-url` / `HERALD_READ_DATABASE_URL`: a hot standby of the database, for sync
+    /// reads (see docs/scaling.md); `nil` reads everything on the primary.
+    public var readDatabaseURL: String?
+    /// `HERALD_READ_MAX_LAG`: the most the standby may trail the primary and still take reads.
+    public var readMaximumLag: Duration = .seconds(5)
     /// True when a standard libpq variable (`PGHOST`, `PGDATABASE`, …) names the server.
     public var usesPGEnvironment: Bool = false
     /// `--db-pool-size` / `HERALD_DB_POOL_SIZE`.
@@ -93,6 +98,7 @@ public struct HeraldConfiguration: Sendable {
         logLevel: String? = nil,
         dataDirectory: String? = nil,
         databaseURL: String? = nil,
+        readDatabaseURL: String? = nil,
         databasePoolSize: Int? = nil,
         migrationsDirectory: String? = nil,
         environment: [String: String] = ProcessInfo.processInfo.environment
@@ -122,6 +128,13 @@ public struct HeraldConfiguration: Sendable {
         }
         if let directory = value(dataDirectory, "HERALD_DATA_DIR") { configuration.dataDirectory = directory }
         configuration.databaseURL = value(databaseURL, "DATABASE_URL")
+        configuration.readDatabaseURL = value(readDatabaseURL, "HERALD_READ_DATABASE_URL")
+        if let text = value(nil, "HERALD_READ_MAX_LAG") {
+            guard let lag = Self.duration(text), lag >= .seconds(1) else {
+                throw ConfigurationError("HERALD_READ_MAX_LAG must be a duration of at least 1s such as 5s, got '\(text)'")
+            }
+            configuration.readMaximumLag = lag
+        }
         configuration.usesPGEnvironment = serverSelectingPGVariables.contains { !(environment[$0] ?? "").isEmpty }
         if let size = try integer(databasePoolSize, "HERALD_DB_POOL_SIZE") { configuration.databasePoolSize = size }
         guard (1...500).contains(configuration.databasePoolSize) else {

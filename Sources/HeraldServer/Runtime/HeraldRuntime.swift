@@ -160,6 +160,23 @@ public enum HeraldRuntime {
             try? await database.cluster?.stop()
             throw error
         }
+        let replica = configuration.readDatabaseURL.map { url in
+            ReadReplica(
+                client: PostgresClient(
+                    configuration: .init(
+                        conninfo: url,
+                        maximumConnections: configuration.databasePoolSize,
+                        applicationName: "herald-reads",
+                        statementTimeout: configuration.databaseStatementTimeout,
+                        metricsPrefix: "herald_read_db"
+                    ),
+                    logger: logger
+                ),
+                primary: client,
+                maximumLag: configuration.readMaximumLag,
+                logger: logger
+            )
+        }
         let hub = LiveHub(
             client: client,
             settings: configuration.stream,
@@ -177,7 +194,8 @@ public enum HeraldRuntime {
             secrets: secrets,
             hub: hub,
             limits: RequestLimits(configuration.rateLimits),
-            console: console
+            console: console,
+            replica: replica
         )
         var pushSettings = PushSettings()
         pushSettings.minimumInterval = configuration.refreshMinimumInterval
@@ -211,6 +229,10 @@ public enum HeraldRuntime {
         }
         // Shut down in reverse: HTTP first, then the background work, then the pool it all uses.
         services.append(client)
+        if let replica {
+            services.append(replica.client)
+            services.append(replica)
+        }
         services.append(FanoutService(client: client, batchSize: configuration.fanoutBatchSize, wake: fanoutWake, logger: logger))
         services.append(ErasureService(client: client, wake: erasureWake, logger: logger))
         services.append(HousekeepingService(client: client, logger: logger))

@@ -6,8 +6,9 @@ extension CollectionStore {
     /// Marks the user's notifications in the channel read: all of them (`ids == nil`, which also moves
     /// `last_read_at` to now) or the given ones. Each copy that changes gets a new change position and
     /// leaves the unread counter in the same transaction, so two devices marking at once never count a
-    /// notification twice, and `last_read_at` only ever moves forward. Returns the state after.
-    public func markRead(userKey: Int64, channelKey: Int64, ids: [Int64]?) async throws -> ChannelState {
+    /// notification twice, and `last_read_at` only ever moves forward. Returns the state after, and the
+    /// mark's position (see `stateQuery`).
+    public func markRead(userKey: Int64, channelKey: Int64, ids: [Int64]?) async throws -> (state: ChannelState, position: Int64) {
         // One round trip: the marks and the counter in one statement (the counter takes how many the
         // marks changed), the live hint, and the state read by a statement of its own (see
         // `stateQuery`).
@@ -59,16 +60,21 @@ extension CollectionStore {
     /// batch left it (one more in the adjustment) but counts broadcasts in its own older snapshot (the
     /// broadcast not yet folded), so it would count the broadcast twice. A new statement sees both
     /// halves of the batch, or neither; our own write holds the row, so nothing moves in between.
+    ///
+    /// Its last column is the mark's position, its transaction's id: a later read whose snapshot's
+    /// horizon is above it includes the mark, and one at or below it may not (a standby that has not
+    /// replayed it yet), so a client keeps the mark's state over such an answer's.
     static func stateQuery(userKey: Int64, channelKey: Int64) -> PostgresQuery {
         """
         SELECT s.unread_adjustment + \(UnreadSQL.broadcastsReaching(user: "s.user_key", channel: "s.channel_key")),
-            s.last_read_at, s.last_seen_at, s.reset_count
+            s.last_read_at, s.last_seen_at, s.reset_count, \(ChangePositionSQL.currentTransactionID)
         FROM channel_states s WHERE s.user_key = \(userKey) AND s.channel_key = \(channelKey)
         """
     }
 
-    /// Moves `last_seen_at` forward to `at` (never backwards). Returns the state after.
-    public func markSeen(userKey: Int64, channelKey: Int64, at: Date) async throws -> ChannelState {
+    /// Moves `last_seen_at` forward to `at` (never backwards). Returns the state after, and the mark's
+    /// position (see `stateQuery`).
+    public func markSeen(userKey: Int64, channelKey: Int64, at: Date) async throws -> (state: ChannelState, position: Int64) {
         let results = try await client.transaction([
             """
             WITH old AS (SELECT opened, last_seen_at FROM channel_states WHERE user_key = \(userKey) AND channel_key = \(channelKey))
@@ -131,20 +137,31 @@ extension CollectionStore {
         ])
     }
 
-    /// The user's unread counts per channel (channels with a state), and their total.
-    public func unread(userKey: Int64) async throws -> (total: Int64, channels: [(url: String, unread: Int64)]) {
+    /// The user's unread counts per channel (channels with a state), their total, and the snapshot's
+    /// horizon: every change below it is counted (a client keeps a count it holds from a newer
+    /// position — a mark, a stream event — over this one's).
+    public func unread(userKey: Int64) async throws -> (total: Int64, channels: [(url: String, unread: Int64)], horizon: Int64) {
         let rows = try await client.query(
             """
-            SELECT c.url, u.unread FROM herald_user_channels(\(userKey)) AS u JOIN channels c ON c.key = u.channel_key
-            ORDER BY c.url
+            SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint, listed.url, listed.unread
+            FROM (SELECT 1) AS one LEFT JOIN (
+                SELECT c.url, u.unread FROM herald_user_channels(\(userKey)) AS u JOIN channels c ON c.key = u.channel_key
+            ) AS listed ON true
+            ORDER BY listed.url
             """
         )
-        let channels = try rows.map { try $0.decode((String, Int64).self) }.map { (url: $0.0, unread: $0.1) }
-        return (channels.reduce(0) { $0 + $1.unread }, channels)
+        let horizon = try rows[0].decode(column: 0, as: Int64.self)
+        let channels = try rows.compactMap { row -> (url: String, unread: Int64)? in
+            let (_, url, unread) = try row.decode((Int64, String?, Int64?).self)
+            guard let url, let unread else { return nil }
+            return (url, unread)
+        }
+        return (channels.reduce(0) { $0 + $1.unread }, channels, horizon)
     }
 
-    static func decodeState(_ row: PostgresRow) throws -> ChannelState {
-        let (unread, lastRead, lastSeen, resetCount) = try row.decode((Int64, Date?, Date?, Int32).self)
-        return ChannelState(unreadCount: unread, lastReadAt: lastRead, lastSeenAt: lastSeen, resetCount: resetCount)
+    /// A row of `stateQuery`.
+    static func decodeState(_ row: PostgresRow) throws -> (state: ChannelState, position: Int64) {
+        let (unread, lastRead, lastSeen, resetCount, position) = try row.decode((Int64, Date?, Date?, Int32, Int64).self)
+        return (ChannelState(unreadCount: unread, lastReadAt: lastRead, lastSeenAt: lastSeen, resetCount: resetCount), position)
     }
 }

@@ -17,13 +17,17 @@ extension PostgresClient {
         /// a plan gone wrong — cannot hold a connection forever. `nil` keeps the server's setting. Work
         /// that may legitimately take longer sets its own for its transaction (`SET LOCAL`).
         public var statementTimeout: Duration?
+        /// The prefix of the pool's gauge names (`<prefix>_pool_connections`, …), so that two pools in
+        /// one process — the primary's and a standby's — report apart.
+        public var metricsPrefix: String
 
         public init(
             conninfo: String,
             maximumConnections: Int = 8,
             applicationName: String = "herald",
             pipelineConnections: Int? = nil,
-            statementTimeout: Duration? = nil
+            statementTimeout: Duration? = nil,
+            metricsPrefix: String = "herald_db"
         ) {
             precondition(maximumConnections > 0, "a pool needs at least one connection")
             self.conninfo = conninfo
@@ -31,6 +35,7 @@ extension PostgresClient {
             self.applicationName = applicationName
             self.pipelineConnections = min(maximumConnections, max(1, pipelineConnections ?? maximumConnections / 4))
             self.statementTimeout = statementTimeout
+            self.metricsPrefix = metricsPrefix
         }
     }
 }

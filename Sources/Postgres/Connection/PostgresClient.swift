@@ -34,7 +34,7 @@ public final class PostgresClient: Service, Sendable {
         self.logger = logger
         self.executor = PostgresExecutor(threadCount: configuration.maximumConnections + Self.computeThreads, name: "herald-pg")
         self.state = Mutex(State(machine: PoolStateMachine(maximumConnections: configuration.maximumConnections)))
-        self.gauges = PoolGauges(maximum: configuration.maximumConnections)
+        self.gauges = PoolGauges(prefix: configuration.metricsPrefix, maximum: configuration.maximumConnections)
     }
 
     /// Leases a connection for the duration of `body` and returns it to the pool afterwards.
@@ -217,17 +217,23 @@ public final class PostgresClient: Service, Sendable {
     }
 }
 
-/// The pool's Prometheus gauges: `herald_db_pool_connections{state="open|idle|leased"}`,
-/// `herald_db_pool_waiters`, `herald_db_pipeline_waiting` and `herald_db_pool_max_connections`.
+/// The pool's Prometheus gauges, named after the configuration's prefix (`herald_db` here):
+/// `herald_db_pool_connections{state="open|idle|leased"}`, `herald_db_pool_waiters`,
+/// `herald_db_pipeline_waiting` and `herald_db_pool_max_connections`.
 private struct PoolGauges: Sendable {
-    let open = Gauge(label: "herald_db_pool_connections", dimensions: [("state", "open")])
-    let idle = Gauge(label: "herald_db_pool_connections", dimensions: [("state", "idle")])
-    let leased = Gauge(label: "herald_db_pool_connections", dimensions: [("state", "leased")])
-    let waiting = Gauge(label: "herald_db_pool_waiters")
-    let pipelineWaiting = Gauge(label: "herald_db_pipeline_waiting")
+    let open: Gauge
+    let idle: Gauge
+    let leased: Gauge
+    let waiting: Gauge
+    let pipelineWaiting: Gauge
 
-    init(maximum: Int) {
-        Gauge(label: "herald_db_pool_max_connections").record(maximum)
+    init(prefix: String, maximum: Int) {
+        open = Gauge(label: "\(prefix)_pool_connections", dimensions: [("state", "open")])
+        idle = Gauge(label: "\(prefix)_pool_connections", dimensions: [("state", "idle")])
+        leased = Gauge(label: "\(prefix)_pool_connections", dimensions: [("state", "leased")])
+        waiting = Gauge(label: "\(prefix)_pool_waiters")
+        pipelineWaiting = Gauge(label: "\(prefix)_pipeline_waiting")
+        Gauge(label: "\(prefix)_pool_max_connections").record(maximum)
     }
 
     func publish(open: Int, idle: Int, waiting: Int, pipelineWaiting: Int) {

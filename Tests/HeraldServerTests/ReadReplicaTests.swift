@@ -1,0 +1,208 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+import HeraldTesting
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import Postgres
+import Prometheus
+import Testing
+
+@testable import HeraldServer
+
+/// Sync reads on a hot standby (`HERALD_READ_DATABASE_URL`): a real primary and a standby streaming
+/// from it, made by the test support, with a replay delay to make the standby lag on purpose.
+@Suite("Read replica", .serialized)
+struct ReadReplicaTests {
+    static let adminToken = "test-admin-token-read-replica-0123"
+    let collections = CollectionTests()
+
+    /// A migrated primary with `CollectionTests`' world (user `u1`), its standby, and the replica that
+    /// sends reads there.
+    struct Replicated {
+        var primary: PostgresClient
+        var standby: PostgresClient
+        var standbyCluster: PostgresCluster
+        var replica: ReadReplica
+        var world: CollectionTests.World
+        var session: String { world.sessions["u1"]! }
+
+        /// Whether the standby has replayed the session of `u1` (or its revocation).
+        func standbyKnowsSession() async throws -> Bool {
+            try await SessionStore(client: standby).isValid(try #require(SessionToken(parsing: session)))
+        }
+    }
+
+    func withReplicated(applyDelay: Duration?, maximumLag: Duration = .seconds(60), _ body: (Replicated) async throws -> Void) async throws {
+        try await TestPostgres.withStandby(applyDelay: applyDelay) { primaryCluster, standbyCluster in
+            let primary = PostgresClient(configuration: .init(conninfo: primaryCluster.conninfo(), maximumConnections: 4))
+            let standby = PostgresClient(
+                configuration: .init(conninfo: standbyCluster.conninfo(), maximumConnections: 4, metricsPrefix: "herald_read_db")
+            )
+            do {
+                try await Migrator(client: primary, migrations: try TestPostgres.repositoryMigrations()).migrate()
+                var logger = Logger(label: "herald.test.replica")
+                logger.logLevel = .critical
+                let replica = ReadReplica(client: standby, primary: primary, maximumLag: maximumLag, logger: logger)
+                try await waitUntil("the standby replays the schema") {
+                    try await !standby.query("SELECT 1 FROM pg_class WHERE relname = 'console_sessions'").isEmpty
+                }
+                let world = try await collections.world(client: primary, users: ["u1"])
+                try await body(Replicated(primary: primary, standby: standby, standbyCluster: standbyCluster, replica: replica, world: world))
+            } catch {
+                await standby.shutdown()
+                await primary.shutdown()
+                throw error
+            }
+            await standby.shutdown()
+            await primary.shutdown()
+        }
+    }
+
+    /// Herald on the primary, reading on `replica` when given.
+    func app(_ primary: PostgresClient, replica: ReadReplica?) throws -> some ApplicationProtocol {
+        let dependencies = HeraldApplication.Dependencies(
+            client: primary,
+            migrator: Migrator(client: primary, migrations: try TestPostgres.repositoryMigrations()),
+            metricsRegistry: PrometheusCollectorRegistry(),
+            adminToken: Self.adminToken,
+            replica: replica
+        )
+        return Application(router: HeraldApplication.buildRouter(dependencies).router)
+    }
+
+    func poll(_ client: some TestClientProtocol, _ session: String, _ token: String) async throws -> [String: Any] {
+        try await collections.collection(client, session, query: "?token=\(collections.escaped(token))")
+    }
+
+    @Test func aStandbyBehindTheTokenAnswersNothingNewAndNothingGoesBackOrIsSkipped() async throws {
+        try await withReplicated(applyDelay: .seconds(3)) { world in
+            let replica = world.replica
+            await replica.probe()
+            #expect(replica.statistics.fitness == .fit)
+            try await app(world.primary, replica: nil).test(.router) { direct in
+                try await app(world.primary, replica: replica).test(.router) { replicated in
+                    // Issued a moment ago, the session is not on the standby yet: the primary decides
+                    // (and answers), rather than the standby refusing it.
+                    let first = try await collections.collection(replicated, world.session)
+                    #expect(first["is_live"] as? Bool == true)
+                    #expect(replica.statistics.fallbacks["unknown_session"] == 1)
+                    let loaded = try #require(first["next_token"] as? String)
+                    try await waitUntil("the standby replays the session") { try await world.standbyKnowsSession() }
+
+                    // The primary answers a send at once; its token reaches beyond the delayed standby.
+                    let a = try await world.world.send("a", to: ["u1"])
+                    let fromPrimary = try await poll(direct, world.session, loaded)
+                    #expect(collections.ids(fromPrimary) == ["\(a)"])
+                    let ahead = try #require(fromPrimary["next_token"] as? String)
+
+                    // Not looked at since the send, the replica cannot tell this token from one of a
+                    // restored database's: the primary judges it.
+                    let judged = try await poll(replicated, world.session, ahead)
+                    #expect(judged["is_live"] as? Bool == true)
+                    #expect(collections.ids(judged).isEmpty)
+                    #expect(replica.statistics.fallbacks["token_ahead"] == 1)
+
+                    // Once it has looked, the standby answers: nothing new yet, the token unchanged.
+                    await replica.probe()
+                    let waiting = try await poll(replicated, world.session, ahead)
+                    #expect(waiting["is_live"] as? Bool == true)
+                    #expect(collections.ids(waiting).isEmpty)
+                    #expect(waiting["next_token"] as? String == ahead)
+                    #expect(replica.statistics.behindTokens == 1)
+
+                    // Sends polled only through the standby from there: each arrives once, in order,
+                    // and `a`, which the token had seen, never comes back.
+                    var sent: [String] = []
+                    var received: [String] = []
+                    var token = ahead
+                    for round in 0..<5 {
+                        sent.append(String(try await world.world.send("n\(round)", to: ["u1"])))
+                        await replica.probe()
+                        let answer = try await poll(replicated, world.session, token)
+                        #expect(answer["is_live"] as? Bool == true)
+                        received += collections.ids(answer)
+                        token = try #require(answer["next_token"] as? String)
+                    }
+                    try await waitUntil("every send through the standby", timeout: .seconds(60)) {
+                        await replica.probe()
+                        let answer = try await poll(replicated, world.session, token)
+                        #expect(answer["is_live"] as? Bool == true)
+                        received += collections.ids(answer)
+                        token = try #require(answer["next_token"] as? String)
+                        return received.count >= sent.count
+                    }
+                    #expect(received == sent)
+                    #expect(replica.statistics.standbyReads >= 6)
+                    #expect(replica.statistics.behindTokens >= 2)
+                }
+            }
+        }
+    }
+
+    @Test func aStandbyThatLagsOrFailsSendsReadsToThePrimaryAndARevocationArrivesWithReplay() async throws {
+        try await withReplicated(applyDelay: .seconds(2), maximumLag: .seconds(1)) { world in
+            let replica = world.replica
+            try await waitUntil("the standby replays the session") { try await world.standbyKnowsSession() }
+            try await waitUntil("the standby is fit") {
+                await replica.probe()
+                return replica.statistics.fitness == .fit
+            }
+            try await app(world.primary, replica: nil).test(.router) { direct in
+                try await app(world.primary, replica: replica).test(.router) { replicated in
+                    let a = try await world.world.send("a", to: ["u1"])
+                    // Held back two seconds, the standby falls more than a second behind.
+                    try await waitUntil("the standby lags") {
+                        await replica.probe()
+                        return replica.statistics.fitness == .lagging
+                    }
+                    #expect(try #require(replica.statistics.lag) > .seconds(1))
+                    let lagging = try await collections.collection(replicated, world.session)
+                    #expect(collections.ids(lagging) == ["\(a)"])
+                    #expect(replica.statistics.fallbacks["lagging"] == 1)
+                    try await waitUntil("the standby catches up") {
+                        await replica.probe()
+                        return replica.statistics.fitness == .fit
+                    }
+                    let reads = replica.statistics.standbyReads
+                    let caughtUp = try await collections.collection(replicated, world.session)
+                    #expect(collections.ids(caughtUp) == ["\(a)"])
+                    #expect(replica.statistics.standbyReads == reads + 1)
+
+                    // A standby that stops: the request that finds it gone runs again on the primary.
+                    try await world.standbyCluster.stop()
+                    let b = try await world.world.send("b", to: ["u1"])
+                    let down = try await collections.collection(replicated, world.session)
+                    #expect(collections.ids(down) == ["\(b)", "\(a)"])
+                    #expect(replica.statistics.fallbacks["failed"] == 1)
+                    #expect(replica.statistics.fitness == .down)
+                    let unread = try await replicated.execute(uri: "/v1/me/unread", method: .get, headers: jsonHeaders(bearer: world.session))
+                    #expect(unread.status == .ok)
+                    #expect(replica.statistics.fallbacks["down"] == 1)
+                    try await world.standbyCluster.start()
+                    try await waitUntil("the standby is back", timeout: .seconds(60)) {
+                        await replica.probe()
+                        return replica.statistics.fitness == .fit
+                    }
+
+                    // A revoked session reads on the standby until it replays the revocation, then not.
+                    let revoked = try await direct.execute(
+                        uri: "/v1/users/u1/sessions",
+                        method: .delete,
+                        headers: jsonHeaders(bearer: Self.adminToken)
+                    )
+                    #expect(revoked.status == .ok)
+                    try await waitUntil("the standby replays the revocation") { try await !world.standbyKnowsSession() }
+                    await replica.probe()
+                    let refused = try await replicated.execute(
+                        uri: "/v1/me/channels/feed/collection",
+                        method: .get,
+                        headers: jsonHeaders(bearer: world.session)
+                    )
+                    #expect(refused.status == .unauthorized)
+                }
+            }
+        }
+    }
+}
