@@ -1,27 +1,43 @@
+import ArgumentParser
 import AsyncHTTPClient
 import Foundation
 import HeraldServer
 import HeraldStore
+import HeraldTesting
 import Logging
 import Postgres
 
 /// The database a benchmark runs against: `--database-url` / `DATABASE_URL`, else a private cluster in
-/// a temporary directory that `close()` stops and removes.
+/// a temporary directory that `close()` stops and removes, optionally behind PgBouncer.
 struct BenchDatabase {
     let conninfo: String
     private let cluster: PostgresCluster?
+    /// In front of the private cluster, for Herald's pool (`--pgbouncer`).
+    private var bouncer: PgBouncer?
+    /// Whether Herald's pool prepares named statements (`--unprepared`, or a PgBouncer that cannot
+    /// keep them, turns this off).
+    private(set) var preparedStatements = true
 
-    static func open(databaseURL: String?) async throws -> BenchDatabase {
+    static func open(databaseURL: String?, pgbouncer: Bool = false, unprepared: Bool = false) async throws -> BenchDatabase {
         if let url = databaseURL ?? ProcessInfo.processInfo.environment["DATABASE_URL"] {
-            return BenchDatabase(conninfo: url, cluster: nil)
+            guard !pgbouncer else { throw ValidationError("--pgbouncer starts its own PgBouncer before the private cluster: drop --database-url") }
+            return BenchDatabase(conninfo: url, cluster: nil, preparedStatements: !unprepared)
         }
         let cluster = try PostgresCluster(directory: NSTemporaryDirectory() + "herald-bench-\(getpid())")
         try await cluster.start()
-        return BenchDatabase(conninfo: cluster.conninfo(database: "postgres"), cluster: cluster)
+        var database = BenchDatabase(conninfo: cluster.conninfo(database: "postgres"), cluster: cluster, preparedStatements: !unprepared)
+        if pgbouncer {
+            let bouncer = try await PgBouncer.start(in: cluster.directory + "/pgbouncer", before: cluster)
+            database.bouncer = bouncer
+            database.preparedStatements = database.preparedStatements && bouncer.keepsPreparedStatements
+            print("Herald's pool goes through PgBouncer (transaction mode), statements \(database.preparedStatements ? "prepared" : "unnamed").")
+        }
+        return database
     }
 
     /// Runs `body` against a fresh database `name` on this server with Herald's migrations applied,
-    /// through a pool of `connections` and an HTTP client; both are shut down afterwards.
+    /// through a pool of `connections` (through PgBouncer with `--pgbouncer`) and an HTTP client; both
+    /// are shut down afterwards. `body`'s conninfo reaches the server directly (pgbench's).
     func withFreshHeraldDatabase(
         _ name: String,
         connections: Int,
@@ -39,16 +55,26 @@ struct BenchDatabase {
         let logger = Logger(label: "herald-bench") { DeferredMetadataLogHandler.standardError(label: $0, level: level) }
         let client = PostgresClient(
             configuration: .init(
-                conninfo: fresh,
+                conninfo: bouncer?.conninfo(database: name) ?? fresh,
                 maximumConnections: connections,
                 applicationName: "herald-bench",
-                pipelineConnections: pipelineConnections
+                pipelineConnections: pipelineConnections,
+                preparedStatements: preparedStatements
             ),
             logger: logger
         )
+        // Migrations hold a session's lock: on the server itself, as `herald serve` runs them.
+        let direct = PostgresClient(configuration: .init(conninfo: fresh, maximumConnections: 1, metricsPrefix: "herald_bench_direct_db"))
+        do {
+            try await HeraldRuntime.migrator(client: direct, logger: logger).migrate()
+            await direct.shutdown()
+        } catch {
+            await direct.shutdown()
+            await client.shutdown()
+            throw error
+        }
         let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         do {
-            try await HeraldRuntime.migrator(client: client, logger: logger).migrate()
             try await body(client, http, fresh, logger)
         } catch {
             try? await http.shutdown()
@@ -60,6 +86,7 @@ struct BenchDatabase {
     }
 
     func close() {
+        bouncer?.stop()
         guard let cluster else { return }
         try? cluster.stopBlocking()
         try? FileManager.default.removeItem(atPath: cluster.directory)

@@ -42,6 +42,12 @@ struct SyncBenchmark: AsyncParsableCommand {
     @Option(help: "Load generator for the peak rates: wrk (C, like pgbench; the default when installed) or swift (AsyncHTTPClient in this process).")
     var generator: Generator = Wrk.path() == nil ? .swift : .wrk
 
+    @Flag(help: "Herald's pool reaches the private cluster through PgBouncer in transaction mode (pgbench stays direct).")
+    var pgbouncer = false
+
+    @Flag(help: "Herald's pool runs every statement unnamed instead of preparing it (what an older PgBouncer needs).")
+    var unprepared = false
+
     @Flag(
         name: .customLong("split-cpus"),
         help: "This process (Herald's server) on CPU 0 alone; PostgreSQL (a local server), wrk and pgbench on the other CPUs."
@@ -64,7 +70,7 @@ struct SyncBenchmark: AsyncParsableCommand {
         }
         let split = splitCPUs ? try CPUSplit() : nil
         try split?.pinSelf()
-        let database = try await BenchDatabase.open(databaseURL: databaseURL)
+        let database = try await BenchDatabase.open(databaseURL: databaseURL, pgbouncer: pgbouncer, unprepared: unprepared)
         defer { database.close() }
         var http = HTTPClient.Configuration()
         http.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)

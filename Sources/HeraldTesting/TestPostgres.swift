@@ -46,8 +46,17 @@ public enum TestPostgres {
         let name = "herald_test_\(UUID().uuidString.prefix(8).lowercased())"
         try await server.createDatabase(name, migrated: migrated)
         let conninfo = try server.conninfo(database: name)
-        let client = PostgresClient(configuration: .init(conninfo: conninfo, maximumConnections: maximumConnections), logger: testLogger)
-        let database = TestDatabase(name: name, conninfo: conninfo, client: client)
+        let client = PostgresClient(
+            configuration: .init(conninfo: conninfo, maximumConnections: maximumConnections, preparedStatements: server.preparedStatements),
+            logger: testLogger
+        )
+        let database = TestDatabase(
+            name: name,
+            conninfo: conninfo,
+            directConninfo: try server.directConninfo(database: name),
+            preparedStatements: server.preparedStatements,
+            client: client
+        )
         do {
             let result = try await body(database)
             await client.shutdown()
@@ -122,8 +131,25 @@ public enum TestPostgres {
 /// A fresh database for one test.
 public struct TestDatabase: Sendable {
     public let name: String
+    /// What Herald is given as `DATABASE_URL`: the server, or PgBouncer in front of it when the suite
+    /// runs through one (`HERALD_TEST_PGBOUNCER=on`).
     public let conninfo: String
+    /// The server itself, never a pooler: for LISTEN, session-level settings and locks, and tests of
+    /// the driver.
+    public let directConninfo: String
+    /// Whether pools on `conninfo` may prepare named statements (see `PgBouncer`).
+    public let preparedStatements: Bool
+    /// A pool on `conninfo`.
     public let client: PostgresClient
+
+    /// The environment of a `herald` process on this database: `DATABASE_URL`, and with PgBouncer in
+    /// front, the direct URL for LISTEN and migrations and unnamed statements if it needs them.
+    public var heraldEnvironment: [String: String] {
+        var environment = ["DATABASE_URL": conninfo]
+        if directConninfo != conninfo { environment["HERALD_DIRECT_DATABASE_URL"] = directConninfo }
+        if !preparedStatements { environment["HERALD_DB_PREPARED_STATEMENTS"] = "off" }
+        return environment
+    }
 
     /// Runs `body` while the database refuses new connections (`ALLOW_CONNECTIONS false`, which binds
     /// superusers too); connections already open keep working. Set from the cluster's `postgres`
@@ -160,12 +186,16 @@ actor TestServer {
     let adminConninfo: String
     let baseConninfo: String
     let admin: PostgresClient
+    /// In front of the cluster when the suite runs through PgBouncer (`HERALD_TEST_PGBOUNCER=on`).
+    let bouncer: PgBouncer?
+    nonisolated var preparedStatements: Bool { bouncer?.keepsPreparedStatements ?? true }
     /// Prepared once; concurrent first callers wait on the same task (the actor is reentrant).
     private var template: Task<Void, any Error>?
 
-    init(baseConninfo: String, adminConninfo: String) {
+    init(baseConninfo: String, adminConninfo: String, bouncer: PgBouncer? = nil) {
         self.baseConninfo = baseConninfo
         self.adminConninfo = adminConninfo
+        self.bouncer = bouncer
         self.admin = PostgresClient(configuration: .init(conninfo: adminConninfo, maximumConnections: 1), logger: TestPostgres.testLogger)
     }
 
@@ -178,10 +208,25 @@ actor TestServer {
         let cluster = try PostgresCluster(directory: directory, durable: false)
         TestClusterCleanup.register(cluster)
         try await cluster.start()
-        return TestServer(baseConninfo: cluster.conninfo(database: "postgres"), adminConninfo: cluster.conninfo(database: "postgres"))
+        var bouncer: PgBouncer?
+        if ProcessInfo.processInfo.environment["HERALD_TEST_PGBOUNCER"] == "on" {
+            bouncer = try await PgBouncer.start(in: directory + "/pgbouncer", before: cluster)
+        }
+        return TestServer(
+            baseConninfo: cluster.conninfo(database: "postgres"),
+            adminConninfo: cluster.conninfo(database: "postgres"),
+            bouncer: bouncer
+        )
     }
 
+    /// A test's way to `database`: through PgBouncer when the suite runs through one.
     nonisolated func conninfo(database: String) throws -> String {
+        if let bouncer { return bouncer.conninfo(database: database) }
+        return try directConninfo(database: database)
+    }
+
+    /// The server itself: for the template's migration and the tests that need a session.
+    nonisolated func directConninfo(database: String) throws -> String {
         try PostgresConninfo.settingDatabase(database, in: baseConninfo)
     }
 
@@ -211,7 +256,7 @@ actor TestServer {
         try await admin.query("DROP DATABASE IF EXISTS herald_test_template WITH (FORCE)")
         try await admin.query("CREATE DATABASE herald_test_template")
         let client = PostgresClient(
-            configuration: .init(conninfo: try conninfo(database: "herald_test_template"), maximumConnections: 1),
+            configuration: .init(conninfo: try directConninfo(database: "herald_test_template"), maximumConnections: 1),
             logger: TestPostgres.testLogger
         )
         do {
@@ -247,6 +292,7 @@ enum TestClusterCleanup {
                 let cluster = try? PostgresCluster(directory: directory, durable: false)
             else { continue }
             try? cluster.stopBlocking(immediate: true)
+            PgBouncer.stopOrphan(in: directory + "/pgbouncer")
             try? FileManager.default.removeItem(atPath: directory)
         }
     }
@@ -260,6 +306,7 @@ enum TestClusterCleanup {
         atexit {
             TestClusterCleanup.clusters.withLock { clusters in
                 for cluster in clusters {
+                    PgBouncer.stopOrphan(in: cluster.directory + "/pgbouncer")
                     try? cluster.stopBlocking(immediate: true)
                     try? FileManager.default.removeItem(atPath: cluster.directory)
                 }

@@ -38,7 +38,7 @@ final class ServerWorld: Sendable {
         _ body: @MainActor @Sendable (ServerWorld) async throws -> Void
     ) async throws {
         try await TestPostgres.withDatabase(cluster: .client) { (db: TestDatabase) async throws in
-            try await run(database: db.client, standby: nil, conninfo: db.conninfo, users: users, settings: settings, body)
+            try await run(database: db.client, standby: nil, environment: db.heraldEnvironment, users: users, settings: settings, body)
         }
     }
 
@@ -56,7 +56,7 @@ final class ServerWorld: Sendable {
                 try await run(
                     database: client,
                     standby: reader,
-                    conninfo: primary.conninfo(),
+                    environment: ["DATABASE_URL": primary.conninfo()],
                     users: users,
                     settings: ["HERALD_READ_DATABASE_URL": standby.conninfo(), "HERALD_READ_MAX_LAG": "60s"],
                     body
@@ -74,7 +74,7 @@ final class ServerWorld: Sendable {
     private static func run(
         database: PostgresClient,
         standby: PostgresClient?,
-        conninfo: String,
+        environment databaseEnvironment: [String: String],
         users: [String],
         settings: [String: String],
         _ body: @MainActor @Sendable (ServerWorld) async throws -> Void
@@ -85,12 +85,13 @@ final class ServerWorld: Sendable {
             authentication: .token(publicKeyPEM: key.publicKeyPEM, keyID: credentials.keyID, teamID: credentials.teamID)
         )
         var environment = [
-            "DATABASE_URL": conninfo, "HERALD_SECRET_KEY": Hex.encode(SecureRandom.bytes(32)), "HERALD_ADMIN_TOKEN": adminToken,
+            "HERALD_SECRET_KEY": Hex.encode(SecureRandom.bytes(32)), "HERALD_ADMIN_TOKEN": adminToken,
             "HERALD_APNS_URL": mock.baseURL, "HERALD_APNS_CA_FILE": mock.trustRootFile, "HERALD_REFRESH_MIN_INTERVAL": "0s",
             // The model tests replay histories as fast as the machine goes, far above what one app
             // sends; the limits have tests of their own.
             "HERALD_RATE_LIMIT_SESSION": "off", "HERALD_RATE_LIMIT_ADDRESS": "off",
         ]
+        environment.merge(databaseEnvironment) { $1 }
         environment.merge(settings) { $1 }
         let process: HeraldProcess
         let port: Int

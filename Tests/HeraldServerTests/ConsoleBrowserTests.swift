@@ -23,10 +23,10 @@ struct ConsoleBrowserTests {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
             let herald = try HeraldProcess(
                 arguments: ["serve", "--port", "0", "--sql-dir", root + "/sql"],
-                environment: [
-                    "DATABASE_URL": db.conninfo, "HERALD_ADMIN_TOKEN": Self.adminToken, "HERALD_SECRET_KEY": Hex.encode(SecureRandom.bytes(32)),
+                environment: db.heraldEnvironment.merging([
+                    "HERALD_ADMIN_TOKEN": Self.adminToken, "HERALD_SECRET_KEY": Hex.encode(SecureRandom.bytes(32)),
                     "HERALD_CONSOLE_DIR": root + "/console",
-                ]
+                ]) { $1 }
             )
             defer { herald.signal(SIGKILL) }
             let line = try await herald.waitForLine(containing: "Herald listening on")

@@ -40,10 +40,10 @@ struct LogRedactionTests {
 
             let herald = try HeraldProcess(
                 arguments: ["serve", "--port", "0", "--sql-dir", TestPostgres.repositoryRoot() + "/sql"],
-                environment: [
-                    "DATABASE_URL": db.conninfo, "HERALD_ADMIN_TOKEN": Self.adminToken, "HERALD_SECRET_KEY": secretKey,
+                environment: db.heraldEnvironment.merging([
+                    "HERALD_ADMIN_TOKEN": Self.adminToken, "HERALD_SECRET_KEY": secretKey,
                     "HERALD_LOG_LEVEL": "trace", "HERALD_REFRESH_MIN_INTERVAL": "0s",
-                ]
+                ]) { $1 }
             )
             defer { herald.signal(SIGKILL) }
             let line = try await herald.waitForLine(containing: "Herald listening on")

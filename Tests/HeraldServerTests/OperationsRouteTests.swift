@@ -119,7 +119,7 @@ struct OperationsRouteTests {
                 port: 0,
                 logger: Logger(label: "test.operations")
             )
-            let holder = PostgresClient(configuration: .init(conninfo: db.conninfo, maximumConnections: 1))
+            let holder = PostgresClient(configuration: .init(conninfo: db.directConninfo, maximumConnections: 1))
             try await holder.query("SELECT pg_advisory_lock(4242)")
             // Every connection of the pool, each on its thread, waits on the lock inside libpq.
             let blocked = (0..<db.client.configuration.maximumConnections).map { _ in

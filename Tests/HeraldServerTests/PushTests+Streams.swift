@@ -36,7 +36,7 @@ extension PushTests {
         let hub = LiveHub(
             client: world.db.client,
             settings: settings,
-            listener: PostgresListener(conninfo: world.db.conninfo, channels: [LiveHint.channel], logger: logger),
+            listener: PostgresListener(conninfo: world.db.directConninfo, channels: [LiveHint.channel], logger: logger),
             logger: logger
         )
         let dependencies = HeraldApplication.Dependencies(
@@ -395,11 +395,11 @@ extension PushTests {
             let world = try await world(db, users: ["u1"], devices: ["u1": [device]])
             defer { Task { await world.shutdown() } }
             let ttl = 3
-            let environment = [
-                "DATABASE_URL": db.conninfo, "HERALD_SECRET_KEY": world.secretKeyHex, "HERALD_ADMIN_TOKEN": Self.adminToken,
+            let environment = db.heraldEnvironment.merging([
+                "HERALD_SECRET_KEY": world.secretKeyHex, "HERALD_ADMIN_TOKEN": Self.adminToken,
                 "HERALD_APNS_URL": world.mock.baseURL, "HERALD_APNS_CA_FILE": world.mock.trustRootFile,
                 "HERALD_REFRESH_MIN_INTERVAL": "0s", "HERALD_PRESENCE_HEARTBEAT": "1s", "HERALD_PRESENCE_TTL": "\(ttl)s",
-            ]
+            ]) { $1 }
             let arguments = ["serve", "--port", "0", "--sql-dir", TestPostgres.repositoryRoot() + "/sql"]
             func start() async throws -> (HeraldProcess, Int) {
                 let process = try HeraldProcess(arguments: arguments, environment: environment)

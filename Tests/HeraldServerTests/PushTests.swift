@@ -670,11 +670,11 @@ struct PushTests {
             defer { Task { await world.shutdown() } }
             // The first process's pushes never get an answer: it is mid-batch when it dies.
             for token in tokens { world.mock.script(token, [.hang]) }
-            let environment = [
-                "DATABASE_URL": db.conninfo, "HERALD_SECRET_KEY": world.secretKeyHex, "HERALD_ADMIN_TOKEN": Self.adminToken,
+            let environment = db.heraldEnvironment.merging([
+                "HERALD_SECRET_KEY": world.secretKeyHex, "HERALD_ADMIN_TOKEN": Self.adminToken,
                 "HERALD_APNS_URL": world.mock.baseURL, "HERALD_APNS_CA_FILE": world.mock.trustRootFile,
                 "HERALD_REFRESH_MIN_INTERVAL": "0s", "HERALD_PUSH_LEASE": "2s", "HERALD_LOG_LEVEL": "info",
-            ]
+            ]) { $1 }
             let arguments = ["serve", "--port", "0", "--sql-dir", TestPostgres.repositoryRoot() + "/sql"]
             let first = try HeraldProcess(arguments: arguments, environment: environment)
             _ = try await first.waitForLine(containing: "Herald listening on")
@@ -737,11 +737,11 @@ struct PushTests {
                 try await world.query("SELECT count(*) FROM notification_recipients").first!.decode(Int.self)
             }
             let total = 3 * users
-            let environment = [
-                "DATABASE_URL": db.conninfo, "HERALD_SECRET_KEY": world.secretKeyHex, "HERALD_ADMIN_TOKEN": Self.adminToken,
+            let environment = db.heraldEnvironment.merging([
+                "HERALD_SECRET_KEY": world.secretKeyHex, "HERALD_ADMIN_TOKEN": Self.adminToken,
                 "HERALD_APNS_URL": world.mock.baseURL, "HERALD_APNS_CA_FILE": world.mock.trustRootFile,
                 "HERALD_REFRESH_MIN_INTERVAL": "0s", "HERALD_PUSH_LEASE": "2s", "HERALD_FANOUT_BATCH_SIZE": "100",
-            ]
+            ]) { $1 }
             let arguments = ["serve", "--port", "0", "--sql-dir", TestPostgres.repositoryRoot() + "/sql"]
             var random = SplitMix64(seed: 0xC4A5_4ED)
             var killedMidway = 0
@@ -788,10 +788,10 @@ struct PushTests {
             world.mock.script(Self.token(2), [.status(400, reason: "BadDeviceToken")])
             let command = try HeraldProcess(
                 arguments: ["push", "test", "--user", "u1", "--sql-dir", TestPostgres.repositoryRoot() + "/sql"],
-                environment: [
-                    "DATABASE_URL": db.conninfo, "HERALD_SECRET_KEY": world.secretKeyHex,
+                environment: db.heraldEnvironment.merging([
+                    "HERALD_SECRET_KEY": world.secretKeyHex,
                     "HERALD_APNS_URL": world.mock.baseURL, "HERALD_APNS_CA_FILE": world.mock.trustRootFile,
-                ]
+                ]) { $1 }
             )
             let status = try await command.waitForExit()
             #expect(status == 1)  // one device was refused

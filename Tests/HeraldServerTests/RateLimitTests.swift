@@ -121,10 +121,10 @@ struct RateLimitTests {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
             _ = try await UserStore(client: db.client).upsert(id: "u1", nickname: nil, profileURL: nil)
             let session = try #require(try await SessionStore(client: db.client).create(userID: "u1", lifetime: 3600)).token.text
-            var environment = [
-                "DATABASE_URL": db.conninfo, "HERALD_ADMIN_TOKEN": Self.adminToken, "HERALD_SECRET_KEY": Hex.encode(SecureRandom.bytes(32)),
+            var environment = db.heraldEnvironment.merging([
+                "HERALD_ADMIN_TOKEN": Self.adminToken, "HERALD_SECRET_KEY": Hex.encode(SecureRandom.bytes(32)),
                 "HERALD_RATE_LIMIT_SESSION": "nonsense",
-            ]
+            ]) { $1 }
             let arguments = ["serve", "--port", "0", "--sql-dir", TestPostgres.repositoryRoot() + "/sql"]
             let refused = try HeraldProcess(arguments: arguments, environment: environment)
             #expect(try await refused.waitForExit() != 0)

@@ -29,7 +29,9 @@ struct UsersAndAuthTests {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
             _ = try await UserStore(client: db.client).upsert(id: "erin", nickname: nil, profileURL: nil)
             let session = try #require(try await SessionStore(client: db.client).create(userID: "erin", lifetime: 3600)).token.text
-            let client = PostgresClient(configuration: .init(conninfo: db.conninfo, maximumConnections: 2, statementTimeout: .milliseconds(300)))
+            let client = PostgresClient(
+                configuration: .init(conninfo: db.directConninfo, maximumConnections: 2, statementTimeout: .milliseconds(300))
+            )
             defer { Task { await client.shutdown() } }
             let dependencies = HeraldApplication.Dependencies(
                 client: client,

@@ -334,10 +334,10 @@ extension WebhookTests {
                 "SELECT herald_webhook_event('notification.clicked', jsonb_build_object('n', g)) FROM generate_series(1, 100) AS g"
             )
             receiver.script([.hang, .hang])
-            let environment = [
-                "DATABASE_URL": db.conninfo, "HERALD_ADMIN_TOKEN": Self.adminToken, "HERALD_SECRET_KEY": secretKey,
+            let environment = db.heraldEnvironment.merging([
+                "HERALD_ADMIN_TOKEN": Self.adminToken, "HERALD_SECRET_KEY": secretKey,
                 "HERALD_WEBHOOK_TIMEOUT": "1s", "HERALD_LOG_LEVEL": "warning",
-            ]
+            ]) { $1 }
             let arguments = ["serve", "--port", "0", "--sql-dir", TestPostgres.repositoryRoot() + "/sql"]
             let first = try HeraldProcess(arguments: arguments, environment: environment)
             defer { first.signal(SIGKILL) }

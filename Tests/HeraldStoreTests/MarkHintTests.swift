@@ -15,7 +15,7 @@ struct MarkHintTests {
             _ = try await UserStore(client: db.client).upsert(id: "u1", nickname: nil, profileURL: nil)
             let user = try #require(try await UserStore(client: db.client).key("u1"))
             let channelKey = try #require(try await db.client.query("SELECT key FROM channels WHERE url = 'feed'").first?.decode(Int64.self))
-            let listener = PostgresListener(conninfo: db.conninfo, channels: [LiveHint.channel])
+            let listener = PostgresListener(conninfo: db.directConninfo, channels: [LiveHint.channel])
             try await withTimeout(.seconds(60), what: "the hints") {
                 var events = listener.events().makeAsyncIterator()
                 guard case .listening = await events.next() else {

@@ -37,7 +37,9 @@ struct MigratorTests {
     /// connection keeps the timeout afterwards.
     @Test func migrationsLiftThePoolsStatementTimeoutForThemselves() async throws {
         try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
-            let client = PostgresClient(configuration: .init(conninfo: db.conninfo, maximumConnections: 1, statementTimeout: .milliseconds(100)))
+            let client = PostgresClient(
+                configuration: .init(conninfo: db.directConninfo, maximumConnections: 1, statementTimeout: .milliseconds(100))
+            )
             defer { Task { await client.shutdown() } }
             let slow = Migration(name: "0001_slow", sql: "SELECT pg_sleep(0.3);\nCREATE TABLE slow (id int);")
             #expect(try await Migrator(client: client, migrations: [slow]).migrate().applied == ["0001_slow"])
@@ -101,13 +103,17 @@ struct MigratorTests {
     }
 
     @Test func concurrentMigratorsApplyEachFileOnce() async throws {
-        try await TestPostgres.withDatabase(migrated: false, maximumConnections: 4) { (db: TestDatabase) async throws in
+        try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
+            // On the server itself, as Herald migrates: the lock that makes them take turns is a
+            // session's, which a pooler in transaction mode would not keep.
+            let direct = PostgresClient(configuration: .init(conninfo: db.directConninfo, maximumConnections: 4))
             let reports = try await withThrowingTaskGroup(of: Migrator.Report.self) { group in
                 for _ in 0..<3 {
-                    group.addTask { try await Migrator(client: db.client, migrations: [first, second]).migrate() }
+                    group.addTask { try await Migrator(client: direct, migrations: [first, second]).migrate() }
                 }
                 return try await group.reduce(into: []) { $0.append($1) }
             }
+            await direct.shutdown()
             #expect(reports.flatMap(\.applied).sorted() == ["0001_accounts", "0002_notes"])
         }
     }

@@ -18,6 +18,12 @@ public struct HeraldConfiguration: Sendable {
     /// `--database-url` / `DATABASE_URL`: a libpq URI or conninfo string. When unset and no `PG*`
     /// variable selects a server, Herald runs its embedded cluster.
     public var databaseURL: String?
+    /// `HERALD_DIRECT_DATABASE_URL`: the database server itself when `DATABASE_URL` names a pooler in
+    /// transaction mode (PgBouncer); LISTEN connections and migrations use it. Default: `DATABASE_URL`.
+    public var directDatabaseURL: String?
+    /// `HERALD_DB_PREPARED_STATEMENTS` (`on`/`off`): prepare statements once per connection; `off`
+    /// for a pooler that cannot keep named statements (PgBouncer before 1.21).
+    public var databasePreparedStatements = true
     /// `--read-database-url` / `HERALD_READ_DATABASE_URL`: a hot standby of the database, for sync
     /// reads (see docs/scaling.md); `nil` reads everything on the primary.
     public var readDatabaseURL: String?
@@ -129,6 +135,11 @@ public struct HeraldConfiguration: Sendable {
         if let directory = value(dataDirectory, "HERALD_DATA_DIR") { configuration.dataDirectory = directory }
         configuration.databaseURL = value(databaseURL, "DATABASE_URL")
         configuration.readDatabaseURL = value(readDatabaseURL, "HERALD_READ_DATABASE_URL")
+        configuration.directDatabaseURL = value(nil, "HERALD_DIRECT_DATABASE_URL")
+        if let text = value(nil, "HERALD_DB_PREPARED_STATEMENTS") {
+            guard ["on", "off"].contains(text) else { throw ConfigurationError("HERALD_DB_PREPARED_STATEMENTS must be on or off, got '\(text)'") }
+            configuration.databasePreparedStatements = text == "on"
+        }
         if let text = value(nil, "HERALD_READ_MAX_LAG") {
             guard let lag = Self.duration(text), lag >= .seconds(1) else {
                 throw ConfigurationError("HERALD_READ_MAX_LAG must be a duration of at least 1s such as 5s, got '\(text)'")

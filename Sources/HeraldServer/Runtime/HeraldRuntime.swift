@@ -15,6 +15,9 @@ public enum HeraldRuntime {
     /// The database Herald talks to: an external server or its embedded cluster.
     struct Database {
         var conninfo: String
+        /// The server itself, not a pooler in front of it (`HERALD_DIRECT_DATABASE_URL`): LISTEN
+        /// connections and migrations need one session throughout.
+        var directConninfo: String
         var cluster: PostgresCluster?
         /// False when the embedded cluster was already running (another Herald process on the same
         /// data directory, or one that was killed): `migrate` must then leave it running.
@@ -49,7 +52,8 @@ public enum HeraldRuntime {
         _ body: (PostgresClient) async throws -> Result
     ) async throws -> Result {
         let database = try await openDatabase(configuration, logger: logger)
-        let client = PostgresClient(configuration: .init(conninfo: database.conninfo, maximumConnections: connections), logger: logger)
+        // Administration (migrations, fixtures) holds a session-level lock: not through a pooler.
+        let client = PostgresClient(configuration: .init(conninfo: database.directConninfo, maximumConnections: connections), logger: logger)
         let result: Result
         do {
             result = try await body(client)
@@ -121,7 +125,8 @@ public enum HeraldRuntime {
             configuration: .init(
                 conninfo: database.conninfo,
                 maximumConnections: configuration.databasePoolSize,
-                statementTimeout: configuration.databaseStatementTimeout
+                statementTimeout: configuration.databaseStatementTimeout,
+                preparedStatements: configuration.databasePreparedStatements
             ),
             logger: logger
         )
@@ -130,7 +135,9 @@ public enum HeraldRuntime {
         let console: ConsoleSite?
         do {
             migrator = try makeMigrator(configuration, client: client, logger: logger)
-            let report = try await migrator.migrate()
+            let report =
+                try await database.directConninfo == database.conninfo
+                ? migrator.migrate() : migrate(configuration, database: database, logger: logger)
             logger.info(
                 "database schema is current",
                 metadata: ["applied": "\(report.applied.count)", "already_applied": "\(report.alreadyApplied)"]
@@ -168,7 +175,8 @@ public enum HeraldRuntime {
                         maximumConnections: configuration.databasePoolSize,
                         applicationName: "herald-reads",
                         statementTimeout: configuration.databaseStatementTimeout,
-                        metricsPrefix: "herald_read_db"
+                        metricsPrefix: "herald_read_db",
+                        preparedStatements: configuration.databasePreparedStatements
                     ),
                     logger: logger
                 ),
@@ -180,7 +188,12 @@ public enum HeraldRuntime {
         let hub = LiveHub(
             client: client,
             settings: configuration.stream,
-            listener: PostgresListener(conninfo: database.conninfo, channels: [LiveHint.channel], applicationName: "herald-live", logger: logger),
+            listener: PostgresListener(
+                conninfo: database.directConninfo,
+                channels: [LiveHint.channel],
+                applicationName: "herald-live",
+                logger: logger
+            ),
             logger: logger
         )
         let dependencies = HeraldApplication.Dependencies(
@@ -244,7 +257,7 @@ public enum HeraldRuntime {
                 transport: transport,
                 settings: pushSettings,
                 wake: WakeSignal(),
-                listener: PostgresListener(conninfo: database.conninfo, channels: [PushStore.wakeChannel], logger: logger),
+                listener: PostgresListener(conninfo: database.directConninfo, channels: [PushStore.wakeChannel], logger: logger),
                 logger: logger
             )
         )
@@ -257,7 +270,7 @@ public enum HeraldRuntime {
                 box: secrets,
                 settings: webhookSettings,
                 listener: PostgresListener(
-                    conninfo: database.conninfo,
+                    conninfo: database.directConninfo,
                     channels: [WebhookStore.wakeChannel],
                     applicationName: "herald-webhooks",
                     logger: logger
@@ -288,6 +301,24 @@ public enum HeraldRuntime {
             logger.notice("generated the key that seals APNs secrets; keep it with the database backups", metadata: ["path": "\(path)"])
         }
         return try SecretBox(hexKey: stored.secret)
+    }
+
+    /// Applies pending migrations over a connection of their own to the server itself, for a
+    /// `DATABASE_URL` that names a pooler: the migrator's advisory lock is held by a session, which a
+    /// pooler in transaction mode would not keep.
+    static func migrate(_ configuration: HeraldConfiguration, database: Database, logger: Logger) async throws -> Migrator.Report {
+        let client = PostgresClient(
+            configuration: .init(conninfo: database.directConninfo, maximumConnections: 1, metricsPrefix: "herald_direct_db"),
+            logger: logger
+        )
+        do {
+            let report = try await makeMigrator(configuration, client: client, logger: logger).migrate()
+            await client.shutdown()
+            return report
+        } catch {
+            await client.shutdown()
+            throw error
+        }
     }
 
     static func makeMigrator(_ configuration: HeraldConfiguration, client: PostgresClient, logger: Logger) throws -> Migrator {
@@ -328,11 +359,11 @@ public enum HeraldRuntime {
     static func openDatabase(_ configuration: HeraldConfiguration, logger: Logger) async throws -> Database {
         if let url = configuration.databaseURL {
             logger.info("using the database from DATABASE_URL")
-            return Database(conninfo: url, cluster: nil)
+            return Database(conninfo: url, directConninfo: configuration.directDatabaseURL ?? url, cluster: nil)
         }
         if configuration.usesPGEnvironment {
             logger.info("using the database named by the PG* environment variables")
-            return Database(conninfo: "", cluster: nil)
+            return Database(conninfo: "", directConninfo: configuration.directDatabaseURL ?? "", cluster: nil)
         }
         let directory = (configuration.dataDirectory as NSString).appendingPathComponent("postgres")
         let cluster = try PostgresCluster(directory: directory)
@@ -346,7 +377,8 @@ public enum HeraldRuntime {
             throw error
         }
         logger.info("embedded PostgreSQL is running", metadata: ["socket": "\(cluster.socketDirectory)", "started_now": "\(started)"])
-        return Database(conninfo: EmbeddedDatabase.conninfo(cluster), cluster: cluster, startedCluster: started, createdDatabase: created)
+        let conninfo = EmbeddedDatabase.conninfo(cluster)
+        return Database(conninfo: conninfo, directConninfo: conninfo, cluster: cluster, startedCluster: started, createdDatabase: created)
     }
 
     /// With the embedded default and no `HERALD_ADMIN_TOKEN`, generates a token once, keeps it in the

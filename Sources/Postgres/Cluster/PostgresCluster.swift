@@ -22,8 +22,9 @@ public struct PostgresCluster: Sendable {
     /// `false` turns off `fsync` and friends: for throwaway test clusters only.
     public let durable: Bool
     let binDirectory: String
-    /// The unprivileged account to run the server as, when we are root.
-    let runAs: String?
+    /// The unprivileged account to run the server as, when we are root (tools beside the server, such
+    /// as a connection pooler, run as it too).
+    public let runAs: String?
     /// More lines for the cluster's `herald.conf`, after Herald's own (a standby's replay delay, say).
     public var extraSettings: [String] = []
 

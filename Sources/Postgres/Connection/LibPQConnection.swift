@@ -207,7 +207,13 @@ final class LibPQConnection: @unchecked Sendable {
     /// grow without bound if some caller builds SQL text dynamically.
     static let preparedStatementLimit = 512
 
+    /// False: every statement runs unnamed (`PQexecParams`), for a pooler that passes each transaction
+    /// to any server connection and does not carry named statements across (PgBouncer before 1.21, or
+    /// without `max_prepared_statements`).
+    var prepares = true
+
     func preparedName(for key: StatementKey, handle: OpaquePointer) throws(PostgresError) -> String? {
+        guard prepares else { return nil }
         if let name = preparedStatements[key] { return name }
         guard preparedStatements.count < Self.preparedStatementLimit else { return nil }
         nextStatementNumber += 1

@@ -17,6 +17,10 @@ extension PostgresClient {
         /// a plan gone wrong — cannot hold a connection forever. `nil` keeps the server's setting. Work
         /// that may legitimately take longer sets its own for its transaction (`SET LOCAL`).
         public var statementTimeout: Duration?
+        /// Whether statements are prepared once per connection and run by name (the default), or run
+        /// unnamed every time: for a pooler in transaction mode that cannot keep named statements
+        /// (PgBouncer before 1.21, or without `max_prepared_statements`).
+        public var preparedStatements: Bool
         /// The prefix of the pool's gauge names (`<prefix>_pool_connections`, …), so that two pools in
         /// one process — the primary's and a standby's — report apart.
         public var metricsPrefix: String
@@ -27,7 +31,8 @@ extension PostgresClient {
             applicationName: String = "herald",
             pipelineConnections: Int? = nil,
             statementTimeout: Duration? = nil,
-            metricsPrefix: String = "herald_db"
+            metricsPrefix: String = "herald_db",
+            preparedStatements: Bool = true
         ) {
             precondition(maximumConnections > 0, "a pool needs at least one connection")
             self.conninfo = conninfo
@@ -36,6 +41,7 @@ extension PostgresClient {
             self.pipelineConnections = min(maximumConnections, max(1, pipelineConnections ?? maximumConnections / 4))
             self.statementTimeout = statementTimeout
             self.metricsPrefix = metricsPrefix
+            self.preparedStatements = preparedStatements
         }
     }
 }

@@ -140,6 +140,7 @@ public final class PostgresClient: Service, Sendable {
     func open() throws -> LibPQConnection {
         do {
             let connection = try LibPQConnection.connect(conninfo: configuration.conninfo, applicationName: configuration.applicationName)
+            connection.prepares = configuration.preparedStatements
             if let timeout = configuration.statementTimeout {
                 // The session's value from now on; a transaction's SET LOCAL returns to it when it ends.
                 let milliseconds = String(max(1, timeout.components.seconds * 1_000 + timeout.components.attoseconds / 1_000_000_000_000_000))
