@@ -13,15 +13,16 @@ struct ServeProcess {
     let port: Int
 
     /// Starts `herald serve` (the binary beside this one, the `sql/` directory in the working directory)
-    /// against `conninfo`, and waits until it listens.
+    /// against `conninfo` on `port` (0: any free one), and waits until it listens.
     static func start(
         conninfo: String,
         adminToken: String,
         environment: [String: String] = [:],
-        launcher: [String] = []
+        launcher: [String] = [],
+        port: Int = 0
     ) async throws -> ServeProcess {
         let process = try HeraldProcess(
-            arguments: ["serve", "--port", "0", "--sql-dir", FileManager.default.currentDirectoryPath + "/sql"],
+            arguments: ["serve", "--port", String(port), "--sql-dir", FileManager.default.currentDirectoryPath + "/sql"],
             environment: [
                 "DATABASE_URL": conninfo, "HERALD_ADMIN_TOKEN": adminToken, "HERALD_LOG_LEVEL": "warning",
                 "HERALD_SECRET_KEY": String(repeating: "0", count: 64),

@@ -1,5 +1,6 @@
 import ChildProcess
 import Foundation
+import Logging
 import NIOPosix
 import Postgres
 
@@ -66,8 +67,12 @@ public struct PgBouncer: Sendable {
         arguments.append(directory + "/pgbouncer.ini")
         let process = try ChildProcess.spawn(arguments, environment: [], output: .file(directory + "/output.log"))
         let bouncer = PgBouncer(directory: directory, keepsPreparedStatements: keeps, process: process)
+        // Quiet: until the socket is there, each attempt fails, and that is what is being waited for.
+        var quiet = Logger(label: "herald.pgbouncer.probe")
+        quiet.logLevel = .critical
         let probe = PostgresClient(
-            configuration: .init(conninfo: bouncer.conninfo(database: "postgres"), maximumConnections: 1, preparedStatements: false)
+            configuration: .init(conninfo: bouncer.conninfo(database: "postgres"), maximumConnections: 1, preparedStatements: false),
+            logger: quiet
         )
         defer { Task { await probe.shutdown() } }
         do {
