@@ -2,7 +2,6 @@ import AsyncHTTPClient
 import Foundation
 import HeraldTesting
 import NIOCore
-import NIOFoundationCompat
 import NIOHTTP1
 import Synchronization
 
@@ -33,7 +32,7 @@ struct SoakHTTP: Sendable {
             let response = try await http.execute(request, timeout: .seconds(30))
             let bytes = try await response.body.collect(upTo: 16 << 20)
             let status = Int(response.status.code)
-            let json = (try? JSONSerialization.jsonObject(with: Data(buffer: bytes))) as? [String: Any] ?? [:]
+            let json = (try? JSONSerialization.jsonObject(with: Data(bytes.readableBytesView))) as? [String: Any] ?? [:]
             recorder.record(kind, began: began, failure: (200..<300).contains(status) ? nil : "\(status) \(String(buffer: bytes).prefix(200))")
             return (status, json)
         } catch {
