@@ -121,7 +121,12 @@ struct HeraldServerChannel: ServerChildChannel, HTTPChannelHandler {
             // Until the upgrade is decided no handler watches the clock: a client that connects and
             // sends nothing (or a head a byte at a time) would hold the connection and its task forever.
             let deadline = channel.eventLoop.scheduleTask(in: TimeAmount(idleTimeout)) { channel.close(promise: nil) }
-            negotiated.whenComplete { _ in deadline.cancel() }
+            negotiated.whenComplete { result in
+                deadline.cancel()
+                // A negotiation that failed leaves the connection to no one (`handle` only logs the
+                // error): close it, or it stays open for as long as the client keeps it.
+                if case .failure = result { channel.close(promise: nil) }
+            }
             return Value(negotiated: negotiated, channel: channel)
         }
     }
