@@ -63,8 +63,11 @@ let package = Package(
         // Starting and reaping child processes (initdb, pg_ctl, pgbench, herald in tests).
         .target(
             name: "ChildProcess",
+            dependencies: ["CChildProcess"],
             swiftSettings: swiftSettings
         ),
+        // The one piece of the C library ChildProcess needs that Swift does not see.
+        .target(name: "CChildProcess"),
 
         // The only code that touches libpq.
         .target(
@@ -274,6 +277,11 @@ let package = Package(
         .testTarget(
             name: "HeraldCoreTests",
             dependencies: ["HeraldCore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ChildProcessTests",
+            dependencies: ["ChildProcess"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

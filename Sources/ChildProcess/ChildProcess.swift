@@ -1,3 +1,5 @@
+import CChildProcess
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -36,6 +38,16 @@ public struct ChildProcess: Sendable {
             posix_spawn_file_actions_adddup2(&actions, descriptor, 1)
         }
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // Nothing else crosses over. Sockets NIO accepts are not close-on-exec (it calls accept4 with
+        // SOCK_NONBLOCK alone), so a child started while one is open — a PostgreSQL server the test
+        // support starts for the length of a test — would keep a copy, and the connection would stay
+        // open after the server closed it, for as long as that child lives.
+        #if canImport(Glibc)
+        let closing = herald_spawn_file_actions_addclosefrom(&actions, 3)
+        guard closing == 0 else {
+            throw ChildProcessError(message: "cannot keep descriptors from \(arguments[0]): \(String(cString: strerror(closing)))")
+        }
+        #endif
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -46,7 +58,11 @@ public struct ChildProcess: Sendable {
         sigfillset(&allSignals)
         posix_spawnattr_setsigmask(&attributes, &noSignals)
         posix_spawnattr_setsigdefault(&attributes, &allSignals)
+        #if canImport(Darwin)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_CLOEXEC_DEFAULT))
+        #else
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        #endif
 
         let argv = arguments.map { strdup($0) } + [nil]
         let envp = environment.map { strdup($0) } + [nil]
