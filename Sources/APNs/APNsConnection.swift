@@ -40,13 +40,28 @@ final class APNsConnection: Sendable {
             .flatMap { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let handler = APNsStreamsHandler(timeout: timeout, maximumInFlight: maximumInFlight, retiring: retiring)
-                    try channel.pipeline.syncOperations.addHandlers([NIOHTTP2Handler(mode: .client), handler])
+                    try channel.pipeline.syncOperations.addHandlers([
+                        NIOHTTP2Handler(mode: .client, connectionConfiguration: .init(), streamConfiguration: Self.streams),
+                        handler,
+                    ])
                     return (channel, NIOLoopBound(handler, eventLoop: channel.eventLoop))
                 }
             }
             .get()
         return APNsConnection(channel: channelAndHandler.0, handler: channelAndHandler.1, retiring: retiring)
     }
+
+    /// NIOHTTP2's flood guard closes a connection that receives more than 200 RST_STREAM frames in 30
+    /// seconds. It protects a server from clients that open and reset streams cheaply; here every reset
+    /// names a stream this client opened (a reset of an idle stream is a connection error, RFC 9113
+    /// §5.1), so resets cannot outnumber the requests sent, and a server may reset a stream it has
+    /// answered to stop a body it does not need (RFC 9113 §8.1; nginx does it for every request whose
+    /// body it did not read). A window of zero length lets no reset count against another.
+    static let streams: NIOHTTP2Handler.StreamConfiguration = {
+        var streams = NIOHTTP2Handler.StreamConfiguration()
+        streams.streamResetFrameRateLimit.windowLength = .zero
+        return streams
+    }()
 
     /// Sends the requests and returns each one's answer or why it has none, in order.
     func send(_ requests: [APNsRequest]) async -> [Result<APNsAnswer, APNsConnectionError>] {

@@ -18,6 +18,9 @@ public final class MockAPNsServer: Sendable {
     /// What the mock does with a request that passed validation.
     public enum Answer: Sendable, Equatable {
         case status(Int, reason: String? = nil, timestamp: Int64? = nil)
+        /// Answers 200, then resets the stream with NO_ERROR, as nginx does after answering a request
+        /// whose body it did not read (RFC 9113 §8.1 allows it).
+        case answeredThenReset
         /// Sends GOAWAY naming the stream before this one as the last processed, and closes the connection.
         case goAway
         /// Never answers the stream.
@@ -198,9 +201,14 @@ public final class MockAPNsServer: Sendable {
                 return next
             }
         }
-        if case .status(let status, let reason, _) = answer {
+        switch answer {
+        case .status(let status, let reason, _):
             request.status = status
             request.reason = reason
+        case .answeredThenReset:
+            request.status = 200
+        case .goAway, .hang:
+            break
         }
         let recorded = request
         let ready = state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
@@ -359,7 +367,10 @@ private final class StreamsHandler: ChannelInboundHandler {
             status: nil,
             reason: nil
         )
-        switch server.handle(&recorded, binding: binding) {
+        var answer = server.handle(&recorded, binding: binding)
+        let reset = answer == .answeredThenReset
+        if reset { answer = .status(200) }
+        switch answer {
         case .status(let status, let reason, let timestamp):
             var response = HPACKHeaders()
             response.add(name: ":status", value: String(status))
@@ -382,12 +393,13 @@ private final class StreamsHandler: ChannelInboundHandler {
                     promise: nil
                 )
             }
+            if reset { context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .rstStream(.noError))), promise: nil) }
             needsFlush = true
         case .goAway:
             let last = HTTP2StreamID(max(0, Int(streamID) - 2))
             let frame = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: last, errorCode: .noError, opaqueData: nil))
             context.writeAndFlush(wrapOutboundOut(frame)).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
-        case .hang:
+        case .hang, .answeredThenReset:
             break
         }
     }
