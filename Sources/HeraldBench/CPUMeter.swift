@@ -9,6 +9,8 @@ struct CPUMeter {
     /// The postmaster's pid; `nil` when the server is not on this machine (its backends are not ours
     /// to read).
     let postmaster: Int32?
+    /// The process whose CPU counts as Herald's: this one, unless Herald runs as a process of its own.
+    var herald: Int32 = getpid()
 
     struct Reading {
         /// Seconds of CPU (user + system).
@@ -42,7 +44,7 @@ struct CPUMeter {
 
     private func readNow() -> Reading {
         let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
-        let herald = Self.statFields(of: getpid()).map { Self.ticks($0, 13, 14) } ?? 0
+        let herald = Self.statFields(of: self.herald).map { Self.ticks($0, 13, 14) } ?? 0
         var postgres: Double?
         var processes: Set<Int32> = []
         if let postmaster {

@@ -1,5 +1,6 @@
 import APNs
 import ArgumentParser
+import AsyncHTTPClient
 import ChildProcess
 import Foundation
 import HeraldCore
@@ -7,11 +8,13 @@ import HeraldServer
 import HeraldStore
 import HeraldTesting
 import Logging
+import NIOCore
+import NIOHTTP1
 import Postgres
 
 /// The `push` case: (a) the APNs client alone against `nghttpd`, beside `h2load` posting the same
-/// request to the same server; (b) end to end, queued refresh pushes to distinct devices through the
-/// outbox and dispatcher to the mock APNs server.
+/// request to the same server; (b) end to end, one send to many users through `herald serve` —
+/// fan-out, outbox, dispatcher — to an APNs sink (the mock, nginx, or any URL).
 struct PushBenchmark: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "push",
@@ -32,6 +35,15 @@ struct PushBenchmark: AsyncParsableCommand {
 
     @Option(help: "PostgreSQL URI or conninfo for (b); default: a private cluster in a temporary directory.")
     var databaseURL: String?
+
+    @Option(help: "Where (b) sends: mock (the test support's APNs mock, in this process) or nginx (answers 200; apt-get install nginx-light).")
+    var sink: Sink = .mock
+
+    @Option(help: "Send (b) to this APNs base URL instead (any HTTP/2 server over TLS answering 200); needs --apns-ca-file.")
+    var apnsURL: String?
+
+    @Option(help: "PEM file of trust roots for --apns-url.")
+    var apnsCAFile: String?
 
     static let token = String(repeating: "ab", count: 32)
     static let payload = Array(#"{"aps":{"content-available":1},"herald":{"type":"refresh","channels":[],"badge":0}}"#.utf8)
@@ -62,7 +74,7 @@ struct PushBenchmark: AsyncParsableCommand {
             _ = server.wait()
         }
         let url = "https://127.0.0.1:\(port)"
-        try await waitForServer(url: url, trustRoot: credentials.serverCertificateFile)
+        try await waitForServer(port: port)
 
         let key = try ES256Key(pem: credentials.signingKeyPEM)
         let client = try APNsClient(
@@ -127,18 +139,9 @@ struct PushBenchmark: AsyncParsableCommand {
         print("| h2load | \(format(h2Rate)) | 100 % |")
     }
 
-    private func waitForServer(url: String, trustRoot: String) async throws {
+    private func waitForServer(port: Int) async throws {
         for _ in 0..<100 {
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(url.split(separator: ":").last.flatMap { Int($0) } ?? 0).bigEndian)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            close(descriptor)
-            if connected == 0 { return }
+            if try LoopbackPort.isListening(port) { return }
             try await Task.sleep(for: .milliseconds(50))  // a server starting up, not synchronisation between our own tasks
         }
         throw ValidationError("nghttpd did not start")
@@ -146,19 +149,53 @@ struct PushBenchmark: AsyncParsableCommand {
 
     // MARK: - (b) end to end
 
+    /// Where (b) sends its pushes.
+    enum Sink: String, ExpressibleByArgument {
+        /// The test support's mock APNs server in this process (TLS, HTTP/2; every header, the payload's
+        /// JSON and the provider token's signature checked).
+        case mock
+        /// nginx answering `200` to everything (`NginxSink`): a sink much faster than the mock.
+        case nginx
+    }
+
+    /// (b): `herald serve` as a process of its own, `devices` users with a device each; one send to
+    /// all of them through the API, timed from the request until every device is recorded as pushed
+    /// (fan-out, outbox, dispatcher, APNs answers). CPU per push from `/proc`: Herald's process, the
+    /// PostgreSQL server's, and the whole machine's (the sink and this process included).
     private func endToEnd() async throws {
         let credentials = TestCredentials.shared
+        var mock: MockAPNsServer?
+        var nginx: NginxSink?
+        let target: (url: String, trustRoots: String)
+        if let apnsURL {
+            guard let apnsCAFile else { throw ValidationError("--apns-url needs --apns-ca-file") }
+            target = (apnsURL, apnsCAFile)
+        } else if sink == .nginx {
+            let started = try await NginxSink.start(
+                port: try SoakDeployment.freePort(),
+                certificateFile: credentials.serverCertificateFile,
+                keyFile: credentials.serverKeyFile,
+                streams: 1000,
+                directory: credentials.directory
+            )
+            nginx = started
+            target = (started.url, started.trustRootFile)
+        } else {
+            let key = try ES256Key(pem: credentials.signingKeyPEM)
+            let started = try await MockAPNsServer.start(
+                authentication: .token(publicKeyPEM: key.publicKeyPEM, keyID: credentials.keyID, teamID: credentials.teamID),
+                maxConcurrentStreams: 1000
+            )
+            mock = started
+            target = (started.baseURL, started.trustRootFile)
+        }
+        defer { nginx?.stop() }
         let database = try await BenchDatabase.open(databaseURL: databaseURL)
         defer { database.close() }
-        let key = try ES256Key(pem: credentials.signingKeyPEM)
-        let mock = try await MockAPNsServer.start(
-            authentication: .token(publicKeyPEM: key.publicKeyPEM, keyID: credentials.keyID, teamID: credentials.teamID),
-            maxConcurrentStreams: 1000
-        )
         let devices = self.devices
-        try await database.withFreshHeraldDatabase("herald_push_bench", connections: 8) { client, _, _, logger in
+        try await database.withFreshHeraldDatabase("herald_push_bench", connections: 2) { client, http, conninfo, _ in
             print("")
-            print("Creating \(devices) users, each with one device and one queued refresh…")
+            print("Creating \(devices) users, each with one device…")
             try await client.query("INSERT INTO users (id) SELECT 'user-' || g FROM generate_series(1, \(devices)) AS g")
             try await client.query(
                 """
@@ -167,60 +204,97 @@ struct PushBenchmark: AsyncParsableCommand {
                 """
             )
             _ = try await ChannelStore(client: client).put(HeraldCore.Channel(url: "news", kind: .feed, name: "News"))
-            _ = try await TemplateStore(client: client).put(Template(key: "plain", name: "Plain", variables: [], data: .object([:])))
-            try await client.query(
-                """
-                WITH n AS (
-                    INSERT INTO notifications (channel_key, template_key, template_version, data, audience, audience_size, recipient_count)
-                    VALUES (1, 'plain', 1, '{}', 'targets', \(devices), \(devices)) RETURNING id
-                ), r AS (
-                    INSERT INTO notification_recipients (user_key, channel_key, notification_id, change_xid)
-                    SELECT u.key, 1, n.id, pg_current_xact_id()::text::bigint FROM users u, n
-                )
-                INSERT INTO push_outbox (notification_id) SELECT id FROM n
-                """
+            let template = Template(
+                key: "plain",
+                name: "Plain",
+                variables: [.init(name: "title", type: .string, required: true)],
+                data: .object(["title": .string("{{title}}")])
             )
-            try await client.query("ANALYZE")
-            let box = try SecretBox(key: SecureRandom.bytes(32))
-            _ = try await APNsCredentialStore(client: client, box: box).put(
-                APNsCredentialInfo(
-                    name: "bench",
-                    kind: .token,
-                    environment: "sandbox",
-                    topic: "com.example.herald",
-                    keyID: credentials.keyID,
-                    teamID: credentials.teamID,
-                    certificateExpiresAt: nil,
-                    createdAt: Date(),
-                    updatedAt: Date()
-                ),
-                secret: Array(credentials.signingKeyPEM.utf8),
-                password: nil
+            _ = try await TemplateStore(client: client).put(template)
+            try await client.query("VACUUM ANALYZE")
+            try await client.query("CHECKPOINT")
+            let server = try await ServeProcess.start(
+                conninfo: conninfo,
+                adminToken: Self.adminToken,
+                environment: ["HERALD_APNS_URL": target.url, "HERALD_APNS_CA_FILE": target.trustRoots]
             )
-            var settings = PushSettings()
-            settings.apnsURL = mock.baseURL
-            settings.apnsCAFile = mock.trustRootFile
-            settings.minimumInterval = .zero
-            settings.batchSize = batchSize
-            settings.concurrency = concurrency
-            let dispatcher = PushDispatcher(client: client, box: box, settings: settings, listener: nil, logger: logger)
-            let clock = ContinuousClock()
-            let start = clock.now
-            let rounds = try await dispatcher.runUntilIdle()
-            let seconds = elapsedSeconds(clock.now - start)
-            await dispatcher.shutdownTransport()
-            let answered = mock.requests.filter { $0.status == 200 }.count
-            let outstanding = try await client.query("SELECT count(*) FROM devices WHERE refresh_outstanding")[0].decode(Int64.self)
-            guard answered == devices, outstanding == devices else {
-                throw ValidationError(
-                    "expected \(devices) delivered pushes, the mock answered \(answered) with 200 and \(outstanding) devices are marked"
-                )
+            do {
+                try await measure(server: server, client: client, http: http, mock: mock)
+            } catch {
+                server.process.signal(SIGKILL)
+                throw error
             }
-            print("(b) end to end: \(devices) refresh pushes to distinct devices, outbox → dispatcher → mock APNs (TLS, JWT checked):")
-            print("| devices | rounds | seconds | pushes/s |")
-            print("|---:|---:|---:|---:|")
-            print("| \(devices) | \(rounds) | \(format(seconds, digits: 2)) | \(format(Double(devices) / seconds)) |")
+            server.process.signal(SIGTERM)
+            _ = try? await server.process.waitForExit()
         }
-        await mock.shutdown()
+        await mock?.shutdown()
+    }
+
+    private func measure(server: ServeProcess, client: PostgresClient, http: HTTPClient, mock: MockAPNsServer?) async throws {
+        let credentials = TestCredentials.shared
+        let devices = self.devices
+        let base = "http://127.0.0.1:\(server.port)"
+        let key = [
+            "type": "token", "environment": "sandbox", "topic": "com.example.herald", "key": credentials.signingKeyPEM,
+            "key_id": credentials.keyID, "team_id": credentials.teamID,
+        ]
+        _ = try await Self.call(http, .PUT, base + "/v1/apns/credentials/bench", JSONSerialization.data(withJSONObject: key), expect: 200)
+
+        var meter = await CPUMeter.locate(client)
+        meter.herald = server.process.pid
+        let before = await meter.read()
+        let clock = ContinuousClock()
+        let start = clock.now
+        let body = #"{"channel_url":"news","template_key":"plain","audience":"all","variables":{"title":"Herald 2.0 is out"}}"#
+        let sent = try await Self.call(http, .POST, base + "/v1/notifications", Data(body.utf8), expect: 201)
+        guard let id = (sent["id"] as? String).flatMap({ Int64($0) }) else { throw ValidationError("the send answered no id") }
+        var fannedOut: Duration?
+        var pushed: Int64 = 0
+        let deadline = clock.now + .seconds(600)
+        while pushed < devices {
+            guard clock.now < deadline else { throw ValidationError("after 600 s only \(pushed) of \(devices) devices were pushed") }
+            // A cheap read every 20 ms: well under the resolution reported.
+            try await Task.sleep(for: .milliseconds(20))
+            if fannedOut == nil,
+                try await client.query("SELECT fanout_state = 'done' FROM notifications WHERE id = \(id)")[0].decode(Bool.self)
+            {
+                fannedOut = clock.now - start
+            }
+            pushed = try await client.query("SELECT count(*) FROM devices WHERE refresh_outstanding")[0].decode(Int64.self)
+        }
+        let seconds = elapsedSeconds(clock.now - start)
+        let after = await meter.read(after: before)
+        let cpu = CPUMeter.perRequest(from: before, to: after, requests: Double(devices))
+        let busy = (after.machine - before.machine) / seconds / Double(ProcessInfo.processInfo.activeProcessorCount) * 100
+        if let mock {
+            let answered = mock.requests.filter { $0.status == 200 }.count
+            guard answered == devices else { throw ValidationError("the mock answered \(answered) of \(devices) pushes with 200") }
+        }
+        let sinkName = apnsURL ?? (sink == .nginx ? "nginx (`return 200`)" : "mock APNs (TLS, JWT checked)")
+        print("(b) end to end: one send to \(devices) users, each with a device, through `herald serve` to \(sinkName):")
+        print("| devices | fan-out done s | all pushed s | pushes/s | Herald µs/push | PostgreSQL µs/push | rest µs/push | machine busy |")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+        print(
+            "| \(devices) | \(format(fannedOut.map(elapsedSeconds) ?? seconds, digits: 2)) | \(format(seconds, digits: 2)) "
+                + "| \(format(Double(devices) / seconds)) | \(format(cpu.herald)) | \(format(cpu.postgres ?? 0)) | \(format(cpu.rest)) "
+                + "| \(format(busy)) % |"
+        )
+    }
+
+    static let adminToken = "herald-bench-admin-token-0123456789"
+
+    /// One admin request; its JSON answer, or an error naming the status when it is not `expect`.
+    private static func call(_ http: HTTPClient, _ method: HTTPMethod, _ url: String, _ body: Data, expect: Int) async throws -> [String: Any] {
+        var request = HTTPClientRequest(url: url)
+        request.method = method
+        request.headers.add(name: "Authorization", value: "Bearer \(adminToken)")
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.body = .bytes(ByteBuffer(bytes: body))
+        let response = try await http.execute(request, timeout: .seconds(120))
+        let bytes = try await response.body.collect(upTo: 1 << 20)
+        guard Int(response.status.code) == expect else {
+            throw ValidationError("\(method) \(url) answered \(response.status.code): \(String(buffer: bytes))")
+        }
+        return (try? JSONSerialization.jsonObject(with: Data(bytes.readableBytesView)) as? [String: Any]) ?? [:]
     }
 }
