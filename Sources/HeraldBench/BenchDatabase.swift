@@ -18,12 +18,19 @@ struct BenchDatabase {
     /// keep them, turns this off).
     private(set) var preparedStatements = true
 
-    static func open(databaseURL: String?, pgbouncer: Bool = false, unprepared: Bool = false) async throws -> BenchDatabase {
+    /// `settings`: more lines for the private cluster's configuration (ignored with a URL).
+    static func open(
+        databaseURL: String?,
+        pgbouncer: Bool = false,
+        unprepared: Bool = false,
+        settings: [String] = []
+    ) async throws -> BenchDatabase {
         if let url = databaseURL ?? ProcessInfo.processInfo.environment["DATABASE_URL"] {
             guard !pgbouncer else { throw ValidationError("--pgbouncer starts its own PgBouncer before the private cluster: drop --database-url") }
             return BenchDatabase(conninfo: url, cluster: nil, preparedStatements: !unprepared)
         }
-        let cluster = try PostgresCluster(directory: NSTemporaryDirectory() + "herald-bench-\(getpid())")
+        var cluster = try PostgresCluster(directory: NSTemporaryDirectory() + "herald-bench-\(getpid())")
+        cluster.extraSettings = settings
         try await cluster.start()
         var database = BenchDatabase(conninfo: cluster.conninfo(database: "postgres"), cluster: cluster, preparedStatements: !unprepared)
         if pgbouncer {
