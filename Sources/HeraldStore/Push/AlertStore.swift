@@ -72,7 +72,9 @@ public struct AlertStore: Sendable {
                     LEFT JOIN push_preferences p ON p.user_key = r.user_key
                     LEFT JOIN channel_push_preferences cp ON cp.user_key = r.user_key AND cp.channel_key = r.channel_key
                     WHERE n.id = \(notification) AND n.deleted_at IS NULL AND NOT r.deleted
-                        AND (\(after)::int8 IS NULL OR (r.user_key > \(after) AND r.user_key <= \(through)))
+                        -- Bounds the index on (notification_id, user_key) can use; `IS NULL OR` would read
+                        -- every recipient of the notification for each outbox row.
+                        AND r.user_key > coalesce(\(after), \(Int64.min)) AND r.user_key <= coalesce(\(through), \(Int64.max))
                         AND EXISTS (SELECT 1 FROM devices d WHERE d.user_key = r.user_key)
                     """
                 ).map { row in

@@ -115,10 +115,12 @@ public struct PushStore: Sendable {
                 ), candidates AS (
                     SELECT next.notification_id, r.user_key
                     FROM next CROSS JOIN LATERAL (
+                        -- Bounds the index can use (an `IS NULL OR` is a filter: every recipient of
+                        -- the notification would be read and sorted for each slice).
                         SELECT r.user_key FROM notification_recipients r
                         WHERE r.notification_id = next.notification_id
-                            AND (next.user_after IS NULL OR r.user_key > next.user_after)
-                            AND (next.user_through IS NULL OR r.user_key <= next.user_through)
+                            AND r.user_key > coalesce(next.user_after, \(Int64.min))
+                            AND r.user_key <= coalesce(next.user_through, \(Int64.max))
                         ORDER BY r.user_key LIMIT \(users + 1)
                     ) r
                 ), slice AS (
@@ -252,7 +254,10 @@ public struct PushStore: Sendable {
             """
             WITH k AS (SELECT DISTINCT unnest(\(userKeys)::int8[]) AS user_key),
             states AS (
-                SELECT s.user_key, s.channel_key, s.unread_adjustment, s.opened FROM channel_states s JOIN k ON k.user_key = s.user_key
+                -- Per user through the index: joined as a set, the planner reads every user's states.
+                SELECT s.* FROM k CROSS JOIN LATERAL (
+                    SELECT s.user_key, s.channel_key, s.unread_adjustment, s.opened FROM channel_states s WHERE s.user_key = k.user_key
+                ) s
             ),
             broadcasts AS (
                 SELECT k.user_key, b.channel_key, count(*) AS reaching
