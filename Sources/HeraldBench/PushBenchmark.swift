@@ -209,6 +209,7 @@ struct PushBenchmark: AsyncParsableCommand {
                 SELECT key, lpad(to_hex(key), 64, '0'), 'sandbox', 'com.example.herald' FROM users
                 """
             )
+            try await client.query("INSERT INTO device_push_state (device_id) SELECT id FROM devices")
             _ = try await ChannelStore(client: client).put(HeraldCore.Channel(url: "news", kind: .feed, name: "News"))
             let template = Template(
                 key: "plain",
@@ -276,7 +277,7 @@ struct PushBenchmark: AsyncParsableCommand {
         let after = await meter.read(after: before)
         let cpu = CPUMeter.perRequest(from: before, to: after, requests: Double(devices))
         let busy = (after.machine - before.machine) / seconds / Double(ProcessInfo.processInfo.activeProcessorCount) * 100
-        let outstanding = try await client.query("SELECT count(*) FROM devices WHERE refresh_outstanding")[0].decode(Int64.self)
+        let outstanding = try await client.query("SELECT count(*) FROM device_push_state WHERE outstanding")[0].decode(Int64.self)
         guard outstanding == devices else { throw ValidationError("\(outstanding) of \(devices) devices are marked as pushed") }
         if let mock {
             let answered = mock.requests.filter { $0.status == 200 }.count

@@ -96,13 +96,17 @@ struct SoakCheck {
         // Every device with a change it has not synced has been pushed: no want is left unpushed, and
         // every device waiting for its sync got its push from the mock's point of view.
         try? await waitUntil("the dispatchers to push every wanted device", timeout: .seconds(90)) {
-            try await primary.query("SELECT count(*) FROM devices WHERE refresh_wanted_xid IS NOT NULL AND NOT refresh_outstanding")[0]
+            try await primary.query("SELECT count(*) FROM device_push_state WHERE wanted_xid IS NOT NULL AND NOT outstanding")[0]
                 .decode(Int64.self) == 0
         }
         let unpushed = try await primary.query(
-            "SELECT count(*) FROM devices WHERE refresh_wanted_xid IS NOT NULL AND NOT refresh_outstanding"
+            "SELECT count(*) FROM device_push_state WHERE wanted_xid IS NOT NULL AND NOT outstanding"
         )[0].decode(Int64.self)
-        let outstanding = Set(try await primary.query("SELECT token FROM devices WHERE refresh_outstanding").map { try $0.decode(String.self) })
+        let outstanding = Set(
+            try await primary.query("SELECT token FROM devices JOIN device_push_state p ON p.device_id = devices.id WHERE p.outstanding").map {
+                try $0.decode(String.self)
+            }
+        )
         let pushed = Set(mock.requests.filter { $0.status == 200 }.map(\.deviceToken))
         let missing = outstanding.subtracting(pushed).count
         print(

@@ -429,7 +429,7 @@ extension PushTests {
             // The want is recorded (by whichever dispatcher expanded the outbox), and no dispatcher
             // may claim the device: its stream on B makes it online.
             try await waitUntil("the outbox to be expanded into a want") {
-                try await world.query("SELECT 1 FROM devices WHERE refresh_wanted_xid IS NOT NULL AND (SELECT count(*) FROM push_outbox) = 0").count
+                try await world.query("SELECT 1 FROM device_push_state WHERE wanted_xid IS NOT NULL AND (SELECT count(*) FROM push_outbox) = 0").count
                     == 1
             }
             #expect(

@@ -367,9 +367,11 @@ struct PushTests {
             #expect(Set(world.mock.requests.map(\.deviceToken)) == [Self.token(1), Self.token(2)])
 
             // Device 1 syncs (naming itself): its push is answered, and so is the burst it saw.
-            /// The device row's version (`xmin` changes with every write) and its last sync.
+            /// The device's push state's row version (`xmin` changes with every write) and its last sync.
             @Sendable func deviceRow() async throws -> (version: String, syncedAt: Date?) {
-                try await world.query("SELECT xmin::text, last_synced_at FROM devices WHERE token = '\(Self.token(1))'")[0].decode(
+                try await world.query(
+                    "SELECT p.xmin::text, p.last_synced_at FROM devices JOIN device_push_state p ON p.device_id = devices.id WHERE token = '\(Self.token(1))'"
+                )[0].decode(
                     (String, Date?).self
                 )
             }
@@ -384,7 +386,9 @@ struct PushTests {
                 #expect(try await client.execute(uri: "/v1/me/channels/feed/collection", method: .get, headers: headers).status == .ok)
                 #expect(try await deviceRow().version == synced.version)
                 // …until the last sync is older than the resolution.
-                _ = try await world.query("UPDATE devices SET last_synced_at = now() - interval '2 minutes' WHERE token = '\(Self.token(1))'")
+                _ = try await world.query(
+                    "UPDATE device_push_state p SET last_synced_at = now() - interval '2 minutes' FROM devices d WHERE d.id = p.device_id AND d.token = '\(Self.token(1))'"
+                )
                 let aged = try await deviceRow()
                 #expect(try await client.execute(uri: "/v1/me/channels/feed/collection", method: .get, headers: headers).status == .ok)
                 let refreshed = try await deviceRow()
@@ -416,7 +420,10 @@ struct PushTests {
             // when the channel goes (as while its dispatcher is busy elsewhere).
             let late = try await world.send("late", to: ["u4"])
             _ = try await world.query(
-                "UPDATE devices SET refresh_wanted_xid = pg_current_xact_id()::text::bigint, refresh_notification_id = \(late) WHERE token = '\(d4)'"
+                """
+                UPDATE device_push_state p SET wanted_xid = pg_current_xact_id()::text::bigint, notification_id = \(late)
+                FROM devices d WHERE d.id = p.device_id AND d.token = '\(d4)'
+                """
             )
             try await world.app().test(.router) { client in
                 // u1 syncs (its push is answered); u2 only opens the channel; u3 never touches it.
@@ -518,10 +525,14 @@ struct PushTests {
             #expect(statuses(Self.token(4)) == [500, 500, 500])  // out of attempts: a dead letter
             // 429: backed off for this token only (10 minutes here, ± jitter) — not retried yet.
             #expect(statuses(Self.token(3)) == [429])
-            let waiting = try await world.query("SELECT next_attempt_at > now() + interval '7 minutes' FROM devices WHERE token = '\(Self.token(3))'")
+            let waiting = try await world.query(
+                "SELECT p.next_attempt_at > now() + interval '7 minutes' FROM devices JOIN device_push_state p ON p.device_id = devices.id WHERE token = '\(Self.token(3))'"
+            )
             #expect(try waiting[0].decode(Bool.self))
             // The wait passes: the retry goes out and succeeds.
-            _ = try await world.query("UPDATE devices SET next_attempt_at = now() WHERE token = '\(Self.token(3))'")
+            _ = try await world.query(
+                "UPDATE device_push_state p SET next_attempt_at = now() FROM devices d WHERE d.id = p.device_id AND d.token = '\(Self.token(3))'"
+            )
             try await world.drain()
             #expect(statuses(Self.token(3)) == [429, 200])
             let failures = try await PushStore(client: db.client).failures(limit: 10, before: nil)
@@ -589,7 +600,7 @@ struct PushTests {
             #expect(delivered == Set(tokens))
             #expect(world.mock.requests.filter { $0.deviceToken == tokens[4] }.count >= 2)
             #expect(Set(world.mock.requests.map(\.connection)).count >= 2)
-            let wanting = try await world.query("SELECT count(*) FROM devices WHERE refresh_wanted_xid IS NOT NULL")[0].decode(Int64.self)
+            let wanting = try await world.query("SELECT count(*) FROM device_push_state WHERE wanted_xid IS NOT NULL")[0].decode(Int64.self)
             #expect(wanting == 0)
         }
     }
@@ -610,7 +621,7 @@ struct PushTests {
             #expect(world.mock.requests.count == 6)
             #expect(Set(world.mock.requests.map(\.deviceToken)).isDisjoint(with: claimedByA.map(\.token)))
             // A's lease lapses (an hour passes): B takes the rest over.
-            _ = try await world.query("UPDATE devices SET claimed_until = now() - interval '1 second' WHERE claimed_until IS NOT NULL")
+            _ = try await world.query("UPDATE device_push_state SET claimed_until = now() - interval '1 second' WHERE claimed_until IS NOT NULL")
             try await world.drain()
             #expect(Set(world.mock.requests.map(\.deviceToken)) == Set(tokens))
             #expect(world.mock.requests.count == 10)
@@ -634,7 +645,9 @@ struct PushTests {
             let horizon = try await world.query("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")[0].decode(Int64.self)
             #expect(try await store.markSynced(userKey: u1, device: .token(Self.token(1)), horizon: horizon))
             try await store.recordDelivered(claims)
-            let outstanding = try await world.query("SELECT token, refresh_outstanding FROM devices ORDER BY token").map {
+            let outstanding = try await world.query(
+                "SELECT token, p.outstanding FROM devices JOIN device_push_state p ON p.device_id = devices.id ORDER BY token"
+            ).map {
                 try $0.decode((String, Bool).self)
             }
             #expect(outstanding.map(\.1) == [false, true], "\(outstanding)")
@@ -655,7 +668,7 @@ struct PushTests {
             #expect(world.transport.isLoggingOnly)
             #expect(world.mock.requests.isEmpty)
             // Logged counts as delivered: the device has its refresh outstanding, nothing is retried.
-            let outstanding = try await world.query("SELECT refresh_outstanding FROM devices")[0].decode(Bool.self)
+            let outstanding = try await world.query("SELECT outstanding FROM device_push_state")[0].decode(Bool.self)
             #expect(outstanding)
         }
     }
@@ -838,7 +851,7 @@ struct PushTests {
             defer { Task { await world.shutdown() } }
             let store = PushStore(client: db.client)
             func wanted() async throws -> Int64 {
-                try await db.client.query("SELECT count(*) FROM devices WHERE refresh_wanted_xid IS NOT NULL")[0].decode(Int64.self)
+                try await db.client.query("SELECT count(*) FROM device_push_state WHERE wanted_xid IS NOT NULL")[0].decode(Int64.self)
             }
             func outbox() async throws -> Int64 { try await db.client.query("SELECT count(*) FROM push_outbox")[0].decode(Int64.self) }
 
@@ -856,12 +869,14 @@ struct PushTests {
             #expect(try await wanted() == 7)
             #expect(try await outbox() == 0)
 
-            _ = try await db.client.query("UPDATE devices SET refresh_wanted_xid = NULL, refresh_notification_id = NULL")
+            _ = try await db.client.query("UPDATE device_push_state SET wanted_xid = NULL, notification_id = NULL")
             try await Self.broadcast(db, channel: "feed", batchSize: 3)
             #expect(try await outbox() == 3)  // users (…, 3], (3, 6], (6, 7]
             // This time the expansion also claims what it makes due (what the dispatcher does), except
             // a device claimed by another dispatcher whose lease still runs.
-            _ = try await db.client.query("UPDATE devices SET claimed_until = now() + interval '1 hour' WHERE token = \(Self.token(0))")
+            _ = try await db.client.query(
+                "UPDATE device_push_state p SET claimed_until = now() + interval '1 hour' FROM devices d WHERE d.id = p.device_id AND d.token = \(Self.token(0))"
+            )
             slices = []
             var claimed: [String] = []
             let terms = ClaimTerms(lease: .seconds(60), minimumInterval: .zero)

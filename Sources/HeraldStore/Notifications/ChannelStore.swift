@@ -115,10 +115,10 @@ public struct ChannelStore: Sendable {
                 )
                 -- A want that named one of the channel's notifications no longer can (a receipt for it
                 -- would name nothing).
-                UPDATE devices d SET refresh_wanted_xid = \(xid),
-                    refresh_notification_id = CASE WHEN d.refresh_notification_id IN (SELECT id FROM notifications WHERE channel_key = \(key))
-                        THEN NULL ELSE d.refresh_notification_id END
-                FROM users WHERE d.user_key = users.user_key
+                UPDATE device_push_state p SET wanted_xid = \(xid),
+                    notification_id = CASE WHEN p.notification_id IN (SELECT id FROM notifications WHERE channel_key = \(key))
+                        THEN NULL ELSE p.notification_id END
+                FROM users JOIN devices d ON d.user_key = users.user_key WHERE p.device_id = d.id
                 """
             )
             let deleted = try await connection.query("DELETE FROM channels WHERE key = \(key)").affectedRows == 1

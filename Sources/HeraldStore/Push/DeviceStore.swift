@@ -37,20 +37,29 @@ public struct DeviceStore: Sendable {
         unique: Bool
     ) async throws -> (device: Device, created: Bool) {
         let token = token.lowercased()
+        let moved: PostgresQuery = "EXISTS (SELECT 1 FROM previous WHERE previous.user_key <> \(userKey))"
         // One round trip: none of the statements needs another's answer in Swift.
         let results = try await client.transaction([
             // Lock the user's devices in one order so concurrent registrations for a user queue up.
             "SELECT 1 FROM users WHERE key = \(userKey) FOR UPDATE",
             """
-            WITH previous AS (SELECT user_key FROM devices WHERE token = \(token))
-            INSERT INTO devices (user_key, token, environment, topic) VALUES (\(userKey), \(token), \(environment), \(topic))
-            ON CONFLICT (token) DO UPDATE SET user_key = EXCLUDED.user_key, environment = EXCLUDED.environment,
-                topic = EXCLUDED.topic, registered_at = now(),
+            WITH previous AS (SELECT user_key FROM devices WHERE token = \(token)),
+            device AS (
+                INSERT INTO devices (user_key, token, environment, topic) VALUES (\(userKey), \(token), \(environment), \(topic))
+                ON CONFLICT (token) DO UPDATE SET user_key = EXCLUDED.user_key, environment = EXCLUDED.environment,
+                    topic = EXCLUDED.topic, registered_at = now()
+                RETURNING id, token, environment, topic, created_at, registered_at
+            ),
+            state AS (
+                INSERT INTO device_push_state (device_id) SELECT id FROM device
                 -- A device that moved starts clean: no refresh state from its previous user.
-                refresh_wanted_xid = CASE WHEN devices.user_key = EXCLUDED.user_key THEN devices.refresh_wanted_xid END,
-                refresh_notification_id = CASE WHEN devices.user_key = EXCLUDED.user_key THEN devices.refresh_notification_id END,
-                refresh_outstanding = devices.refresh_outstanding AND devices.user_key = EXCLUDED.user_key
-            RETURNING \(Self.columns), NOT EXISTS (SELECT 1 FROM previous WHERE previous.user_key = \(userKey))
+                ON CONFLICT (device_id) DO UPDATE SET
+                    wanted_xid = CASE WHEN \(moved) THEN NULL ELSE device_push_state.wanted_xid END,
+                    notification_id = CASE WHEN \(moved) THEN NULL ELSE device_push_state.notification_id END,
+                    outstanding = device_push_state.outstanding AND NOT \(moved)
+                RETURNING last_push_at, last_synced_at
+            )
+            SELECT device.*, state.*, NOT EXISTS (SELECT 1 FROM previous WHERE previous.user_key = \(userKey)) FROM device, state
             """,
             unique
                 ? "DELETE FROM devices WHERE user_key = \(userKey) AND token <> \(token)"
@@ -68,7 +77,10 @@ public struct DeviceStore: Sendable {
     /// The user's devices, most recently registered first.
     public func list(userKey: Int64) async throws -> [Device] {
         try await client.query(
-            "SELECT \(Self.columns) FROM devices WHERE user_key = \(userKey) ORDER BY registered_at DESC, id DESC"
+            """
+            SELECT \(Self.columns) FROM devices JOIN device_push_state p ON p.device_id = devices.id
+            WHERE user_key = \(userKey) ORDER BY registered_at DESC, id DESC
+            """
         ).map(Self.decode)
     }
 
@@ -99,7 +111,8 @@ public struct DeviceStore: Sendable {
         ).first?.decode(Int64.self)
     }
 
-    static let columns: PostgresQuery = "id, token, environment, topic, created_at, registered_at, last_push_at, last_synced_at"
+    /// A device's columns, from `devices` joined with its `device_push_state` as `p`.
+    static let columns: PostgresQuery = "id, token, environment, topic, created_at, registered_at, p.last_push_at, p.last_synced_at"
 
     static func decode(_ row: PostgresRow) throws -> Device {
         let (id, token, environment, topic, created, registered, pushed, synced) = try row.decode(

@@ -62,8 +62,8 @@ public struct PresenceStore: Sendable {
             ON CONFLICT (node_id, id) DO NOTHING
             """,
             """
-            UPDATE devices SET refresh_outstanding = false
-            WHERE id = ANY(\(streams.compactMap(\.deviceID))) AND refresh_outstanding
+            UPDATE device_push_state SET outstanding = false
+            WHERE device_id = ANY(\(streams.compactMap(\.deviceID))) AND outstanding
             """,
         ])
     }
@@ -114,9 +114,10 @@ public struct PresenceStore: Sendable {
     private static func answerWants(deviceID: Int64?, userKey: Int64?, horizon: Int64, on connection: PostgresConnection) async throws {
         try await connection.query(
             """
-            UPDATE devices SET refresh_wanted_xid = NULL, refresh_notification_id = NULL
-            WHERE (\(deviceID)::int8 IS NULL OR id = \(deviceID)) AND (\(userKey)::int8 IS NULL OR user_key = \(userKey))
-                AND refresh_wanted_xid < \(horizon)
+            UPDATE device_push_state p SET wanted_xid = NULL, notification_id = NULL
+            FROM devices d
+            WHERE d.id = p.device_id AND (\(deviceID)::int8 IS NULL OR d.id = \(deviceID)) AND (\(userKey)::int8 IS NULL OR d.user_key = \(userKey))
+                AND p.wanted_xid < \(horizon)
             """
         )
     }

@@ -105,7 +105,7 @@ public struct PushStore: Sendable {
     /// first push, where a slice at a time lets the pushes of one slice go out while the next is
     /// expanded.
     public func expandOutbox(users: Int, claiming terms: ClaimTerms? = nil) async throws -> (recipients: Int, claims: [DeviceClaim])? {
-        let claimable = terms.map { Self.claimable("d", terms: $0) } ?? "false"
+        let claimable = terms.map { Self.claimable("p", user: "d.user_key", terms: $0) } ?? "false"
         let lease = TimeSQL.interval(terms?.lease ?? .zero)
         return try await client.withRetryingTransaction { connection in
             let rows = try await connection.query(
@@ -136,16 +136,17 @@ public struct PushStore: Sendable {
                 ), wanted AS (
                     -- The claim is decided in SET, on the row version this update locks (a claim a
                     -- concurrent dispatcher just committed is seen).
-                    UPDATE devices d SET refresh_wanted_xid = pg_current_xact_id()::text::bigint,
-                        refresh_notification_id = coalesce(d.refresh_notification_id, slice.notification_id),
-                        claimed_until = CASE WHEN \(claimable) THEN now() + \(lease)::interval ELSE d.claimed_until END,
-                        attempts = CASE WHEN \(claimable) THEN d.attempts + 1 ELSE d.attempts END
-                    FROM slice WHERE d.user_key = slice.user_key
-                    RETURNING d.id, d.user_key, d.token, d.environment, d.topic, d.refresh_wanted_xid, d.refresh_notification_id,
-                        d.attempts, d.claimed_until IS NOT DISTINCT FROM now() + \(lease)::interval AS claimed
+                    UPDATE device_push_state p SET wanted_xid = pg_current_xact_id()::text::bigint,
+                        notification_id = coalesce(p.notification_id, slice.notification_id),
+                        claimed_until = CASE WHEN \(claimable) THEN now() + \(lease)::interval ELSE p.claimed_until END,
+                        attempts = CASE WHEN \(claimable) THEN p.attempts + 1 ELSE p.attempts END
+                    FROM slice JOIN devices d ON d.user_key = slice.user_key
+                    WHERE p.device_id = d.id
+                    RETURNING d.id, d.user_key, d.token, d.environment, d.topic, p.wanted_xid, p.notification_id,
+                        p.attempts, p.claimed_until IS NOT DISTINCT FROM now() + \(lease)::interval AS claimed
                 )
                 SELECT (SELECT count(*) FROM next), (SELECT count(*) FROM slice),
-                    w.id, w.user_key, w.token, w.environment, w.topic, w.refresh_wanted_xid, w.refresh_notification_id, w.attempts,
+                    w.id, w.user_key, w.token, w.environment, w.topic, w.wanted_xid, w.notification_id, w.attempts,
                     \(TimeSQL.nowMicroseconds)
                 FROM (SELECT 1) AS always LEFT JOIN wanted w ON w.claimed
                 """
@@ -191,14 +192,15 @@ public struct PushStore: Sendable {
         return (recipients, claims, foundWork)
     }
 
-    /// SQL true for a device row (`alias`) a dispatcher may claim now under `terms`, whether or not it
-    /// wants a refresh: none outstanding, past its retry time and the minimum interval since its last
-    /// push, not claimed by a live dispatcher, and offline by the policy — no live stream names the
-    /// device (`anyOffline`) or its user (`allOffline`).
-    static func claimable(_ alias: PostgresQuery, terms: ClaimTerms) -> PostgresQuery {
-        let online = PresenceSQL.online(deviceColumn: "\(alias).id", userColumn: "\(alias).user_key", policy: terms.policy)
+    /// SQL true for a device's push state (`alias`, a `device_push_state` row; `user`, the column that
+    /// holds the device's user key) a dispatcher may claim now under `terms`, whether or not it wants a
+    /// refresh: none outstanding, past its retry time and the minimum interval since its last push, not
+    /// claimed by a live dispatcher, and offline by the policy — no live stream names the device
+    /// (`anyOffline`) or its user (`allOffline`).
+    static func claimable(_ alias: PostgresQuery, user: PostgresQuery, terms: ClaimTerms) -> PostgresQuery {
+        let online = PresenceSQL.online(deviceColumn: "\(alias).device_id", userColumn: user, policy: terms.policy)
         return """
-            (NOT \(alias).refresh_outstanding AND \(alias).next_attempt_at <= now()
+            (NOT \(alias).outstanding AND \(alias).next_attempt_at <= now()
                 AND (\(alias).claimed_until IS NULL OR \(alias).claimed_until < now())
                 AND (\(alias).last_push_at IS NULL OR \(alias).last_push_at <= now() - \(TimeSQL.interval(terms.minimumInterval))::interval)
                 AND NOT \(online))
@@ -213,14 +215,14 @@ public struct PushStore: Sendable {
     public func claimDue(limit: Int, terms: ClaimTerms) async throws -> [DeviceClaim] {
         let rows = try await client.query(
             """
-            UPDATE devices d SET claimed_until = now() + \(TimeSQL.interval(terms.lease))::interval, attempts = d.attempts + 1
+            UPDATE device_push_state p SET claimed_until = now() + \(TimeSQL.interval(terms.lease))::interval, attempts = p.attempts + 1
             FROM (
-                SELECT id FROM devices
-                WHERE refresh_wanted_xid IS NOT NULL AND \(Self.claimable("devices", terms: terms))
-                ORDER BY next_attempt_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED
-            ) AS due
-            WHERE d.id = due.id
-            RETURNING d.id, d.user_key, d.token, d.environment, d.topic, d.refresh_wanted_xid, d.refresh_notification_id, d.attempts,
+                SELECT s.device_id FROM device_push_state s JOIN devices d ON d.id = s.device_id
+                WHERE s.wanted_xid IS NOT NULL AND \(Self.claimable("s", user: "d.user_key", terms: terms))
+                ORDER BY s.next_attempt_at, s.device_id LIMIT \(limit) FOR UPDATE OF s SKIP LOCKED
+            ) AS due, devices d
+            WHERE p.device_id = due.device_id AND d.id = p.device_id
+            RETURNING d.id, d.user_key, d.token, d.environment, d.topic, p.wanted_xid, p.notification_id, p.attempts,
                 \(TimeSQL.nowMicroseconds)
             """
         )
@@ -290,14 +292,14 @@ public struct PushStore: Sendable {
         guard !claims.isEmpty else { return }
         try await client.transaction([
             """
-            UPDATE devices d SET last_push_at = now(), attempts = 0, next_attempt_at = '-infinity', claimed_until = NULL,
-                refresh_outstanding = d.last_synced_at IS NULL
-                    OR d.last_synced_at < timestamptz 'epoch' + c.claimed_at * interval '1 microsecond',
-                refresh_wanted_xid = CASE WHEN d.refresh_wanted_xid = c.xid THEN NULL ELSE d.refresh_wanted_xid END,
-                refresh_notification_id = CASE WHEN d.refresh_wanted_xid = c.xid THEN NULL ELSE d.refresh_notification_id END
+            UPDATE device_push_state p SET last_push_at = now(), attempts = 0, next_attempt_at = '-infinity', claimed_until = NULL,
+                outstanding = p.last_synced_at IS NULL
+                    OR p.last_synced_at < timestamptz 'epoch' + c.claimed_at * interval '1 microsecond',
+                wanted_xid = CASE WHEN p.wanted_xid = c.xid THEN NULL ELSE p.wanted_xid END,
+                notification_id = CASE WHEN p.wanted_xid = c.xid THEN NULL ELSE p.notification_id END
             FROM unnest(\(claims.map(\.deviceID))::int8[], \(claims.map(\.wantedXID))::int8[], \(claims.map(\.claimedAt))::int8[])
                 AS c(id, xid, claimed_at)
-            WHERE d.id = c.id
+            WHERE p.device_id = c.id
             """,
             Self.countPushes(notificationIDs: claims.compactMap(\.notificationID)),
         ])
@@ -316,7 +318,8 @@ public struct PushStore: Sendable {
     public func recordRetry(_ claim: DeviceClaim, after delay: Duration) async throws {
         try await client.query(
             """
-            UPDATE devices SET next_attempt_at = now() + \(TimeSQL.interval(delay))::interval, claimed_until = NULL WHERE id = \(claim.deviceID)
+            UPDATE device_push_state SET next_attempt_at = now() + \(TimeSQL.interval(delay))::interval, claimed_until = NULL
+            WHERE device_id = \(claim.deviceID)
             """
         )
     }
@@ -342,9 +345,9 @@ public struct PushStore: Sendable {
             if !removed {
                 try await connection.query(
                     """
-                    UPDATE devices SET refresh_wanted_xid = NULL, refresh_notification_id = NULL, attempts = 0,
+                    UPDATE device_push_state SET wanted_xid = NULL, notification_id = NULL, attempts = 0,
                         next_attempt_at = '-infinity', claimed_until = NULL
-                    WHERE id = \(claim.deviceID)
+                    WHERE device_id = \(claim.deviceID)
                     """
                 )
             }
@@ -417,12 +420,12 @@ public struct PushStore: Sendable {
             WITH device AS (
                 SELECT id FROM devices WHERE user_key = \(userKey) AND (id = \(device.id) OR token = \(device.token))
             ), synced AS (
-                UPDATE devices SET refresh_outstanding = false, last_synced_at = now(),
-                    refresh_wanted_xid = CASE WHEN refresh_wanted_xid < \(horizon) THEN NULL ELSE refresh_wanted_xid END,
-                    refresh_notification_id = CASE WHEN refresh_wanted_xid < \(horizon) THEN NULL ELSE refresh_notification_id END
-                FROM device WHERE devices.id = device.id
-                    AND (refresh_outstanding OR refresh_wanted_xid < \(horizon) OR last_synced_at IS NULL
-                        OR last_synced_at < now() - \(TimeSQL.interval(Self.syncedAtResolution))::interval)
+                UPDATE device_push_state p SET outstanding = false, last_synced_at = now(),
+                    wanted_xid = CASE WHEN p.wanted_xid < \(horizon) THEN NULL ELSE p.wanted_xid END,
+                    notification_id = CASE WHEN p.wanted_xid < \(horizon) THEN NULL ELSE p.notification_id END
+                FROM device WHERE p.device_id = device.id
+                    AND (p.outstanding OR p.wanted_xid < \(horizon) OR p.last_synced_at IS NULL
+                        OR p.last_synced_at < now() - \(TimeSQL.interval(Self.syncedAtResolution))::interval)
             )
             SELECT EXISTS (SELECT 1 FROM device)
             """

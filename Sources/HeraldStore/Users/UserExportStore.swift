@@ -83,8 +83,9 @@ public struct UserExportStore: Sendable {
             return """
                 SELECT id, 0, json_build_object('token', token, 'environment', environment, 'topic', topic,
                     'created_at', \(TimeSQL.rfc3339("created_at")), 'registered_at', \(TimeSQL.rfc3339("registered_at")),
-                    'last_push_at', \(TimeSQL.rfc3339("last_push_at")), 'last_synced_at', \(TimeSQL.rfc3339("last_synced_at")))::text
-                FROM devices WHERE user_key = \(key) AND (id, 0::bigint) > (\(a), \(b)) ORDER BY id LIMIT \(limit)
+                    'last_push_at', \(TimeSQL.rfc3339("p.last_push_at")), 'last_synced_at', \(TimeSQL.rfc3339("p.last_synced_at")))::text
+                FROM devices JOIN device_push_state p ON p.device_id = devices.id
+                WHERE user_key = \(key) AND (id, 0::bigint) > (\(a), \(b)) ORDER BY id LIMIT \(limit)
                 """
         case .pushPreferences:
             return """
