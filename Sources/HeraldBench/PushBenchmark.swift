@@ -27,8 +27,8 @@ struct PushBenchmark: AsyncParsableCommand {
     @Option(help: "Devices for the end-to-end case (b); 0 skips it.")
     var devices: Int = 100_000
 
-    @Option(help: "Devices the dispatcher claims (and outbox recipients it expands) at a time in (b).")
-    var batchSize: Int = 5_000
+    @Option(help: "Devices the dispatcher claims (and outbox recipients it expands) at a time in (b); default: the server's.")
+    var batchSize: Int?
 
     @Option(help: "Pushes in flight at once (the client) and streams per connection (servers).")
     var concurrency: Int = 100
@@ -223,7 +223,9 @@ struct PushBenchmark: AsyncParsableCommand {
             let server = try await ServeProcess.start(
                 conninfo: conninfo,
                 adminToken: Self.adminToken,
-                environment: ["HERALD_APNS_URL": target.url, "HERALD_APNS_CA_FILE": target.trustRoots]
+                environment: [
+                    "HERALD_APNS_URL": target.url, "HERALD_APNS_CA_FILE": target.trustRoots, "HERALD_PUSH_STREAMS": String(concurrency),
+                ].merging(batchSize.map { ["HERALD_PUSH_BATCH_SIZE": String($0)] } ?? [:]) { $1 }
             )
             do {
                 try await measure(server: server, client: client, http: http, mock: mock)

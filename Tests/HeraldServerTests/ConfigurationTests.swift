@@ -49,6 +49,18 @@ struct ConfigurationTests {
         }
     }
 
+    @Test func dispatcherPace() throws {
+        let defaults = try HeraldConfiguration.resolve(environment: [:])
+        #expect(defaults.pushBatchSize == 500 && defaults.pushStreams == 100)
+        let set = try HeraldConfiguration.resolve(environment: ["HERALD_PUSH_BATCH_SIZE": "2000", "HERALD_PUSH_STREAMS": "500"])
+        #expect(set.pushBatchSize == 2000 && set.pushStreams == 500)
+        for environment in [
+            ["HERALD_PUSH_BATCH_SIZE": "0"], ["HERALD_PUSH_BATCH_SIZE": "50001"], ["HERALD_PUSH_STREAMS": "1001"], ["HERALD_PUSH_STREAMS": "some"],
+        ] {
+            #expect(throws: ConfigurationError.self, "\(environment)") { try HeraldConfiguration.resolve(environment: environment) }
+        }
+    }
+
     @Test func httpIdleTimeout() throws {
         #expect(try HeraldConfiguration.resolve(environment: [:]).httpIdleTimeout == .seconds(75))
         #expect(try HeraldConfiguration.resolve(environment: ["HERALD_HTTP_IDLE_TIMEOUT": "5m"]).httpIdleTimeout == .seconds(300))

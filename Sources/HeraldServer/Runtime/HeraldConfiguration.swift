@@ -66,6 +66,11 @@ public struct HeraldConfiguration: Sendable {
     /// `HERALD_PUSH_LEASE`: how long a dispatcher's claim on a device lasts; a crashed dispatcher's
     /// devices are taken over by another after it.
     public var pushLease: Duration = .seconds(60)
+    /// `HERALD_PUSH_BATCH_SIZE`: devices a dispatcher claims (and outbox recipients it expands) at a time.
+    public var pushBatchSize = PushSettings().batchSize
+    /// `HERALD_PUSH_STREAMS`: pushes in flight at once on one APNs connection (fewer when the server
+    /// allows fewer streams).
+    public var pushStreams = PushSettings().concurrency
     /// `HERALD_WEBHOOK_TIMEOUT`: how long a webhook request may take before it counts as failed and
     /// is retried. A dispatcher's claim on a batch lasts three times this and 2 s more: a crashed
     /// replica's batches are posted again after it.
@@ -172,6 +177,14 @@ public struct HeraldConfiguration: Sendable {
             configuration.rateLimits[keyPath: limit] = parsed
         }
         if let size = try integer(nil, "HERALD_FANOUT_BATCH_SIZE") { configuration.fanoutBatchSize = size }
+        if let size = try integer(nil, "HERALD_PUSH_BATCH_SIZE") { configuration.pushBatchSize = size }
+        guard (1...50_000).contains(configuration.pushBatchSize) else {
+            throw ConfigurationError("the push batch size must be between 1 and 50000")
+        }
+        if let streams = try integer(nil, "HERALD_PUSH_STREAMS") { configuration.pushStreams = streams }
+        guard (1...1_000).contains(configuration.pushStreams) else {
+            throw ConfigurationError("the APNs streams per connection must be between 1 and 1000")
+        }
         guard (1...100_000).contains(configuration.fanoutBatchSize) else {
             throw ConfigurationError("the fan-out batch size must be between 1 and 100000")
         }

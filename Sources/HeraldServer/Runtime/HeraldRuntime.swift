@@ -214,6 +214,8 @@ public enum HeraldRuntime {
         pushSettings.minimumInterval = configuration.refreshMinimumInterval
         pushSettings.expiration = configuration.pushExpiration
         pushSettings.lease = configuration.pushLease
+        pushSettings.batchSize = configuration.pushBatchSize
+        pushSettings.concurrency = configuration.pushStreams
         pushSettings.apnsURL = configuration.apnsURL
         pushSettings.apnsCAFile = configuration.apnsCAFile
         pushSettings.multiDevice = configuration.stream.multiDevice
