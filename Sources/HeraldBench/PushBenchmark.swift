@@ -30,8 +30,11 @@ struct PushBenchmark: AsyncParsableCommand {
     @Option(help: "Devices the dispatcher claims (and outbox recipients it expands) at a time in (b); default: the server's.")
     var batchSize: Int?
 
-    @Option(help: "Pushes in flight at once (the client) and streams per connection (servers).")
+    @Option(help: "Pushes in flight at once (the client) and streams per connection (servers) in (a).")
     var concurrency: Int = 100
+
+    @Option(help: "Pushes in flight per APNs connection in (b) (HERALD_PUSH_STREAMS); default: the server's.")
+    var streams: Int?
 
     @Option(help: "PostgreSQL URI or conninfo for (b); default: a private cluster in a temporary directory.")
     var databaseURL: String?
@@ -223,9 +226,9 @@ struct PushBenchmark: AsyncParsableCommand {
             let server = try await ServeProcess.start(
                 conninfo: conninfo,
                 adminToken: Self.adminToken,
-                environment: [
-                    "HERALD_APNS_URL": target.url, "HERALD_APNS_CA_FILE": target.trustRoots, "HERALD_PUSH_STREAMS": String(concurrency),
-                ].merging(batchSize.map { ["HERALD_PUSH_BATCH_SIZE": String($0)] } ?? [:]) { $1 }
+                environment: ["HERALD_APNS_URL": target.url, "HERALD_APNS_CA_FILE": target.trustRoots]
+                    .merging(batchSize.map { ["HERALD_PUSH_BATCH_SIZE": String($0)] } ?? [:]) { $1 }
+                    .merging(streams.map { ["HERALD_PUSH_STREAMS": String($0)] } ?? [:]) { $1 }
             )
             do {
                 try await measure(server: server, client: client, http: http, mock: mock)

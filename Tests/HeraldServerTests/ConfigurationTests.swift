@@ -51,9 +51,9 @@ struct ConfigurationTests {
 
     @Test func dispatcherPace() throws {
         let defaults = try HeraldConfiguration.resolve(environment: [:])
-        #expect(defaults.pushBatchSize == 500 && defaults.pushStreams == 100)
-        let set = try HeraldConfiguration.resolve(environment: ["HERALD_PUSH_BATCH_SIZE": "2000", "HERALD_PUSH_STREAMS": "500"])
-        #expect(set.pushBatchSize == 2000 && set.pushStreams == 500)
+        #expect(defaults.pushBatchSize == 2000 && defaults.pushStreams == 300)
+        let set = try HeraldConfiguration.resolve(environment: ["HERALD_PUSH_BATCH_SIZE": "500", "HERALD_PUSH_STREAMS": "100"])
+        #expect(set.pushBatchSize == 500 && set.pushStreams == 100)
         for environment in [
             ["HERALD_PUSH_BATCH_SIZE": "0"], ["HERALD_PUSH_BATCH_SIZE": "50001"], ["HERALD_PUSH_STREAMS": "1001"], ["HERALD_PUSH_STREAMS": "some"],
         ] {

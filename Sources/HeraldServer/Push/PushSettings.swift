@@ -12,11 +12,12 @@ public struct PushSettings: Sendable {
     public var apnsURL: String?
     /// `HERALD_APNS_CA_FILE`: extra trust roots for the APNs connection.
     public var apnsCAFile: String?
-    /// Devices claimed per round.
-    public var batchSize = 500
+    /// Devices claimed per round. Smaller batches left the machine idle between them while the
+    /// dispatcher waited on the database (docs/benchmarks.md, `push`).
+    public var batchSize = 2_000
     /// Pushes in flight at once on one APNs connection (fewer if the server's
     /// `SETTINGS_MAX_CONCURRENT_STREAMS` says so).
-    public var concurrency = 100
+    public var concurrency = 300
     /// A claim lapses after this long; another dispatcher then takes the device over.
     public var lease: Duration = .seconds(60)
     /// Attempts before a retryable failure becomes a dead letter.
