@@ -9,6 +9,7 @@ struct HeraldBench: AsyncParsableCommand {
         subcommands: [
             PGBenchmark.self, FanoutBenchmark.self, SyncBenchmark.self, AbuseBenchmark.self, PushBenchmark.self, SocketsBenchmark.self,
             ClientBenchmark.self, RetentionBenchmark.self, WebhookBenchmark.self, ExportBenchmark.self, SoakBenchmark.self,
+            CurvesBenchmark.self,
         ]
     )
 }
