@@ -135,11 +135,14 @@ public struct PushStore: Sendable {
                     RETURNING 1
                 ), wanted AS (
                     -- The claim is decided in SET, on the row version this update locks (a claim a
-                    -- concurrent dispatcher just committed is seen).
+                    -- concurrent dispatcher just committed is seen), once for both columns.
                     UPDATE device_push_state p SET wanted_xid = pg_current_xact_id()::text::bigint,
                         notification_id = coalesce(p.notification_id, slice.notification_id),
-                        claimed_until = CASE WHEN \(claimable) THEN now() + \(lease)::interval ELSE p.claimed_until END,
-                        attempts = CASE WHEN \(claimable) THEN p.attempts + 1 ELSE p.attempts END
+                        (claimed_until, attempts) = (
+                            SELECT CASE WHEN claim THEN now() + \(lease)::interval ELSE p.claimed_until END,
+                                CASE WHEN claim THEN p.attempts + 1 ELSE p.attempts END
+                            FROM (SELECT \(claimable) AS claim) AS decided
+                        )
                     FROM slice JOIN devices d ON d.user_key = slice.user_key
                     WHERE p.device_id = d.id
                     RETURNING d.id, d.user_key, d.token, d.environment, d.topic, p.wanted_xid, p.notification_id,
