@@ -81,6 +81,19 @@ struct PoolTests {
         }
     }
 
+    /// The pool's connections never JIT-compile: a prepared statement's generic plan over large tables
+    /// can be estimated above `jit_above_cost` and would be compiled on every execution.
+    @Test func connectionsRunWithoutJIT() async throws {
+        try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
+            for timeout: Duration? in [nil, .seconds(5)] {
+                let client = PostgresClient(configuration: .init(conninfo: db.conninfo, maximumConnections: 1, statementTimeout: timeout))
+                defer { Task { await client.shutdown() } }
+                #expect(try await client.query("SHOW jit")[0].decode(String.self) == "off")
+                #expect(try await client.query("SHOW statement_timeout")[0].decode(String.self) == (timeout == nil ? "0" : "5s"))
+            }
+        }
+    }
+
     @Test func leasesAfterShutdownFail() async throws {
         try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
             let client = PostgresClient(configuration: .init(conninfo: db.conninfo, maximumConnections: 1))

@@ -141,7 +141,7 @@ extension CollectionStore {
         LEFT JOIN LATERAL (
             SELECT n.id, n.template_key, n.template_version, coalesce(r.data, n.data) AS data, n.category, n.tags,
                 n.event_deadline, n.created_at, n.updated_at, r.status, r.change_xid
-            FROM notification_recipients r JOIN notifications n ON n.id = r.notification_id
+            FROM notification_recipients r \(CollectionStore.notificationOfCopy)
             WHERE c.kind = 'chat' AND r.user_key = u.user_key AND r.channel_key = c.key AND NOT r.deleted
             ORDER BY r.notification_id DESC LIMIT 1
         ) AS last ON true

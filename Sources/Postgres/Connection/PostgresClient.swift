@@ -141,15 +141,24 @@ public final class PostgresClient: Service, Sendable {
         do {
             let connection = try LibPQConnection.connect(conninfo: configuration.conninfo, applicationName: configuration.applicationName)
             connection.prepares = configuration.preparedStatements
-            if let timeout = configuration.statementTimeout {
-                // The session's value from now on; a transaction's SET LOCAL returns to it when it ends.
-                let milliseconds = String(max(1, timeout.components.seconds * 1_000 + timeout.components.attoseconds / 1_000_000_000_000_000))
-                do {
-                    _ = try connection.execute("SELECT set_config('statement_timeout', \(milliseconds), false)")
-                } catch {
-                    connection.close()
-                    throw error
-                }
+            // Session values from now on (a transaction's SET LOCAL returns to them when it ends). JIT
+            // compilation is off: the pool runs short statements, and once tables are large a prepared
+            // statement's generic plan can be estimated above `jit_above_cost` and compiled again on
+            // every execution — 10 ms and more for a query that runs in a tenth of one
+            // (docs/benchmarks.md, `curves`).
+            let milliseconds = configuration.statementTimeout.map {
+                String(max(1, $0.components.seconds * 1_000 + $0.components.attoseconds / 1_000_000_000_000_000))
+            }
+            do {
+                _ = try connection.execute(
+                    """
+                    SELECT set_config('jit', 'off', false), CASE WHEN \(milliseconds)::text IS NOT NULL
+                        THEN set_config('statement_timeout', \(milliseconds), false) END
+                    """
+                )
+            } catch {
+                connection.close()
+                throw error
             }
             return connection
         } catch {
