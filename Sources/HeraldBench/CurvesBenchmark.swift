@@ -162,8 +162,8 @@ struct CurvesBenchmark: AsyncParsableCommand {
         var rows: [String] = []
         print("")
         print("(2) one send to every user (`audience: \"all\"`), a fresh database for each audience:")
-        print("| users | fan-out s | copies/s | bytes per copy: recipients table | its indexes | channel states |")
-        print("|---:|---:|---:|---:|---:|---:|")
+        print("| users | fan-out s | copies/s | bytes per copy: recipients table | its indexes |")
+        print("|---:|---:|---:|---:|---:|")
         for users in audiences {
             try await database.withFreshHeraldDatabase("herald_curves_bench", connections: 2) { client, http, conninfo, _ in
                 try await BenchSeed.feedAndPlainTemplate(client)
@@ -193,18 +193,17 @@ struct CurvesBenchmark: AsyncParsableCommand {
                 }
                 let seconds = elapsedSeconds(clock.now - start)
                 try await client.query("VACUUM ANALYZE notification_recipients")
-                try await client.query("VACUUM ANALYZE channel_states")
-                let (table, indexes, states, copies) = try await client.query(
+                let (table, indexes, copies) = try await client.query(
                     """
                     SELECT pg_table_size('notification_recipients'), pg_indexes_size('notification_recipients'),
-                        pg_total_relation_size('channel_states'), (SELECT count(*) FROM notification_recipients)
+                        (SELECT count(*) FROM notification_recipients)
                     """
-                )[0].decode((Int64, Int64, Int64, Int64).self)
+                )[0].decode((Int64, Int64, Int64).self)
                 guard copies == users else { throw ValidationError("\(copies) copies for \(users) users") }
                 let perCopy = { (bytes: Int64) in Double(bytes) / Double(copies) }
                 print(
                     "| \(users) | \(format(seconds, digits: 2)) | \(format(Double(users) / seconds)) | \(format(perCopy(table))) "
-                        + "| \(format(perCopy(indexes))) | \(format(perCopy(states))) |"
+                        + "| \(format(perCopy(indexes))) |"
                 )
                 rows.append("audience,\(users),fan-out,,,,,\(seconds),\(perCopy(table + indexes))")
             }
