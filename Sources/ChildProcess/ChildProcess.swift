@@ -44,7 +44,8 @@ public struct ChildProcess: Sendable {
         // open after the server closed it, for as long as that child lives.
         #if canImport(Glibc)
         let closing = herald_spawn_file_actions_addclosefrom(&actions, 3)
-        guard closing == 0 else {
+        // ENOSYS: a C library before glibc 2.34 has no such action; the child inherits as before.
+        guard closing == 0 || closing == ENOSYS else {
             throw ChildProcessError(message: "cannot keep descriptors from \(arguments[0]): \(String(cString: strerror(closing)))")
         }
         #endif
