@@ -24,6 +24,7 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
@@ -44,7 +45,9 @@ class Walk:
         options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
         self.driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
         self.driver.set_page_load_timeout(30)
-        self.wait = WebDriverWait(self.driver, 15)
+        # Pages that render as they change (the template preview after each keystroke) replace the
+        # element a condition is reading: such a read is tried again, not a failure.
+        self.wait = WebDriverWait(self.driver, 15, ignored_exceptions=[NoSuchElementException, StaleElementReferenceException])
 
     def close(self):
         self.driver.quit()
