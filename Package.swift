@@ -68,12 +68,15 @@ let package = Package(
         ),
         // The one piece of the C library ChildProcess needs that Swift does not see.
         .target(name: "CChildProcess"),
+        // Linux's signal-driven I/O, through which an event loop watches libpq's socket.
+        .target(name: "CSignalIO"),
 
         // The only code that touches libpq.
         .target(
             name: "Postgres",
             dependencies: [
                 "CLibPQ",
+                "CSignalIO",
                 "ChildProcess",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),

@@ -6,6 +6,7 @@ import HeraldStore
 import HeraldTesting
 import Hummingbird
 import HummingbirdTesting
+import Logging
 import NIOCore
 import Prometheus
 import Testing
@@ -454,6 +455,42 @@ struct CollectionTests {
             }
         }
     }
+
+    #if os(Linux)
+    /// On a server that listens, the event loops get database connections of their own: a poll's
+    /// session check and poll go out and come back on the loop that read the request, with the same
+    /// answers, and a token under another user's session still reads nothing of the token's user.
+    @Test func aListeningServersPollsAreAnsweredOnTheirEventLoops() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            let world = try await world(db)
+            let app = HeraldApplication.build(
+                try heraldDependencies(db, adminToken: Self.adminToken),
+                host: "127.0.0.1",
+                port: 0,
+                logger: Logger(label: "test.collections")
+            )
+            try await app.test(.live) { client in
+                let first = try await collection(client, world.sessions["u1"]!)
+                let token = escaped(try #require(first["next_token"] as? String))
+                try await world.send("for u1 only", to: ["u1"])
+                // The loops' connections are leased in the background; until then polls take the pool's way.
+                try await withTimeout(.seconds(10), what: "a poll answered on an event loop") {
+                    while await db.client.eventLoopPipelineCallers == 0 {
+                        _ = try await collection(client, world.sessions["u1"]!, query: "?token=\(token)")
+                    }
+                }
+                let before = await db.client.eventLoopPipelineCallers
+                let mine = try await collection(client, world.sessions["u1"]!, query: "?token=\(token)")
+                #expect(await db.client.eventLoopPipelineCallers == before + 1)
+                #expect(mine["is_live"] as? Bool == true)
+                #expect(ids(mine).count == 1)
+                let stolen = try await collection(client, world.sessions["u2"]!, query: "?token=\(token)")
+                #expect(stolen["is_live"] as? Bool == false)
+                #expect(ids(stolen).isEmpty)
+            }
+        }
+    }
+    #endif
 
     @Test func channelListShowsChatByActivityWithLastNotificationAndFeedsWithUnread() async throws {
         try await TestPostgres.withDatabase(cluster: .horizonSensitive) { (db: TestDatabase) async throws in

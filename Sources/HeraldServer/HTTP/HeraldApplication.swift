@@ -32,6 +32,9 @@ public enum HeraldApplication {
         public var console: ConsoleSite?
         /// The hot standby that sync reads go to; `nil` reads everything on `client`.
         public var replica: ReadReplica?
+        /// Whether the server's event loops get database connections of their own for polls and
+        /// session checks once it listens (`PostgresClient.startEventLoopPipelines(on:)`).
+        public var eventLoopPipelines: Bool
 
         public init(
             client: PostgresClient,
@@ -45,7 +48,8 @@ public enum HeraldApplication {
             hub: LiveHub? = nil,
             limits: RequestLimits = RequestLimits(.off),
             console: ConsoleSite? = nil,
-            replica: ReadReplica? = nil
+            replica: ReadReplica? = nil,
+            eventLoopPipelines: Bool = true
         ) {
             self.client = client
             self.migrator = migrator
@@ -59,6 +63,7 @@ public enum HeraldApplication {
             self.limits = limits
             self.console = console
             self.replica = replica
+            self.eventLoopPipelines = eventLoopPipelines
         }
     }
 
@@ -168,14 +173,21 @@ public enum HeraldApplication {
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         let (router, _, streams) = buildRouters(dependencies)
+        let group = eventLoopGroup.eventLoopGroup
         return Application(
             router: router,
             server: HTTPServerBuilder { responder in
-                HeraldServerChannel(responder: responder, streams: streams, executor: dependencies.client.executor, idleTimeout: idleTimeout)
+                HeraldServerChannel(responder: responder, streams: streams, client: dependencies.client, idleTimeout: idleTimeout)
             },
             configuration: .init(address: .hostname(host, port: port), serverName: "Herald"),
             services: services,
-            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
+            onServerRunning: { channel in
+                if dependencies.eventLoopPipelines {
+                    await dependencies.client.startEventLoopPipelines(on: group)
+                    await dependencies.replica?.client.startEventLoopPipelines(on: group)
+                }
+                await onServerRunning(channel.localAddress?.port ?? port)
+            },
             eventLoopGroupProvider: eventLoopGroup,
             logger: logger
         )

@@ -6,6 +6,7 @@ import NIOHTTP1
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
 import NIOWebSocket
+import Postgres
 
 /// Herald's HTTP/1.1 connections: Hummingbird's HTTP handling, plus the WebSocket upgrade of
 /// `GET /v1/me/stream` done with NIO's typed upgrader.
@@ -34,13 +35,8 @@ struct HeraldServerChannel: ServerChildChannel, HTTPChannelHandler {
 
     let responder: Responder
     let streams: LiveController
-    /// Where each HTTP connection's task runs: the database client's threads (`PostgresExecutor`).
-    /// Nearly every request is a few statements, and a connection task living on those threads runs
-    /// them, its handler and its response write in place: the request hops from the event loop to a
-    /// database thread and back, and nowhere else. On Swift's cooperative pool it would hop there,
-    /// on to a database thread for the handler and back again before writing (docs/benchmarks.md:
-    /// about three context switches fewer per poll). `nil` keeps the cooperative pool.
-    let executor: (any TaskExecutor)?
+    /// The database client, whose threads or event-loop connections the connections' tasks run with.
+    let client: PostgresClient?
     /// Closes a connection idle this long between requests, or before its first request's head is in.
     let idleTimeout: Duration
     /// The largest frame a client may send (it has nothing to send but control frames).
@@ -138,7 +134,7 @@ struct HeraldServerChannel: ServerChildChannel, HTTPChannelHandler {
                 // The channel's handlers serve the stream from here on; no task stays behind.
                 return
             case .http(let asyncChannel):
-                await withTaskExecutorPreference(executor) {
+                await withTaskExecutorPreference(executor(for: value.channel.eventLoop)) {
                     await handleHTTP(asyncChannel: asyncChannel, logger: logger)
                 }
             case .refused(let asyncChannel, let error):
@@ -150,6 +146,24 @@ struct HeraldServerChannel: ServerChildChannel, HTTPChannelHandler {
         } catch {
             logger.debug("connection ended before its first request was handled", metadata: ["error": "\(error)"])
         }
+    }
+}
+
+extension HeraldServerChannel {
+    /// Where an HTTP connection's task runs. On its event loop when that loop has a database connection
+    /// of its own (`PostgresClient.startEventLoopPipelines(on:)`): a poll's session check and poll go
+    /// out and come back on the loop, and the request is read, answered and written without a thread
+    /// hand-off; routes that need more of the database move to the database threads for their handler
+    /// (`RouteRegistry`). Otherwise on the database client's threads (`PostgresExecutor`): nearly every
+    /// request is a few statements, and a connection task living on those threads runs them, its
+    /// handler and its response write in place, so the request hops from the event loop to a database
+    /// thread and back and nowhere else; on Swift's cooperative pool it would hop there, on to a
+    /// database thread for the handler and back again before writing (docs/benchmarks.md: about three
+    /// context switches fewer per poll). Without a client, the cooperative pool.
+    func executor(for loop: any EventLoop) -> (any TaskExecutor)? {
+        guard let client else { return nil }
+        if client.hasEventLoopPipeline(on: loop) { return EventLoopExecutor(loop: loop) }
+        return client.executor
     }
 }
 

@@ -95,21 +95,25 @@ final class RouteRegistry {
         let (authenticator, limits) = (self.authenticator, self.limits)
         let replica = reads == .standby ? self.replica : nil
         router.on(RouterPath(path), method: method) { [databaseExecutor] request, context in
-            try await withTaskExecutorPreference(databaseExecutor) {
-                let parsed: Result<Input, any Error>
-                do { parsed = .success(try await parse(request, context)) } catch { parsed = .failure(error) }
-                return try await Self.reading(replica) { standby in
-                    var context = context
-                    context.standby = standby
-                    var answer: Input.Answer?
-                    (context.user, answer) = try await Self.limited(request, context, access: .user, limits: limits) {
-                        let companion = try? parsed.get().companion
-                        return try await authenticator.requireUser(request, alongside: companion, reading: &context.standby)
-                    }
-                    let response = try await handler(request, context, try parsed.get(), answer).response(from: request, context: context)
-                    context.standby?.answered()
-                    return response
+            // Parsing and the session check run where the connection's task runs: on its event loop
+            // when that loop has a database connection of its own (`HeraldServerChannel`), and the
+            // handler joins them there when the answer is all it needs.
+            let parsed: Result<Input, any Error>
+            do { parsed = .success(try await parse(request, context)) } catch { parsed = .failure(error) }
+            return try await Self.reading(replica) { standby in
+                var context = context
+                context.standby = standby
+                var answer: Input.Answer?
+                (context.user, answer) = try await Self.limited(request, context, access: .user, limits: limits) {
+                    let companion = try? parsed.get().companion
+                    return try await authenticator.requireUser(request, alongside: companion, reading: &context.standby)
                 }
+                let input = try parsed.get()
+                let response = try await withTaskExecutorPreference(input.isAnswered(by: answer) ? nil : databaseExecutor) { [context] in
+                    try await handler(request, context, input, answer).response(from: request, context: context)
+                }
+                context.standby?.answered()
+                return response
             }
         }
         routes.append(RouteDescription(method: method.rawValue.lowercased(), path: path))

@@ -208,7 +208,8 @@ public enum HeraldRuntime {
             hub: hub,
             limits: RequestLimits(configuration.rateLimits),
             console: console,
-            replica: replica
+            replica: replica,
+            eventLoopPipelines: configuration.databaseEventLoops
         )
         var pushSettings = PushSettings()
         pushSettings.minimumInterval = configuration.refreshMinimumInterval

@@ -187,7 +187,7 @@ extension LibPQConnection {
     }
 
     /// Queues one statement: by name when prepared, else with its text.
-    private func send(_ query: PostgresQuery, on handle: OpaquePointer) -> Bool {
+    func send(_ query: PostgresQuery, on handle: OpaquePointer) -> Bool {
         let key = StatementKey(query)
         let name = preparedStatements[key]
         return withParameters(query.bindings) { count, values, lengths, formats in

@@ -213,14 +213,28 @@ final class LibPQConnection: @unchecked Sendable {
     var prepares = true
 
     func preparedName(for key: StatementKey, handle: OpaquePointer) throws(PostgresError) -> String? {
+        guard let (name, isNew) = statementName(for: key) else { return nil }
+        if isNew {
+            do {
+                _ = try checkResult(PQprepare(handle, name, key.sql, Int32(key.types.count), key.types))
+            } catch {
+                preparedStatements[key] = nil
+                throw error
+            }
+        }
+        return name
+    }
+
+    /// The name to run `key` by, recorded as prepared, and whether it is new to the session (the
+    /// caller then prepares it before anything else uses it); `nil` runs it unnamed.
+    func statementName(for key: StatementKey) -> (name: String, isNew: Bool)? {
         guard prepares else { return nil }
-        if let name = preparedStatements[key] { return name }
+        if let name = preparedStatements[key] { return (name, false) }
         guard preparedStatements.count < Self.preparedStatementLimit else { return nil }
         nextStatementNumber += 1
         let name = "herald_\(nextStatementNumber)"
-        _ = try checkResult(PQprepare(handle, name, key.sql, Int32(key.types.count), key.types))
         preparedStatements[key] = name
-        return name
+        return (name, true)
     }
 
     /// Runs SQL text that may hold several statements (the simple query protocol), without parameters.
@@ -340,6 +354,9 @@ final class LibPQConnection: @unchecked Sendable {
         guard let handle else { return "connection is closed" }
         return String(cString: PQerrorMessage(handle)).trimmingTrailingNewlines()
     }
+
+    /// libpq's handle, for callers that drive its non-blocking calls themselves; `nil` once closed.
+    var rawHandle: OpaquePointer? { handle }
 
     func openHandle() throws(PostgresError) -> OpaquePointer {
         guard let handle else {

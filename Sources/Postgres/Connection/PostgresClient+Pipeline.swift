@@ -33,9 +33,18 @@ extension PostgresClient {
     /// the lookup it guards, whose result is thrown away when the check fails. They travel together,
     /// with whatever other pipelined statements are waiting at that moment. Throws only when none of
     /// them could run (the task was cancelled while they waited, or no connection could be had).
+    ///
+    /// Called on an event loop that has a connection of its own (`startEventLoopPipelines(on:)`), the
+    /// statements go out on it at once, and their answer is read on that loop: no thread hand-off at all.
     public func pipelinedQueries(_ queries: [PostgresQuery]) async throws -> [Result<PostgresResult, PostgresError>] {
         precondition(!queries.isEmpty, "pipelinedQueries needs at least one statement")
         try Task.checkCancellation()
+        if let lane = currentLoopPipeline() { return try await lane.run(queries) }
+        return try await poolPipelinedQueries(queries)
+    }
+
+    /// `pipelinedQueries` on the pool's connections and threads.
+    func poolPipelinedQueries(_ queries: [PostgresQuery]) async throws -> [Result<PostgresResult, PostgresError>] {
         // Nothing waiting and a pipeline connection free: run them right away.
         let runsItself = pipeline.withLock { pipeline -> Bool in
             guard pipeline.waiting.isEmpty, pipeline.drainers < configuration.pipelineConnections else { return false }

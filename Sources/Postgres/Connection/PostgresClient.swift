@@ -22,12 +22,15 @@ public final class PostgresClient: Service, Sendable {
     /// blocked in libpq, so these are always free for tasks that only compute — a server's HTTP
     /// connections, whose `/healthz` must answer while the database holds every connection.
     static let computeThreads = 2
-    private let logger: Logger
+    let logger: Logger
     private let state: Mutex<State>
     private let gauges: PoolGauges
     /// Statements waiting for a pipeline connection (see `pipelinedQuery`).
     let pipeline = Mutex(PipelineState())
     let nextStatementID = Atomic<Int>(0)
+    /// Event loops' own connections for pipelined statements (see `startEventLoopPipelines(on:)`).
+    let loopPipelines = Mutex<[ObjectIdentifier: LoopPipeline]>([:])
+    let hasLoopPipelines = Atomic<Bool>(false)
 
     public init(configuration: Configuration, logger: Logger = Logger(label: "herald.postgres")) {
         self.configuration = configuration
@@ -73,6 +76,7 @@ public final class PostgresClient: Service, Sendable {
     /// Refuses new leases, waits for the ones in flight, closes every connection and stops the threads.
     /// Safe to call more than once.
     public func shutdown() async {
+        await stopEventLoopPipelines()
         let (waiters, idle) = state.withLock { state in
             let (waiters, idle, _) = state.machine.shutdown()
             return (waiters, idle)
