@@ -19,12 +19,12 @@ enum BenchSeed {
         )
     }
 
-    /// `INSERT INTO notifications` of `count` typical notifications of `plain` in `feed`, each to one
-    /// user: a select list over `generate_series(1, count) AS g`.
-    static func notificationsInsert(count: Int) -> PostgresQuery {
+    /// `INSERT INTO notifications` of `count` typical notifications of `plain` in a channel (`feed`,
+    /// the first, by default), each to one user: a select list over `generate_series(1, count) AS g`.
+    static func notificationsInsert(count: Int, channelKey: Int64 = 1) -> PostgresQuery {
         """
         INSERT INTO notifications (channel_key, template_key, template_version, data, audience, audience_size, recipient_count)
-        SELECT 1, 'plain', 1, jsonb_build_object('title', 'Order ' || g || ' has shipped',
+        SELECT \(channelKey), 'plain', 1, jsonb_build_object('title', 'Order ' || g || ' has shipped',
             'body', 'Your parcel is on its way and should arrive within two working days.', 'url', 'https://example.com/orders/' || g),
             'targets', 1, 1
         FROM generate_series(1, \(count)) AS g

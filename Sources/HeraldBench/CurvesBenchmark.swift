@@ -29,7 +29,13 @@ struct CurvesBenchmark: AsyncParsableCommand {
     @Option(help: "Users of the sends of curve (2), comma-separated; empty skips it.")
     var audiences = "1000,10000,100000,1000000"
 
-    @Option(help: "Requests of each kind per user in (1).")
+    @Option(help: "Copies in the whole table for curve (3), comma-separated, ascending; empty skips it.")
+    var tableCopies = "1000000,5000000,10000000,25000000,50000000"
+
+    @Option(help: "Channels of the users of curve (4), comma-separated; empty skips it.")
+    var channels = "1,10,100,1000"
+
+    @Option(help: "Requests of each kind per user in (1), (3) and (4).")
     var requests = 2_000
 
     @Option(help: "Where the CSV goes.")
@@ -51,6 +57,10 @@ struct CurvesBenchmark: AsyncParsableCommand {
         if !sizes.isEmpty { rows += try await perUserCurve(database, sizes: sizes) }
         let audiences = audiences.split(separator: ",").compactMap { Int($0) }
         if !audiences.isEmpty { rows += try await audienceCurve(database, audiences: audiences) }
+        let copies = tableCopies.split(separator: ",").compactMap { Int($0) }
+        if !copies.isEmpty { rows += try await tableCurve(database, copies: copies) }
+        let channelCounts = channels.split(separator: ",").compactMap { Int($0) }
+        if !channelCounts.isEmpty { rows += try await channelsCurve(database, counts: channelCounts) }
         try (rows.joined(separator: "\n") + "\n").write(toFile: csv, atomically: true, encoding: .utf8)
         print("Rows written to \(csv).")
     }
@@ -64,25 +74,7 @@ struct CurvesBenchmark: AsyncParsableCommand {
             try await BenchSeed.feedAndPlainTemplate(client)
             var sessions: [Int: String] = [:]
             for size in sizes {
-                let user = "user-\(size)"
-                try await client.withTransaction { connection in
-                    let xid = try await connection.query("SELECT pg_current_xact_id()::text::bigint")[0].decode(Int64.self)
-                    let key = try await connection.query("INSERT INTO users (id) VALUES (\(user)) RETURNING key")[0].decode(Int64.self)
-                    try await connection.query(
-                        """
-                        WITH sent AS (\(BenchSeed.notificationsInsert(count: size)) RETURNING id)
-                        INSERT INTO notification_recipients (user_key, channel_key, notification_id, change_xid)
-                        SELECT \(key), 1, id, \(xid) FROM sent
-                        """
-                    )
-                    try await connection.query(
-                        """
-                        INSERT INTO channel_states (user_key, channel_key, unread_adjustment, last_notification_id)
-                        SELECT \(key), 1, \(size), max(notification_id) FROM notification_recipients WHERE user_key = \(key)
-                        """
-                    )
-                }
-                sessions[size] = try await SessionStore(client: client).create(userID: user, lifetime: 86_400)?.token.text
+                sessions[size] = try await Self.seedUser(client, "user-\(size)", notifications: size)
             }
             try await client.query("VACUUM ANALYZE")
             try await client.query("CHECKPOINT")
@@ -96,28 +88,79 @@ struct CurvesBenchmark: AsyncParsableCommand {
             print("|---:|---|---:|---:|---:|---:|")
             for size in sizes {
                 guard let session = sessions[size] else { throw ValidationError("no session for the user of \(size)") }
-                let base = "http://127.0.0.1:\(server.port)/v1/me"
-                let first = try await Self.get(http, base + "/channels/feed/collection?limit=\(Self.page)", session: session)
-                guard let token = first["next_token"] as? String, let cursor = first["prev_cursor"] as? String else {
-                    throw ValidationError("the first load named no next_token or prev_cursor")
-                }
-                let kinds: [(String, String)] = [
-                    ("first load", "/channels/feed/collection?limit=\(Self.page)"),
-                    ("older page", "/channels/feed/notifications?before=\(cursor)&limit=\(Self.page)"),
-                    ("quiet poll", "/channels/feed/collection?token=\(token)"),
-                    ("unread", "/unread"),
-                ]
-                for (kind, path) in kinds {
-                    let measured = try await measure(http, url: base + path, session: session, meter: meter)
-                    print(
-                        "| \(size) | \(kind) | \(format(measured.p50, digits: 2)) | \(format(measured.p99, digits: 2)) "
-                            + "| \(format(measured.herald)) | \(format(measured.postgres)) |"
-                    )
-                    rows.append(
-                        "per_user,\(size),\(kind),\(measured.p50),\(measured.p99),\(measured.herald),\(measured.postgres),,"
-                    )
-                }
+                rows += try await measureFeed(http, port: server.port, session: session, meter: meter, curve: "per_user", size: size)
             }
+        }
+        return rows
+    }
+
+    /// A user with `notifications` in `feed` (made in one transaction, all unread); returns a session.
+    static func seedUser(_ client: PostgresClient, _ user: String, notifications size: Int) async throws -> String {
+        try await client.withTransaction { connection in
+            let xid = try await connection.query("SELECT pg_current_xact_id()::text::bigint")[0].decode(Int64.self)
+            let key = try await connection.query("INSERT INTO users (id) VALUES (\(user)) RETURNING key")[0].decode(Int64.self)
+            try await connection.query(
+                """
+                WITH sent AS (\(BenchSeed.notificationsInsert(count: size)) RETURNING id)
+                INSERT INTO notification_recipients (user_key, channel_key, notification_id, change_xid)
+                SELECT \(key), 1, id, \(xid) FROM sent
+                """
+            )
+            try await connection.query(
+                """
+                INSERT INTO channel_states (user_key, channel_key, unread_adjustment, last_notification_id)
+                SELECT \(key), 1, \(size), max(notification_id) FROM notification_recipients WHERE user_key = \(key)
+                """
+            )
+        }
+        guard let session = try await SessionStore(client: client).create(userID: user, lifetime: 86_400)?.token.text else {
+            throw ValidationError("no session for \(user)")
+        }
+        return session
+    }
+
+    /// A user's first load, older page, quiet poll and unread count in `feed`, measured and printed as
+    /// table rows; returns the CSV rows.
+    func measureFeed(_ http: HTTPClient, port: Int, session: String, meter: CPUMeter, curve: String, size: Int) async throws -> [String] {
+        let base = "http://127.0.0.1:\(port)/v1/me"
+        let first = try await Self.get(http, base + "/channels/feed/collection?limit=\(Self.page)", session: session)
+        guard let token = first["next_token"] as? String, let cursor = first["prev_cursor"] as? String else {
+            throw ValidationError("the first load named no next_token or prev_cursor")
+        }
+        return try await measureKinds(
+            http,
+            base: base,
+            session: session,
+            meter: meter,
+            curve: curve,
+            size: size,
+            kinds: [
+                ("first load", "/channels/feed/collection?limit=\(Self.page)"),
+                ("older page", "/channels/feed/notifications?before=\(cursor)&limit=\(Self.page)"),
+                ("quiet poll", "/channels/feed/collection?token=\(token)"),
+                ("unread", "/unread"),
+            ]
+        )
+    }
+
+    /// Each of `kinds` (a name and a path under `base`) measured, printed as a table row; the CSV rows.
+    func measureKinds(
+        _ http: HTTPClient,
+        base: String,
+        session: String,
+        meter: CPUMeter,
+        curve: String,
+        size: Int,
+        kinds: [(String, String)]
+    ) async throws -> [String] {
+        var rows: [String] = []
+        for (kind, path) in kinds {
+            let measured = try await measure(http, url: base + path, session: session, meter: meter)
+            print(
+                "| \(size) | \(kind) | \(format(measured.p50, digits: 2)) | \(format(measured.p99, digits: 2)) "
+                    + "| \(format(measured.herald)) | \(format(measured.postgres)) |"
+            )
+            rows.append("\(curve),\(size),\(kind),\(measured.p50),\(measured.p99),\(measured.herald),\(measured.postgres),,")
         }
         return rows
     }
@@ -147,7 +190,7 @@ struct CurvesBenchmark: AsyncParsableCommand {
         return (latencies[latencies.count / 2], p99, cpu.herald, cpu.postgres ?? 0)
     }
 
-    private static func get(_ http: HTTPClient, _ url: String, session: String) async throws -> [String: Any] {
+    static func get(_ http: HTTPClient, _ url: String, session: String) async throws -> [String: Any] {
         var request = HTTPClientRequest(url: url)
         request.headers.add(name: "Authorization", value: "Bearer \(session)")
         let response = try await http.execute(request, timeout: .seconds(60))
