@@ -154,7 +154,7 @@ extension CurvesBenchmark {
                     size: count,
                     kinds: [
                         ("channel list", "/channels"),
-                        ("channel list, no change", "/channels?token=\(listToken)"),
+                        ("list change log", "/channels?token=\(listToken)"),
                         ("unread", "/unread"),
                         ("quiet poll", "/channels/channel-1/collection?token=\(pollToken)"),
                     ]
