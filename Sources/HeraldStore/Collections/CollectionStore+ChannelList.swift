@@ -80,7 +80,6 @@ extension CollectionStore {
         }
         return """
             WITH RECURSIVE snap AS (\(channelListSnapshot)),
-            listing AS (SELECT \(userKey)::bigint AS user_key, h.channel_key, h.unread FROM herald_user_channels(\(userKey)) AS h),
             -- The channels the user has copies in (tombstones too): a loose scan of the changes index, one
             -- probe per channel rather than a row per copy.
             held(channel_key) AS (
@@ -89,7 +88,8 @@ extension CollectionStore {
                 SELECT (SELECT min(r.channel_key) FROM notification_recipients r WHERE r.user_key = \(userKey) AND r.channel_key > held.channel_key)
                 FROM held WHERE held.channel_key IS NOT NULL
             ),
-            changed(channel_key) AS (
+            -- Channels with a copy changed, or opened, in the window.
+            touched(channel_key) AS (
                 -- A lateral probe with LIMIT, not EXISTS: the planner would turn EXISTS into a semi-join
                 -- that reads every copy of the user's.
                 SELECT held.channel_key FROM held CROSS JOIN snap CROSS JOIN LATERAL (
@@ -101,19 +101,35 @@ extension CollectionStore {
                 UNION
                 SELECT s.channel_key FROM channel_states s, snap
                 WHERE s.user_key = \(userKey) AND s.opened_xid >= \(since) AND s.opened_xid < snap.horizon
-                UNION
-                -- A renamed channel changes the entries of the users who list it, and no one else's.
+            ),
+            -- Renamed channels: a change of the entries of the users who list them, and no one else's.
+            renamed(channel_key) AS (
                 SELECT c.key FROM channels c, snap WHERE c.change_xid >= \(since) AND c.change_xid < snap.horizon
-                    AND c.key IN (SELECT channel_key FROM listing)
+            ),
+            dropped(channel_url) AS (
+                SELECT g.channel_url FROM channel_list_removals g, snap
+                WHERE g.user_key = \(userKey) AND g.change_xid >= \(since) AND g.change_xid < snap.horizon
+            ),
+            -- The list's entries among the channels above only: the list's rule with its unread counts
+            -- for the few channels that changed, not for every channel of the user's.
+            listing AS (
+                SELECT \(userKey)::bigint AS user_key, h.channel_key, h.unread FROM herald_user_channels(\(userKey), ARRAY(
+                    SELECT channel_key FROM touched UNION SELECT channel_key FROM renamed
+                    UNION SELECT c.key FROM dropped JOIN channels c ON c.url = dropped.channel_url
+                )) AS h
+            ),
+            changed(channel_key) AS (
+                SELECT channel_key FROM touched
+                UNION
+                SELECT channel_key FROM listing WHERE channel_key IN (SELECT channel_key FROM renamed)
             ),
             u AS (SELECT * FROM listing WHERE channel_key IN (SELECT channel_key FROM changed)),
             removed AS (
                 SELECT c.url FROM changed JOIN channels c ON c.key = changed.channel_key
                 WHERE changed.channel_key NOT IN (SELECT channel_key FROM listing)
                 UNION
-                SELECT g.channel_url FROM channel_list_removals g, snap
-                WHERE g.user_key = \(userKey) AND g.change_xid >= \(since) AND g.change_xid < snap.horizon
-                    AND g.channel_url NOT IN (SELECT c.url FROM listing JOIN channels c ON c.key = listing.channel_key)
+                SELECT d.channel_url FROM dropped d
+                WHERE d.channel_url NOT IN (SELECT c.url FROM listing JOIN channels c ON c.key = listing.channel_key)
             )
             \(channelListSelect)
             """

@@ -70,8 +70,8 @@ extension CollectionStore {
 
     /// Those of `userKeys` whose channel list shows the channel (`herald_user_channels`).
     ///
-    /// The list's own rule decides, but only for users with a state or a live copy in the channel
-    /// (it lists nothing else): the rule is a whole function call per user, the check two index
+    /// The list's own rule decides, for this channel alone, and only for users with a state or a live
+    /// copy in it (it lists nothing else): the rule is a function call per user, the check two index
     /// probes, and a process may hold streams of many thousands.
     public func listers(channelKey: Int64, among userKeys: [Int64]) async throws -> [Int64] {
         guard !userKeys.isEmpty else { return [] }
@@ -81,7 +81,7 @@ extension CollectionStore {
             WHERE (EXISTS (SELECT 1 FROM channel_states s WHERE s.user_key = k.user_key AND s.channel_key = \(channelKey))
                     OR EXISTS (SELECT 1 FROM notification_recipients r
                         WHERE r.user_key = k.user_key AND r.channel_key = \(channelKey) AND NOT r.deleted))
-                AND EXISTS (SELECT 1 FROM herald_user_channels(k.user_key) AS h WHERE h.channel_key = \(channelKey))
+                AND EXISTS (SELECT 1 FROM herald_user_channels(k.user_key, ARRAY[\(channelKey)]::int8[]))
             """
         ).map { try $0.decode(Int64.self) }
     }
