@@ -24,7 +24,9 @@ import NIOPosix
 /// pool's way meanwhile, and a fresh connection is leased in the background.
 final class LoopPipeline: @unchecked Sendable {
     let loop: any EventLoop
-    private unowned let client: PostgresClient
+    /// Held strongly: the client holds its pipelines until `shutdown()` stops them, which breaks the
+    /// cycle; a pipeline never outlives the work it may still have for the pool.
+    private let client: PostgresClient
     private let logger: Logger
     private let signals: LoopSignals
 
