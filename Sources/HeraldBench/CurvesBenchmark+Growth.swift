@@ -32,52 +32,48 @@ extension CurvesBenchmark {
                 "WITH sent AS (\(BenchSeed.notificationsInsert(count: Self.otherUsersNotifications)) RETURNING id) SELECT min(id), max(id) FROM sent"
             )[0].decode((Int64, Int64).self)
             try await client.query("VACUUM ANALYZE")
-            let server = try await ServeProcess.start(conninfo: conninfo, adminToken: Self.adminToken, environment: Self.unlimited)
-            defer { server.process.signal(SIGKILL) }
-            var meter = await CPUMeter.locate(client)
-            meter.herald = server.process.pid
-            print("")
-            print("(3) one user's requests (\(Self.fixedNotifications) notifications) against the copies in the whole table, \(requests) of each:")
-            print("| copies in the table | request | p50 ms | p99 ms | Herald µs | PostgreSQL µs |")
-            print("|---:|---|---:|---:|---:|---:|")
-            var copies = Self.fixedNotifications
-            var users = 0
-            let clock = ContinuousClock()
-            for target in targets {
-                let start = clock.now
-                while copies < target {
-                    let added = min(1_000, (target - copies + Self.otherUsersNotifications - 1) / Self.otherUsersNotifications)
-                    try await client.withTransaction { connection in
-                        let xid = try await connection.query("SELECT pg_current_xact_id()::text::bigint")[0].decode(Int64.self)
-                        let (low, high) = try await connection.query(
-                            """
-                            WITH made AS (INSERT INTO users (id) SELECT 'other-' || g FROM generate_series(\(users + 1), \(users + added)) AS g RETURNING key)
-                            SELECT min(key), max(key) FROM made
-                            """
-                        )[0].decode((Int64, Int64).self)
-                        try await connection.query(
-                            """
-                            INSERT INTO notification_recipients (user_key, channel_key, notification_id, change_xid)
-                            SELECT u, 1, n, \(xid) FROM generate_series(\(low), \(high)) AS u CROSS JOIN generate_series(\(firstID), \(lastID)) AS n
-                            """
-                        )
-                        try await connection.query(
-                            """
-                            INSERT INTO channel_states (user_key, channel_key, unread_adjustment, last_notification_id)
-                            SELECT u, 1, \(Self.otherUsersNotifications), \(lastID) FROM generate_series(\(low), \(high)) AS u
-                            """
-                        )
+            let title =
+                "(3) one user's requests (\(Self.fixedNotifications) notifications) against the copies in the whole table, \(requests) of each:"
+            try await withServer(client, conninfo: conninfo, title: title, sizes: "copies in the table") { server, meter in
+                var copies = Self.fixedNotifications
+                var users = 0
+                let clock = ContinuousClock()
+                for target in targets {
+                    let start = clock.now
+                    while copies < target {
+                        let added = min(1_000, (target - copies + Self.otherUsersNotifications - 1) / Self.otherUsersNotifications)
+                        try await client.withTransaction { connection in
+                            let xid = try await connection.query("SELECT pg_current_xact_id()::text::bigint")[0].decode(Int64.self)
+                            let (low, high) = try await connection.query(
+                                """
+                                WITH made AS (INSERT INTO users (id) SELECT 'other-' || g FROM generate_series(\(users + 1), \(users + added)) AS g RETURNING key)
+                                SELECT min(key), max(key) FROM made
+                                """
+                            )[0].decode((Int64, Int64).self)
+                            try await connection.query(
+                                """
+                                INSERT INTO notification_recipients (user_key, channel_key, notification_id, change_xid)
+                                SELECT u, 1, n, \(xid) FROM generate_series(\(low), \(high)) AS u CROSS JOIN generate_series(\(firstID), \(lastID)) AS n
+                                """
+                            )
+                            try await connection.query(
+                                """
+                                INSERT INTO channel_states (user_key, channel_key, unread_adjustment, last_notification_id)
+                                SELECT u, 1, \(Self.otherUsersNotifications), \(lastID) FROM generate_series(\(low), \(high)) AS u
+                                """
+                            )
+                        }
+                        users += added
+                        copies += added * Self.otherUsersNotifications
                     }
-                    users += added
-                    copies += added * Self.otherUsersNotifications
+                    try await client.query("VACUUM ANALYZE notification_recipients")
+                    try await client.query("CHECKPOINT")
+                    let bytes = try await client.query("SELECT pg_total_relation_size('notification_recipients')")[0].decode(Int64.self)
+                    print(
+                        "| \(copies) | (table with indexes: \(bytes >> 20) MB, grown in \(format(elapsedSeconds(clock.now - start), digits: 0)) s) | | | | |"
+                    )
+                    rows += try await measureFeed(http, port: server.port, session: session, meter: meter, curve: "table", size: copies)
                 }
-                try await client.query("VACUUM ANALYZE notification_recipients")
-                try await client.query("CHECKPOINT")
-                let bytes = try await client.query("SELECT pg_total_relation_size('notification_recipients')")[0].decode(Int64.self)
-                print(
-                    "| \(copies) | (table with indexes: \(bytes >> 20) MB, grown in \(format(elapsedSeconds(clock.now - start), digits: 0)) s) | | | | |"
-                )
-                rows += try await measureFeed(http, port: server.port, session: session, meter: meter, curve: "table", size: copies)
             }
         }
         return rows
@@ -127,38 +123,33 @@ extension CurvesBenchmark {
             }
             try await client.query("VACUUM ANALYZE")
             try await client.query("CHECKPOINT")
-            let server = try await ServeProcess.start(conninfo: conninfo, adminToken: Self.adminToken, environment: Self.unlimited)
-            defer { server.process.signal(SIGKILL) }
-            var meter = await CPUMeter.locate(client)
-            meter.herald = server.process.pid
-            print("")
-            print("(4) one user's requests against the channels they have, \(requests) of each:")
-            print("| channels | request | p50 ms | p99 ms | Herald µs | PostgreSQL µs |")
-            print("|---:|---|---:|---:|---:|---:|")
-            for count in counts {
-                guard let session = sessions[count] else { throw ValidationError("no session for the user of \(count) channels") }
-                let base = "http://127.0.0.1:\(server.port)/v1/me"
-                let list = try await Self.get(http, base + "/channels", session: session)
-                let listed = ((list["chat"] as? [Any])?.count ?? 0) + ((list["feed"] as? [Any])?.count ?? 0)
-                guard listed == count, let listToken = list["next_token"] as? String else {
-                    throw ValidationError("the channel list held \(listed) channels for a user of \(count), or no next_token")
+            let title = "(4) one user's requests against the channels they have, \(requests) of each:"
+            try await withServer(client, conninfo: conninfo, title: title, sizes: "channels") { server, meter in
+                for count in counts {
+                    guard let session = sessions[count] else { throw ValidationError("no session for the user of \(count) channels") }
+                    let base = "http://127.0.0.1:\(server.port)/v1/me"
+                    let list = try await Self.get(http, base + "/channels", session: session)
+                    let listed = ((list["chat"] as? [Any])?.count ?? 0) + ((list["feed"] as? [Any])?.count ?? 0)
+                    guard listed == count, let listToken = list["next_token"] as? String else {
+                        throw ValidationError("the channel list held \(listed) channels for a user of \(count), or no next_token")
+                    }
+                    let first = try await Self.get(http, base + "/channels/channel-1/collection", session: session)
+                    guard let pollToken = first["next_token"] as? String else { throw ValidationError("the first load named no next_token") }
+                    rows += try await measureKinds(
+                        http,
+                        base: base,
+                        session: session,
+                        meter: meter,
+                        curve: "channels",
+                        size: count,
+                        kinds: [
+                            ("channel list", "/channels"),
+                            ("list change log", "/channels?token=\(listToken)"),
+                            ("unread", "/unread"),
+                            ("quiet poll", "/channels/channel-1/collection?token=\(pollToken)"),
+                        ]
+                    )
                 }
-                let first = try await Self.get(http, base + "/channels/channel-1/collection", session: session)
-                guard let pollToken = first["next_token"] as? String else { throw ValidationError("the first load named no next_token") }
-                rows += try await measureKinds(
-                    http,
-                    base: base,
-                    session: session,
-                    meter: meter,
-                    curve: "channels",
-                    size: count,
-                    kinds: [
-                        ("channel list", "/channels"),
-                        ("list change log", "/channels?token=\(listToken)"),
-                        ("unread", "/unread"),
-                        ("quiet poll", "/channels/channel-1/collection?token=\(pollToken)"),
-                    ]
-                )
             }
         }
         return rows

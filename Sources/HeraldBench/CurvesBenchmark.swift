@@ -78,20 +78,35 @@ struct CurvesBenchmark: AsyncParsableCommand {
             }
             try await client.query("VACUUM ANALYZE")
             try await client.query("CHECKPOINT")
-            let server = try await ServeProcess.start(conninfo: conninfo, adminToken: Self.adminToken, environment: Self.unlimited)
-            defer { server.process.signal(SIGKILL) }
-            var meter = await CPUMeter.locate(client)
-            meter.herald = server.process.pid
-            print("")
-            print("(1) one user's requests against the notifications they have, \(requests) of each, one at a time:")
-            print("| notifications | request | p50 ms | p99 ms | Herald µs | PostgreSQL µs |")
-            print("|---:|---|---:|---:|---:|---:|")
-            for size in sizes {
-                guard let session = sessions[size] else { throw ValidationError("no session for the user of \(size)") }
-                rows += try await measureFeed(http, port: server.port, session: session, meter: meter, curve: "per_user", size: size)
+            let title = "(1) one user's requests against the notifications they have, \(requests) of each, one at a time:"
+            try await withServer(client, conninfo: conninfo, title: title, sizes: "notifications") { server, meter in
+                for size in sizes {
+                    guard let session = sessions[size] else { throw ValidationError("no session for the user of \(size)") }
+                    rows += try await measureFeed(http, port: server.port, session: session, meter: meter, curve: "per_user", size: size)
+                }
             }
         }
         return rows
+    }
+
+    /// `herald serve` on the database, with a CPU meter that knows its process, for `body`; prints the
+    /// title and the head of the table of requests (`sizes` names the first column).
+    func withServer(
+        _ client: PostgresClient,
+        conninfo: String,
+        title: String,
+        sizes: String,
+        _ body: (ServeProcess, CPUMeter) async throws -> Void
+    ) async throws {
+        let server = try await ServeProcess.start(conninfo: conninfo, adminToken: Self.adminToken, environment: Self.unlimited)
+        defer { server.process.signal(SIGKILL) }
+        var meter = await CPUMeter.locate(client)
+        meter.herald = server.process.pid
+        print("")
+        print(title)
+        print("| \(sizes) | request | p50 ms | p99 ms | Herald µs | PostgreSQL µs |")
+        print("|---:|---|---:|---:|---:|---:|")
+        try await body(server, meter)
     }
 
     /// A user with `notifications` in `feed` (made in one transaction, all unread); returns a session.

@@ -5,7 +5,7 @@ import Postgres
 /// A user's unread count in a channel is the channel state's `unread_adjustment` plus the live
 /// broadcasts that reached the user and are not yet folded into the counters. The same rule exists as
 /// SQL functions (`herald_broadcasts_reaching`, `herald_unread`, `herald_user_channels` in `sql/0006`,
-/// `sql/0012` and `sql/0013`), which migrations and ad-hoc queries use. The hot statements inline
+/// `sql/0012`, `sql/0013` and `sql/0021`), which migrations and ad-hoc queries use. The hot statements inline
 /// these fragments instead: PostgreSQL does not inline SQL functions that read tables, so a call costs
 /// its statement a planning of the function's query on every execution. A change to the rule changes
 /// both: a new migration for the functions, and these fragments.
