@@ -7,6 +7,10 @@ import Darwin
 #endif
 
 extension LibPQConnection {
+    /// The outcome of a statement the server skipped after an earlier one of its group failed (until
+    /// `executeBatch` runs it again).
+    static let skippedInGroup = PostgresError(code: .other, serverMessage: "skipped after an earlier statement of its group failed")
+
     /// `executeBatch`, except that a lone statement goes out as an ordinary round trip, which costs
     /// less than entering and leaving pipeline mode.
     func executeIndependently(_ groups: [[PostgresQuery]]) -> [Result<PostgresResult, PostgresError>] {
@@ -76,7 +80,7 @@ extension LibPQConnection {
                 let raw = PQgetResult(handle)
                 if let raw, PQresultStatus(raw) == PGRES_PIPELINE_ABORTED {
                     PQclear(raw)
-                    answers.append(.failure(PostgresError(code: .other, serverMessage: "skipped after an earlier statement of its group failed")))
+                    answers.append(.failure(Self.skippedInGroup))
                 } else {
                     let outcome = Result { () throws(PostgresError) -> PostgresResult in try checkResult(raw) }
                     if case .failure(let error) = outcome, error.code == .connectionLost {
@@ -187,10 +191,14 @@ extension LibPQConnection {
     }
 
     /// Queues one statement: by name when prepared, else with its text.
-    func send(_ query: PostgresQuery, on handle: OpaquePointer) -> Bool {
+    private func send(_ query: PostgresQuery, on handle: OpaquePointer) -> Bool {
         let key = StatementKey(query)
-        let name = preparedStatements[key]
-        return withParameters(query.bindings) { count, values, lengths, formats in
+        return send(query, key: key, name: preparedStatements[key], on: handle)
+    }
+
+    /// Queues one statement by `name`, or with its text when `nil`.
+    func send(_ query: PostgresQuery, key: StatementKey, name: String?, on handle: OpaquePointer) -> Bool {
+        withParameters(query.bindings) { count, values, lengths, formats in
             if let name {
                 return PQsendQueryPrepared(handle, name, count, values, lengths, formats, 1) == 1
             }

@@ -81,13 +81,13 @@ final class LoopPipeline: @unchecked Sendable {
 
     /// Runs one caller's statements (see `PostgresClient.pipelinedQueries`). Called on `loop`.
     func run(_ queries: [PostgresQuery]) async throws -> [Result<PostgresResult, PostgresError>] {
-        guard loop.inEventLoop, handle != nil else {
+        guard loop.inEventLoop, let connection, let handle else {
             if loop.inEventLoop { acquireIfNeeded() }
             return try await client.poolPipelinedQueries(queries)
         }
         return try await withCheckedThrowingContinuation { continuation in
             // The closure runs right here, still on the loop.
-            send(queries, continuation)
+            send(queries, on: connection, handle, continuation)
         }
     }
 
@@ -109,27 +109,22 @@ final class LoopPipeline: @unchecked Sendable {
 
     // MARK: - Sending
 
-    private func send(_ queries: [PostgresQuery], _ continuation: CheckedContinuation<[Result<PostgresResult, PostgresError>], any Error>) {
-        guard let connection, let handle else {
-            let client = self.client
-            Task {
-                do {
-                    continuation.resume(returning: try await client.poolPipelinedQueries(queries))
-                } catch {
-                    continuation.resume(throwing: error)
-                }
-            }
-            return
-        }
+    private func send(
+        _ queries: [PostgresQuery],
+        on connection: LibPQConnection,
+        _ handle: OpaquePointer,
+        _ continuation: CheckedContinuation<[Result<PostgresResult, PostgresError>], any Error>
+    ) {
         var commands: [Caller.Command] = []
         var sent = true
         for (index, query) in queries.enumerated() {
             let key = LibPQConnection.StatementKey(query)
-            if let (name, isNew) = connection.statementName(for: key), isNew {
+            let named = connection.statementName(for: key)
+            if let (name, isNew) = named, isNew {
                 sent = sent && PQsendPrepare(handle, name, key.sql, Int32(key.types.count), key.types) == 1
                 commands.append(.prepare(index))
             }
-            sent = sent && connection.send(query, on: handle)
+            sent = sent && connection.send(query, key: key, name: named?.name, on: handle)
             commands.append(.statement(index))
         }
         sent = sent && PQpipelineSync(handle) == 1
@@ -192,7 +187,7 @@ final class LoopPipeline: @unchecked Sendable {
         }
         guard let raw else { return drop(nil) }
         awaitingEnd = true
-        let skipped = PostgresError(code: .other, serverMessage: "skipped after an earlier statement of its group failed")
+        let skipped = LibPQConnection.skippedInGroup
         switch caller.commands[cursor] {
         case .prepare(let index):
             switch PQresultStatus(raw) {
@@ -231,8 +226,7 @@ final class LoopPipeline: @unchecked Sendable {
     /// failure stands and the others run again, one by one (the server rolled back the ones before it
     /// and skipped the ones after); a stale or missing prepared statement runs again too.
     private func answer(_ caller: Caller) {
-        let skipped = PostgresError(code: .other, serverMessage: "skipped")
-        let outcomes = caller.outcomes.map { $0 ?? .failure(skipped) }
+        let outcomes = caller.outcomes.map { $0 ?? .failure(LibPQConnection.skippedInGroup) }
         guard let failed = outcomes.firstIndex(where: { if case .failure = $0 { true } else { false } }) else {
             return caller.continuation.resume(returning: outcomes)
         }
