@@ -8,7 +8,7 @@ import Postgres
 import Glibc
 #endif
 
-/// PgBouncer (Debian's `pgbouncer`) in transaction mode in front of a cluster: the suite's database
+/// PgBouncer in transaction mode in front of a cluster: the suite's database
 /// tests run through it with `HERALD_TEST_PGBOUNCER=on`, and `herald-bench sync --pgbouncer` measures
 /// polls through it.
 ///
@@ -24,8 +24,9 @@ public struct PgBouncer: Sendable {
     public let keepsPreparedStatements: Bool
     let process: ChildProcess
 
-    /// The binary, when installed.
-    public static let binary = "/usr/sbin/pgbouncer"
+    /// The binary: `HERALD_PGBOUNCER` when set (`scripts/build-pgbouncer` builds Debian's newer
+    /// PgBouncer from its source package, one that keeps prepared statements), else Debian's package.
+    public static let binary = ProcessInfo.processInfo.environment["HERALD_PGBOUNCER"] ?? "/usr/sbin/pgbouncer"
 
     /// Starts one in `directory` (created) in front of `cluster`, with at most `poolSize` server
     /// connections per database, and waits until it accepts connections.
