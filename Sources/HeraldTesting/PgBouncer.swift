@@ -8,9 +8,8 @@ import Postgres
 import Glibc
 #endif
 
-/// PgBouncer in transaction mode in front of a cluster: the suite's database
-/// tests run through it with `HERALD_TEST_PGBOUNCER=on`, and `herald-bench sync --pgbouncer` measures
-/// polls through it.
+/// PgBouncer in transaction mode in front of a cluster: the suite's database tests run through it with
+/// `HERALD_TEST_PGBOUNCER=on`, and `herald-bench sync --pgbouncer` measures polls through it.
 ///
 /// It listens on a Unix socket in its own directory and reaches every database of the cluster by name.
 /// PgBouncer 1.21 and later keep named prepared statements across server connections
