@@ -55,7 +55,7 @@ struct ClientBenchmark: AsyncParsableCommand {
 
         // The whole collection, a page of 100 at a time, and the memory it holds.
         let before = ServeProcess.residentMegabytes(getpid())
-        let herald = try await HeraldClient(configuration: .init(serverURL: url, sessionToken: session))
+        let herald = await HeraldClient(configuration: .init(serverURL: url), userID: "bench", sessionToken: session)
         let feed = await herald.collection(channelURL: "feed")
         feed.pageSize = 100
         let loadStart = clock.now

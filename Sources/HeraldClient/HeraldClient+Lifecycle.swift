@@ -1,22 +1,49 @@
-#if canImport(UIKit)
-import UIKit
-
 extension HeraldClient {
-    /// Opens the live stream whenever the app becomes active and closes it when the app goes to the
-    /// background (where silent pushes take over), and opens it now if the app is active. Call once,
-    /// after creating the client.
-    public func connectWhileActive() {
-        let center = NotificationCenter.default
-        _ = center.addObserver(forName: UIApplication.didBecomeActiveNotification, object: nil, queue: .main) { [weak self] _ in
-            MainActor.assumeIsolated { self?.connect() }
-        }
-        _ = center.addObserver(forName: UIApplication.didEnterBackgroundNotification, object: nil, queue: .main) { [weak self] _ in
-            MainActor.assumeIsolated {
-                guard let self else { return }
-                Task { await self.disconnect() }
+    /// Follows the app's life through `platform`: in the foreground the live stream is open and
+    /// every collection refreshes (with or without a stream); in the background the stream closes
+    /// (within the time the system grants) and silent pushes take over; when the network comes back
+    /// the stream reconnects at once, not after its backoff, and everything refreshes. The app icon's
+    /// badge follows the server's. Calling it again replaces the platform (its reports stop);
+    /// `stopFollowingLifecycle()` ends it.
+    public func followLifecycle(of platform: any HeraldPlatform) {
+        self.platform?.stop()
+        self.platform = platform
+        platform.start { [weak self] event in self?.handle(event) }
+        platform.setBadge(unread.total)
+        if platform.isActive { handle(.didBecomeActive) }
+    }
+
+    /// Stops following the app's life (the stream stays as it is).
+    public func stopFollowingLifecycle() {
+        platform?.stop()
+        platform = nil
+    }
+
+    /// Reacts to one platform event.
+    func handle(_ event: PlatformEvent) {
+        log(.debug, "platform: \(event)")
+        switch event {
+        case .didBecomeActive:
+            connect()
+            guard userID != nil else { return }
+            startBackgroundRefresh("foreground") { try await self.refreshAllInBackground() }
+        case .didEnterBackground:
+            wantsStream = false
+            guard stream != nil else { return }
+            let closing: @MainActor () async -> Void = { [weak self] in
+                // Still in the background: a quick flip back has already opened a new stream, which
+                // this leaves alone (`disconnect` only closes the one it finds, and `connect` after
+                // it opens another).
+                guard let self, !self.wantsStream else { return }
+                await self.disconnect()
             }
+            if let platform { platform.withBackgroundTime("Herald: closing the live stream", closing) } else { Task { await closing() } }
+        case .network(let available):
+            let returned = available && !networkAvailable
+            networkAvailable = available
+            guard returned, userID != nil else { return }
+            if wantsStream, connectionState != .connected { startStream() }
+            startBackgroundRefresh("network returned") { try await self.refreshAllInBackground() }
         }
-        if UIApplication.shared.applicationState == .active { connect() }
     }
 }
-#endif

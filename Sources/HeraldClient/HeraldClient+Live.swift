@@ -1,68 +1,113 @@
 import Foundation
 
 extension HeraldClient {
-    /// Opens the live stream (call it when the app comes to the foreground): events are applied to the
-    /// open collections and the channel list as they happen, and while the stream is open the server
-    /// sends this device no silent pushes. A dropped connection is reopened after an exponential
-    /// backoff with jitter; every (re)opening syncs the open collections, since events may have been
-    /// missed in between. A refused session asks the token provider once; if that fails the state
-    /// becomes `.failed(.unauthorized)` and the stream stays closed.
+    /// Opens the live stream (the app came to the foreground): events are applied to the open
+    /// collections and the channel list as they happen, and while the stream is open the server sends
+    /// this device no silent pushes. A dropped connection is reopened after an exponential backoff
+    /// with jitter, or at once when the network comes back; every (re)opening syncs the open
+    /// collections, since events may have been missed in between. A refused session asks the token
+    /// provider once; if that fails the state becomes `.failed(.unauthorized)` until
+    /// `updateSessionToken(_:)`. Calling it again while the stream is wanted does nothing.
     public func connect() {
-        guard stream == nil else { return }
-        stream = Task { @MainActor in await self.runStream() }
+        wantsStream = true
+        guard stream == nil, userID != nil else { return }
+        startStream()
     }
 
-    /// Closes the live stream (call it when the app goes to the background: silent pushes take over).
+    /// Closes the live stream (the app goes to the background: silent pushes take over) and waits
+    /// for it and the refreshes it started. A `connect()` made while this waits opens a new stream
+    /// at once: the one being closed can no longer change anything.
     public func disconnect() async {
-        guard let stream else { return }
-        stream.cancel()
-        await stream.value
-        self.stream = nil
-        // The refreshes it started finish (they are not cancelled: see `refreshAll`).
-        for refresh in streamRefreshes.values { await refresh.value }
+        wantsStream = false
+        streamGeneration += 1
+        guard let closing = stream else {
+            connectionState = .disconnected
+            return
+        }
+        stream = nil
+        closing.cancel()
         connectionState = .disconnected
+        await closing.value
+        // The refreshes it started finish (they are not cancelled: see `refreshAll`).
+        for refresh in backgroundRefreshes.values { await refresh.value }
     }
 
-    /// Starts `work` in a task of its own, so that closing the stream does not cancel requests in
-    /// flight (see `refreshAll`); `disconnect()` waits for it.
-    private func startRefresh(_ work: @escaping @MainActor () async -> Void) {
-        let key = nextStreamRefresh
-        nextStreamRefresh += 1
-        streamRefreshes[key] = Task {
-            await work()
-            self.streamRefreshes[key] = nil
+    /// A new stream, in a generation of its own; the one before, if any, is cancelled.
+    func startStream() {
+        stream?.cancel()
+        streamGeneration += 1
+        let generation = streamGeneration
+        stream = Task { @MainActor in await self.runStream(generation) }
+    }
+
+    /// Starts a refresh in a task of its own, so that closing the stream does not cancel requests in
+    /// flight (see `refreshAll`); `disconnect()` and sign-out wait for it. Its requests wait out a
+    /// `429` (`refreshAllInBackground`, `retryingRateLimits`).
+    func startBackgroundRefresh(_ why: String, _ work: @escaping @MainActor () async throws -> Void) {
+        let key = nextBackgroundRefresh
+        nextBackgroundRefresh += 1
+        backgroundRefreshes[key] = Task {
+            do {
+                try await work()
+            } catch {
+                self.log(.warning, "\(why): refresh failed: \(error)")
+            }
+            self.backgroundRefreshes[key] = nil
         }
     }
 
-    private func runStream() async {
+    /// Runs `work` (one request, or work that repeats nothing when run again), and after a `429`
+    /// waits its `Retry-After` and runs it again, up to `Configuration.rateLimitRetries` times.
+    func retryingRateLimits<T>(_ work: @MainActor () async throws -> T) async throws -> T {
+        var waits = 0
+        while true {
+            do {
+                return try await work()
+            } catch HeraldClientError.rateLimited(let retryAfter) where waits < configuration.rateLimitRetries {
+                waits += 1
+                log(.warning, "rate limited; trying again in \(retryAfter)")
+                try await Task.sleep(for: retryAfter)
+            }
+        }
+    }
+
+    private func runStream(_ generation: Int) async {
         let transport = Self.makeTransport()
         var failures = 0
-        while !Task.isCancelled {
+        let current = { [weak self] in self?.streamGeneration == generation && !Task.isCancelled }
+        while current() {
             connectionState = .connecting
-            let token = await api.credentials.token
-            var headers = ["Authorization": "Bearer \(token)"]
-            if let device = deviceReference { headers["Herald-Device"] = device }
+            var headers: [String: String] = [:]
+            guard let token = try? await api.credentials.current(), current() else { break }
+            headers["Authorization"] = "Bearer \(token)"
+            if let device = deviceToken { headers["Herald-Device"] = device }
             let opened = OpenedFlag()
             var closeCode: Int?
             do {
                 closeCode = try await transport.run(url: streamURL, headers: headers, pingInterval: configuration.pingInterval) { text in
-                    await self.receive(text, opened: opened)
+                    await self.receive(text, opened: opened, generation: generation)
                 }
             } catch {
                 closeCode = nil
             }
-            if Task.isCancelled { break }
-            if await opened.value { failures = 0 }
-            // Refused before it opened (the upgrade's 401 is not visible on every platform), or closed
-            // as revoked or expired (1008): the session decides whether to go on. A plain request asks
-            // the provider for a new token if the server refuses this one.
-            if !(await opened.value) || closeCode == 1008 {
+            guard current() else { break }
+            let wasOpen = await opened.value
+            log(.info, wasOpen ? "stream closed (\(closeCode.map(String.init) ?? "no close code"))" : "stream could not open")
+            if wasOpen { failures = 0 }
+            // Refused before it opened (the upgrade's answer is not visible on every platform), or
+            // closed as revoked or expired (1008): a plain request that names the device finds out
+            // why — a session the provider cannot renew ends the stream; a device the server lost is
+            // recovered, so the next attempt names the right one.
+            if !wasOpen || closeCode == 1008 {
                 do {
-                    _ = try await api.unread()
+                    try await channels.refresh()
                 } catch HeraldClientError.unauthorized {
+                    guard current() else { break }
                     connectionState = .failed(.unauthorized)
+                    tell(.sessionRefused)
                     return
                 } catch {}
+                guard current() else { break }
             }
             failures += 1
             connectionState = .waitingToReconnect
@@ -74,15 +119,22 @@ extension HeraldClient {
                 break
             }
         }
+        // A stream replaced by a newer one leaves its state alone; one that ended by itself (signed
+        // out under it) clears its slot.
+        if streamGeneration == generation, !Task.isCancelled {
+            stream = nil
+            connectionState = .disconnected
+        }
     }
 
-    private func receive(_ text: String, opened: OpenedFlag) async {
-        guard let event = LiveEvent(text: text) else { return }
+    private func receive(_ text: String, opened: OpenedFlag, generation: Int) async {
+        guard streamGeneration == generation, let event = LiveEvent(text: text) else { return }
         if case .ready = event {
             await opened.set()
+            guard streamGeneration == generation else { return }
             connectionState = .connected
             // Whatever happened while the stream was closed is in the syncs.
-            startRefresh { _ = try? await self.refreshAll() }
+            startBackgroundRefresh("stream opened") { try await self.refreshAllInBackground() }
             return
         }
         await apply(event)
@@ -114,7 +166,7 @@ extension HeraldClient {
             for collection in collections(of: url) {
                 collection.takeState(state, at: position)
                 // The copies' statuses changed with it: the sync brings them, each by position.
-                startRefresh { _ = try? await collection.refresh() }
+                startBackgroundRefresh("channel read elsewhere") { _ = try await self.retryingRateLimits { try await collection.refresh() } }
             }
         case .delivered(let url, let ids, let position):
             for collection in collections(of: url) {
@@ -138,7 +190,7 @@ extension HeraldClient {
         case .badge(let badge):
             unread.total = badge
         case .resync:
-            startRefresh { _ = try? await self.refreshAll() }
+            startBackgroundRefresh("the server asked for a resync") { try await self.refreshAllInBackground() }
         case .ready, .unknown:
             break
         }

@@ -1,92 +1,184 @@
 import Foundation
 public import Observation
 
-/// The app's connection to a Herald server, for one signed-in user: the collections it keeps in step,
-/// the channel list, unread counts and badge, the device that receives silent pushes, and the live
-/// stream while the app is in the foreground.
+/// The app's connection to a Herald server: the signed-in user's collections, channel list, unread
+/// counts and badge, the device that receives pushes, and the live stream while the app is in the
+/// foreground.
+///
+/// Create one when the app starts and keep it for the app's life; users sign in and out of it:
 ///
 /// ```swift
-/// let herald = try await HeraldClient(configuration: .init(serverURL: url, sessionToken: token))
-/// let orders = herald.collection(channelURL: "orders")
+/// let herald = HeraldClient(configuration: .init(serverURL: url, cacheDirectory: caches))
+/// await herald.signIn(userID: "alice", sessionToken: token)
+/// let orders = await herald.collection(channelURL: "orders")
 /// try await orders.refresh()
 /// ```
 ///
-/// Everything the app reads is `@Observable` and lives on the main actor.
+/// Everything the app reads is `@Observable` and lives on the main actor; requests, decoding and the
+/// cache's work happen off it.
 @MainActor
 @Observable
 public final class HeraldClient {
+    /// What the library tells the app about, besides the values it observes.
+    public enum Event: Sendable, Equatable {
+        /// The server no longer knew this device (removed after APNs said the token is gone, or the
+        /// app was restored from a backup onto another phone). The library dropped it from its
+        /// requests and, when it knew the APNs token, registered it again (`reregistered`).
+        case deviceNotFound(reregistered: Bool)
+        /// The session was refused and the token provider gave none that works: sign in again.
+        case sessionRefused
+    }
+
+    /// The signed-in user's id; `nil` while nobody is signed in.
+    public internal(set) var userID: String?
     /// The user's channels, kept by their change log.
     public let channels: ChannelList
-    /// The user's total unread count and each channel's, as of the last answer that carried them.
-    public internal(set) var unread = UnreadCounts()
+    /// The user's total unread count (the app icon's badge) and each channel's, as of the last answer
+    /// that carried them.
+    public internal(set) var unread = UnreadCounts() {
+        didSet {
+            if unread.total != oldValue.total { platform?.setBadge(unread.total) }
+        }
+    }
     /// The live stream's state.
     public internal(set) var connectionState: ConnectionState = .disconnected
-    /// The APNs token of this device once registered (hex).
+    /// The APNs token (hex) this device is registered with for the signed-in user.
     public internal(set) var deviceToken: String?
 
+    /// Called on the main actor for each `Event`.
+    @ObservationIgnored public var onEvent: (@MainActor (Event) -> Void)?
+
     @ObservationIgnored let configuration: Configuration
+    @ObservationIgnored let log: ClientLog
     @ObservationIgnored let api: HeraldAPI
-    @ObservationIgnored let cache: HeraldCache?
+    /// The signed-in user's cache, if there is one and it opened.
+    @ObservationIgnored var cache: HeraldCache?
     @ObservationIgnored var collections: [CollectionKey: NotificationCollection] = [:]
-    @ObservationIgnored var stream: Task<Void, Never>?
-    /// Refreshes the stream started (on `ready`, `resync`, `channel.read`), which outlive it.
-    @ObservationIgnored var streamRefreshes: [Int: Task<Void, Never>] = [:]
-    @ObservationIgnored var nextStreamRefresh = 0
+    /// Collections being restored from the cache, which a second caller of `collection(…)` waits for.
+    @ObservationIgnored var restoring: [CollectionKey: Task<NotificationCollection, Never>] = [:]
     /// The position of the change each channel's unread count came with (`noteUnread`).
     @ObservationIgnored var unreadPositions: [String: Int64] = [:]
+    /// Counts sign-ins and sign-outs: work begun for one user finds it changed and drops its outcome.
+    @ObservationIgnored var account = 0
 
-    /// Opens the client; with a cache, restores what the last run saved (collections come back with
-    /// their tokens, so they resume where they were, even offline).
-    public init(configuration: Configuration) async throws {
+    // The live stream (HeraldClient+Live).
+    @ObservationIgnored var stream: Task<Void, Never>?
+    /// Bumped by every `connect` that starts a stream and every `disconnect`: a stream whose
+    /// generation is no longer current changes nothing.
+    @ObservationIgnored var streamGeneration = 0
+    /// Whether the app wants the stream open (between `connect()` and `disconnect()`).
+    @ObservationIgnored var wantsStream = false
+    /// Refreshes the library started by itself (stream, pushes, lifecycle), which outlive the stream.
+    @ObservationIgnored var backgroundRefreshes: [Int: Task<Void, Never>] = [:]
+    @ObservationIgnored var nextBackgroundRefresh = 0
+
+    // The device (HeraldClient+Devices).
+    /// The APNs registration the app handed over, kept across sign-ins: registered for each user who
+    /// signs in, and again when the server has lost the device.
+    @ObservationIgnored var apnsRegistration: APNsRegistration?
+    @ObservationIgnored var reregistering: Task<Bool, Never>?
+
+    // The platform (HeraldClient+Lifecycle).
+    @ObservationIgnored var platform: (any HeraldPlatform)?
+    @ObservationIgnored var networkAvailable = true
+
+    /// A client with nobody signed in yet: `registerDevice` holds the APNs token until someone signs in.
+    public init(configuration: Configuration) {
         self.configuration = configuration
-        let credentials = SessionCredentials(token: configuration.sessionToken, provider: configuration.tokenProvider)
-        api = HeraldAPI(serverURL: configuration.serverURL, credentials: credentials)
-        cache = try configuration.cacheURL.map { try HeraldCache(url: $0) }
+        log = ClientLog(handler: configuration.logHandler)
+        let credentials = SessionCredentials(token: nil, provider: configuration.tokenProvider)
+        api = HeraldAPI(serverURL: configuration.serverURL, credentials: credentials, log: log, middlewares: configuration.middlewares)
         channels = ChannelList()
         channels.client = self
-        if let cache {
-            let saved = try await cache.loadMeta()
-            deviceToken = saved.deviceToken
-            if let unread = saved.unread { self.unread = unread }
-            if let list = saved.channelList { channels.restore(list) }
-        }
+    }
+
+    /// A client with `userID` signed in (see `signIn(userID:sessionToken:)`).
+    public convenience init(configuration: Configuration, userID: String, sessionToken: String) async {
+        self.init(configuration: configuration)
+        await signIn(userID: userID, sessionToken: sessionToken)
     }
 
     /// The collection of `channelURL` (of one `category`, when given): the same object for as long as
     /// it is not disposed. From the cache when it holds one, so it shows the last state at once; call
-    /// `refresh()` to bring it up to date.
+    /// `refresh()` to bring it up to date. Empty and inert while nobody is signed in.
     public func collection(channelURL: String, category: String? = nil) async -> NotificationCollection {
         let key = CollectionKey(channelURL: channelURL, category: category)
         if let existing = collections[key] { return existing }
-        let collection = NotificationCollection(channelURL: channelURL, category: category, client: self)
+        if let pending = restoring[key] { return await pending.value }
+        let collection = NotificationCollection(channelURL: channelURL, category: category, client: userID == nil ? nil : self)
+        guard let cache else {
+            if userID != nil { collections[key] = collection }
+            return collection
+        }
+        // Kept out of `collections` until restored: nothing refreshes it meanwhile, so what the cache
+        // holds can never overwrite a newer answer.
+        let account = self.account
+        let task = Task { @MainActor in
+            await cache.restore(collection)
+            return collection
+        }
+        restoring[key] = task
+        _ = await task.value
+        restoring[key] = nil
+        guard account == self.account else {
+            collection.detach()
+            return collection
+        }
         collections[key] = collection
-        await cache?.restore(collection)
         return collection
     }
 
-    /// The collections the client keeps in step (refreshed by silent pushes and the stream).
+    /// The collections the client keeps in step (refreshed by pushes, the stream and the foreground).
     public var openCollections: [NotificationCollection] {
         Array(collections.values)
     }
 
-    /// Brings every open collection, the channel list and the unread counts up to date. Returns
-    /// whether anything changed; throws the first failure once every refresh has ended.
+    /// Brings every open collection, the channel list and the unread counts up to date, at most
+    /// `Configuration.maximumConcurrentRefreshes` requests at once. Returns whether anything changed;
+    /// throws the first failure once every refresh has ended.
     ///
     /// One failing refresh does not cancel the others: besides being wasted work, cancelling a request
     /// in flight can crash FoundationNetworking on Linux (its task registry loses the task).
     @discardableResult
     public func refreshAll() async throws -> Bool {
-        let results = await withTaskGroup(of: Result<Bool, any Error>.self) { group in
-            for collection in collections.values {
-                group.addTask { await Self.outcome { try await collection.refresh() } }
-            }
-            group.addTask { await Self.outcome { try await self.channels.refresh() } }
-            var results: [Result<Bool, any Error>] = []
-            for await result in group { results.append(result) }
-            return results
+        try await refresh(Array(collections.values))
+    }
+
+    /// Refreshes `collections`, the channel list and the unread counts (see `refreshAll`). With
+    /// `waitingOutRateLimits` (the refreshes the library starts by itself) a request refused with a
+    /// `429` waits its `Retry-After` and goes again (`retryingRateLimits`).
+    func refresh(_ collections: [NotificationCollection], waitingOutRateLimits: Bool = false) async throws -> Bool {
+        guard userID != nil else { throw HeraldClientError.signedOut }
+        var work: [@MainActor () async throws -> Bool] = collections.map { collection in { try await collection.refresh() } }
+        work.append { [channels] in try await channels.refresh() }
+        if waitingOutRateLimits {
+            work = work.map { item in { try await self.retryingRateLimits(item) } }
         }
+        let results = await Self.run(work, atMost: configuration.maximumConcurrentRefreshes)
         await refreshUnread()
         return try results.reduce(false) { changed, result in try result.get() || changed }
+    }
+
+    /// Everything, as the library refreshes by itself: rate limits waited out.
+    func refreshAllInBackground() async throws {
+        _ = try await refresh(Array(collections.values), waitingOutRateLimits: true)
+    }
+
+    /// Runs `work`, at most `limit` at once, and gives every outcome.
+    static func run<T: Sendable>(_ work: [@MainActor () async throws -> T], atMost limit: Int) async -> [Result<T, any Error>] {
+        await withTaskGroup(of: Result<T, any Error>.self) { group in
+            var results: [Result<T, any Error>] = []
+            var next = work.makeIterator()
+            for _ in 0..<max(limit, 1) {
+                guard let item = next.next() else { break }
+                group.addTask { await outcome(item) }
+            }
+            for await result in group {
+                results.append(result)
+                if let item = next.next() { group.addTask { await outcome(item) } }
+            }
+            return results
+        }
     }
 
     /// What `work` returned or threw.
@@ -100,7 +192,7 @@ public final class HeraldClient {
 
     /// Runs `work` in a task of its own and waits for it at most `deadline`: past it `late` is thrown
     /// and the work goes on to its end, uncancelled (see `refreshAll`), its outcome dropped.
-    static func within<T: Sendable>(
+    nonisolated static func within<T: Sendable>(
         _ deadline: Duration,
         orThrow late: HeraldClientError,
         _ work: @escaping @Sendable () async throws -> T
@@ -122,7 +214,8 @@ public final class HeraldClient {
 
     /// Reads the unread counts afresh (they also come with every sync and stream event).
     public func refreshUnread() async {
-        guard let answer = try? await api.unread() else { return }
+        let account = self.account
+        guard userID != nil, let answer = try? await api.unread(), account == self.account else { return }
         // A count held from a newer position (a mark, a stream event) stays: the answer may come from
         // a read standby that has not replayed it yet.
         let horizon = Int64(answer.horizon) ?? 0
@@ -151,11 +244,13 @@ public final class HeraldClient {
     }
 
     func forget(_ collection: NotificationCollection) {
-        collections[collection.key] = nil
+        if collections[collection.key] === collection { collections[collection.key] = nil }
     }
 
-    /// How this device names itself to the server (`Herald-Device`), once registered.
-    var deviceReference: String? { deviceToken }
+    func tell(_ event: Event) {
+        log(.info, "event: \(event)")
+        onEvent?(event)
+    }
 }
 
 /// The user's total unread count (the badge) and each channel's.
@@ -175,7 +270,8 @@ public enum ConnectionState: Sendable, Equatable {
     case connecting
     /// The stream is open: events arrive as they happen, and the device gets no silent pushes.
     case connected
-    /// The connection dropped; the next attempt is scheduled (exponential backoff with jitter).
+    /// The connection dropped; the next attempt is scheduled (exponential backoff with jitter), or
+    /// comes at once when the network returns.
     case waitingToReconnect
     /// The server refused the session and the token provider gave none that works.
     case failed(HeraldClientError)

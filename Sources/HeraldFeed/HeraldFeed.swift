@@ -14,6 +14,9 @@ struct HeraldFeed: AsyncParsableCommand {
     @Option(help: "The Herald server.")
     var server = "http://127.0.0.1:8080"
 
+    @Option(help: "The user's id.")
+    var user: String
+
     @Option(help: "The user's session token (POST /v1/users/{id}/sessions with the admin token).")
     var session: String
 
@@ -32,7 +35,7 @@ struct HeraldFeed: AsyncParsableCommand {
     @MainActor
     func run() async throws {
         guard let url = URL(string: server) else { throw ValidationError("--server must be a URL") }
-        let client = try await HeraldClient(configuration: .init(serverURL: url, sessionToken: session))
+        let client = await HeraldClient(configuration: .init(serverURL: url), userID: user, sessionToken: session)
         let collection = await client.collection(channelURL: channel, category: category)
         collection.pageSize = max(1, min(limit, 100))
         try await collection.refresh()

@@ -22,8 +22,9 @@ extension ClientSuites {
         func randomHistoriesEndEveryQuietPointEqualToAFreshLoad(seed: UInt64) async throws {
             try await ServerWorld.with { world in
                 var random = SplitMix64(seed: seed)
-                let cache = FileManager.default.temporaryDirectory.appendingPathComponent("herald-client-model-\(seed)-\(UUID().uuidString).sqlite")
-                defer { try? FileManager.default.removeItem(at: cache) }
+                let directory = CacheDirectory()
+                defer { directory.remove() }
+                let cache = directory.url
                 let device = Data((0..<32).map { _ in UInt8.random(in: 0...255, using: &random) })
                 let deviceHex = device.map { String(format: "%02x", $0) }.joined()
 

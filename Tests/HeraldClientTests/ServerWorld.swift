@@ -254,18 +254,42 @@ final class ServerWorld: Sendable {
         return (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]) ?? [:]
     }
 
-    /// A client for `user`, without a cache unless given one.
+    /// A client with `user` signed in, without a cache unless given a directory for them; `configure`
+    /// changes anything else.
     @MainActor
-    func client(_ user: String, cache: URL? = nil, tokenProvider: (@Sendable () async throws -> String)? = nil) async throws -> HeraldClient {
-        var configuration = HeraldClient.Configuration(
-            serverURL: serverURL,
-            sessionToken: try #require(sessions[user]),
-            tokenProvider: tokenProvider,
-            cacheURL: cache
+    func client(
+        _ user: String,
+        cache: URL? = nil,
+        configure: (inout HeraldClient.Configuration) -> Void = { _ in },
+        tokenProvider: (@Sendable () async throws -> String)? = nil
+    ) async throws -> HeraldClient {
+        await HeraldClient(
+            configuration: configuration(cache: cache, tokenProvider: tokenProvider, configure: configure),
+            userID: user,
+            sessionToken: try #require(sessions[user])
         )
+    }
+
+    /// The configuration test clients use: this server, quick reconnections.
+    func configuration(
+        cache: URL? = nil,
+        tokenProvider: (@Sendable () async throws -> String)? = nil,
+        configure: (inout HeraldClient.Configuration) -> Void = { _ in }
+    ) -> HeraldClient.Configuration {
+        var configuration = HeraldClient.Configuration(serverURL: serverURL, tokenProvider: tokenProvider, cacheDirectory: cache)
         configuration.initialReconnectDelay = .milliseconds(50)
         configuration.maximumReconnectDelay = .milliseconds(500)
-        return try await HeraldClient(configuration: configuration)
+        configure(&configuration)
+        return configuration
+    }
+}
+
+/// A fresh directory for client caches, removed by `remove()`.
+struct CacheDirectory {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("herald-client-cache-\(UUID().uuidString)")
+
+    func remove() {
+        try? FileManager.default.removeItem(at: url)
     }
 }
 

@@ -40,7 +40,7 @@ extension HeraldClientError {
     /// serves every operation.
     static func unexpected(_ output: Any) -> HeraldClientError {
         guard let value = Mirror(reflecting: output).children.first?.value else {
-            return .invalidResponse("\(output)")
+            return .decoding("unexpected answer: \(output)")
         }
         if let response = value as? any ErrorResponse {
             let status = type(of: response).status
@@ -51,6 +51,6 @@ extension HeraldClientError {
         if let children = Mirror(reflecting: value).children.first?.value as? Int {
             return .server(status: children, code: "http_\(children)", message: "")
         }
-        return .invalidResponse("\(output)")
+        return .decoding("unexpected answer: \(output)")
     }
 }

@@ -7,34 +7,43 @@ import FoundationNetworking
 #endif
 
 /// The user routes the library calls, over the client generated from `openapi.yaml`: every call
-/// carries the session (`SessionMiddleware`) and turns any answer other than the expected one into a
-/// `HeraldClientError`.
+/// carries the session (`SessionMiddleware`), turns any answer other than the expected one into a
+/// `HeraldClientError`, and hands back the library's own values. Its methods are not isolated to any
+/// actor, so decoding and converting answers happens off the main thread.
 struct HeraldAPI: Sendable {
     let client: Client
     let credentials: SessionCredentials
 
-    init(serverURL: URL, credentials: SessionCredentials, session: URLSession = .shared) {
+    init(
+        serverURL: URL,
+        credentials: SessionCredentials,
+        session: URLSession = .shared,
+        log: ClientLog = ClientLog(handler: nil),
+        middlewares: [any ClientMiddleware] = []
+    ) {
         self.credentials = credentials
         client = Client(
             serverURL: serverURL,
             configuration: Configuration(dateTranscoder: MillisecondDateTranscoder()),
             transport: URLSessionTransport(configuration: .init(session: session)),
-            middlewares: [SessionMiddleware(credentials: credentials)]
+            middlewares: [SessionMiddleware(credentials: credentials, log: log)] + middlewares
         )
     }
 
-    /// Runs one generated call, giving back the library's own errors as they were thrown: the runtime
-    /// wraps whatever a middleware or the transport throws in its `ClientError`.
+    /// Runs one generated call and gives back only the library's errors: the runtime wraps whatever a
+    /// middleware or the transport throws in its `ClientError`.
     private func unwrapping<T>(_ call: () async throws -> T) async throws -> T {
         do {
             return try await call()
         } catch let error as ClientError {
-            throw error.underlyingError
+            throw HeraldClientError.from(error.underlyingError)
+        } catch {
+            throw HeraldClientError.from(error)
         }
     }
 
     /// A first load (no token) or an incremental sync, naming the device when there is one.
-    func sync(channelURL: String, token: String?, limit: Int, category: String?, device: String?) async throws -> Components.Schemas.Collection {
+    func sync(channelURL: String, token: String?, limit: Int, category: String?, device: String?) async throws -> SyncAnswer {
         let output = try await unwrapping {
             try await client.syncCollection(
                 path: .init(channelUrl: channelURL),
@@ -43,15 +52,10 @@ struct HeraldAPI: Sendable {
             )
         }
         guard case .ok(let ok) = output else { throw HeraldClientError.unexpected(output) }
-        return try ok.body.json
+        return try SyncAnswer(try ok.body.json)
     }
 
-    func older(
-        channelURL: String,
-        before: String,
-        limit: Int,
-        category: String?
-    ) async throws -> Operations.OlderNotifications.Output.Ok.Body.JsonPayload {
+    func older(channelURL: String, before: String, limit: Int, category: String?) async throws -> OlderPage {
         let output = try await unwrapping {
             try await client.olderNotifications(
                 path: .init(channelUrl: channelURL),
@@ -59,7 +63,8 @@ struct HeraldAPI: Sendable {
             )
         }
         guard case .ok(let ok) = output else { throw HeraldClientError.unexpected(output) }
-        return try ok.body.json
+        let page = try ok.body.json
+        return OlderPage(notifications: try page.notifications.map(HeraldNotification.init(converting:)), previousCursor: page.prevCursor)
     }
 
     /// The state after the mark, and the mark's position (`nil` from a server that sends none).
@@ -89,13 +94,19 @@ struct HeraldAPI: Sendable {
         return try ok.body.json
     }
 
-    func channels(token: String?, device: String?) async throws -> Operations.MyChannels.Output.Ok.Body.JsonPayload {
+    func channels(token: String?, device: String?) async throws -> ChannelPage {
         let output = try await unwrapping { try await client.myChannels(query: .init(token: token), headers: .init(heraldDevice: device)) }
         guard case .ok(let ok) = output else { throw HeraldClientError.unexpected(output) }
-        return try ok.body.json
+        let page = try ok.body.json
+        return ChannelPage(
+            isLive: page.isLive,
+            nextToken: page.nextToken,
+            deleted: page.deleted,
+            entries: try (page.chat + page.feed).map(ChannelList.Entry.init)
+        )
     }
 
-    func registerDevice(token: String, environment: APNsEnvironment, topic: String, unique: Bool) async throws -> Components.Schemas.Device {
+    func registerDevice(token: String, environment: APNsEnvironment, topic: String, unique: Bool) async throws {
         let output = try await unwrapping {
             try await client.registerDevice(
                 path: .init(deviceToken: token),
@@ -103,8 +114,7 @@ struct HeraldAPI: Sendable {
             )
         }
         switch output {
-        case .ok(let ok): return try ok.body.json
-        case .created(let created): return try created.body.json
+        case .ok, .created: return
         default: throw HeraldClientError.unexpected(output)
         }
     }
@@ -131,6 +141,54 @@ struct HeraldAPI: Sendable {
         }
         guard case .noContent = output else { throw HeraldClientError.unexpected(output) }
     }
+}
+
+/// A collection answer in the library's values.
+struct SyncAnswer: Sendable {
+    var isLive: Bool
+    var notifications: [HeraldNotification]
+    var deleted: [String]
+    var nextToken: String?
+    var hasMore: Bool
+    var previousCursor: String?
+    var badge: Int
+    /// The position every change below which the answer reflects.
+    var horizon: Int64
+    var state: ChannelState
+    var channel: ChannelInfo
+
+    init(_ wire: Components.Schemas.Collection) throws {
+        isLive = wire.isLive
+        notifications = try wire.notifications.map(HeraldNotification.init(converting:))
+        deleted = wire.deleted
+        nextToken = wire.nextToken
+        hasMore = wire.hasMore
+        previousCursor = wire.prevCursor
+        badge = wire.badge
+        horizon = Int64(wire.horizon) ?? 0
+        state = ChannelState(wire.channel.state)
+        channel = ChannelInfo(
+            url: wire.channel.channelUrl,
+            kind: wire.channel.kind == .chat ? .chat : .feed,
+            name: wire.channel.name,
+            coverURL: wire.channel.coverUrl,
+            customType: wire.channel.customType
+        )
+    }
+}
+
+/// A page of older notifications.
+struct OlderPage: Sendable {
+    var notifications: [HeraldNotification]
+    var previousCursor: String?
+}
+
+/// The channel list's answer in the library's values.
+struct ChannelPage: Sendable {
+    var isLive: Bool
+    var nextToken: String?
+    var deleted: [String]
+    var entries: [ChannelList.Entry]
 }
 
 /// Which APNs environment a device token belongs to (a development build's is `sandbox`).

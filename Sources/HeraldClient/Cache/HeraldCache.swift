@@ -1,7 +1,8 @@
 import Foundation
 import GRDB
 
-/// What the client keeps between runs, in SQLite (GRDB): each collection's notifications, token,
+/// What the client keeps between runs of one user, in SQLite (GRDB), one file per user (the client
+/// names it; see `HeraldClient.Configuration.cacheDirectory`): each collection's notifications, token,
 /// cursor and state, the channel list with its token, the unread counts and the device token. A cold
 /// start shows the last state before any request, and each collection resumes from its saved token:
 /// what changed meanwhile comes by the sync like any other change.
@@ -13,7 +14,10 @@ import GRDB
 final class HeraldCache: Sendable {
     private let queue: DatabaseQueue
 
+    /// Opens (or creates) the cache at `url`, creating its directory when missing: on a fresh
+    /// install not even Application Support exists yet.
     init(url: URL) throws {
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
         var configuration = Configuration()
         // Another process (the app's extension, a client being replaced) may hold the file a moment.
         configuration.busyMode = .timeout(5)
@@ -99,14 +103,19 @@ final class HeraldCache: Sendable {
         }
     }
 
-    /// Saves the collection's header and the given versions, and drops `removed`.
+    /// Saves the collection's header and the given versions, and drops `removed`. The versions are
+    /// encoded on the database's queue, not the main thread.
     @MainActor func save(_ collection: NotificationCollection, upserted: [HeraldNotification], removed: [String]) async {
         let header = Header(collection)
-        let rows = upserted.compactMap { notification in (try? JSONEncoder().encode(notification)).map { (notification.number, $0) } }
         await write { db in
             try header.write(db)
-            for (id, body) in rows {
-                try db.execute(sql: "INSERT OR REPLACE INTO notification (collection, id, body) VALUES (?, ?, ?)", arguments: [header.key, id, body])
+            let encoder = JSONEncoder()
+            for notification in upserted {
+                guard let body = try? encoder.encode(notification) else { continue }
+                try db.execute(
+                    sql: "INSERT OR REPLACE INTO notification (collection, id, body) VALUES (?, ?, ?)",
+                    arguments: [header.key, notification.number, body]
+                )
             }
             for id in removed {
                 try db.execute(sql: "DELETE FROM notification WHERE collection = ? AND id = ?", arguments: [header.key, Int64(id) ?? 0])
@@ -128,17 +137,19 @@ final class HeraldCache: Sendable {
         await save(collection, upserted: collection.notifications, removed: [])
     }
 
-    /// Fills a new collection with what was saved of it, if anything.
+    /// Fills a new collection with what was saved of it, if anything; the rows are read and decoded on
+    /// the database's queue.
     @MainActor func restore(_ collection: NotificationCollection) async {
         let key = collection.key.text
-        let found = try? await queue.read { db -> (header: Header, bodies: [Data])? in
+        let found = try? await queue.read { db -> (header: Header, notifications: [HeraldNotification])? in
             guard let row = try Row.fetchOne(db, sql: "SELECT * FROM collection WHERE key = ?", arguments: [key]) else { return nil }
             let bodies = try Data.fetchAll(db, sql: "SELECT body FROM notification WHERE collection = ? ORDER BY id DESC", arguments: [key])
-            return (Header(row), bodies)
+            let decoder = JSONDecoder()
+            return (Header(row), bodies.compactMap { try? decoder.decode(HeraldNotification.self, from: $0) })
         }
-        guard let (saved, bodies) = found ?? nil else { return }
+        guard let (saved, notifications) = found ?? nil else { return }
         let decoder = JSONDecoder()
-        collection.notifications = bodies.compactMap { try? decoder.decode(HeraldNotification.self, from: $0) }
+        collection.notifications = notifications
         collection.token = saved.token
         collection.previousCursor = saved.previousCursor
         collection.hasPrevious = saved.hasPrevious
@@ -157,8 +168,9 @@ final class HeraldCache: Sendable {
         var channelList: ChannelList.Snapshot?
     }
 
-    func loadMeta() async throws -> Meta {
-        try await queue.read { db in
+    /// What was saved besides the collections; `nil` when it cannot be read.
+    func loadMeta() async -> Meta? {
+        try? await queue.read { db in
             let decoder = JSONDecoder()
             func value(_ name: String) throws -> Data? {
                 try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = ?", arguments: [name])
@@ -181,6 +193,19 @@ final class HeraldCache: Sendable {
 
     func saveDeviceToken(_ token: String?) async {
         await put("device_token", token.map { Data($0.utf8) })
+    }
+
+    /// Closes the file once the writes under way have ended.
+    func close() async {
+        let queue = self.queue
+        await Task { try? queue.close() }.value
+    }
+
+    /// Deletes the cache file at `url` with SQLite's companions (`-wal`, `-shm`, `-journal`).
+    static func delete(at url: URL) {
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            try? FileManager.default.removeItem(at: URL(fileURLWithPath: url.path + suffix))
+        }
     }
 
     /// One write transaction, finished even if the calling task is cancelled.

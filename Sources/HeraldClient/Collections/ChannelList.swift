@@ -36,26 +36,35 @@ public final class ChannelList {
     /// Returns whether anything changed.
     @discardableResult
     public func refresh() async throws -> Bool {
-        guard let client else { return false }
-        var answer = try await client.api.channels(token: token, device: client.deviceReference)
+        guard let client, client.userID != nil else { throw HeraldClientError.signedOut }
+        let account = client.account
+        var answer = try await client.namingDevice { device in try await client.api.channels(token: token, device: device) }
         var whole = token == nil
         if !answer.isLive {
-            answer = try await client.api.channels(token: nil, device: client.deviceReference)
+            answer = try await client.namingDevice { device in try await client.api.channels(token: nil, device: device) }
             whole = true
         }
+        // Signed out (or in as someone else) meanwhile: the answer is another user's.
+        guard account == client.account else { throw HeraldClientError.signedOut }
         let before = (chat, feed)
         var entries = whole ? [:] : Dictionary(uniqueKeysWithValues: (chat + feed).map { ($0.id, $0) })
         for url in answer.deleted { entries[url] = nil }
-        for wire in answer.chat + answer.feed {
-            let entry = try Entry(wire)
-            entries[entry.id] = entry
-        }
+        for entry in answer.entries { entries[entry.id] = entry }
         arrange(Array(entries.values))
         token = answer.nextToken
         await client.cache?.saveChannelList(snapshot)
         let changed = before != (chat, feed)
         if changed { onUpdate?() }
         return changed
+    }
+
+    /// Empties the list (its user signed out).
+    func clear() {
+        guard !(chat.isEmpty && feed.isEmpty && token == nil) else { return }
+        chat = []
+        feed = []
+        token = nil
+        onUpdate?()
     }
 
     /// Orders entries as the server does: chat by newest activity, then feed by URL.
@@ -106,7 +115,7 @@ extension ChannelList.Entry {
             ),
             unreadCount: wire.unreadCount,
             lastActivityAt: wire.lastActivityAt,
-            lastNotification: try wire.lastNotification.map(HeraldNotification.init)
+            lastNotification: try wire.lastNotification.map(HeraldNotification.init(converting:))
         )
     }
 }

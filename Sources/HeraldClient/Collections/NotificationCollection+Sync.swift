@@ -2,32 +2,29 @@ import Foundation
 
 extension NotificationCollection {
     /// Syncs until the server has no more (`has_more`), or reloads when it cannot continue the token.
-    /// Returns whether anything changed.
+    /// Returns whether anything changed. An answer that arrives after the collection was detached
+    /// (its user signed out) changes nothing.
     func sync() async throws -> Bool {
-        guard let client else { return false }
+        guard let client else { throw HeraldClientError.signedOut }
         guard var current = token else {
             try await reload()
             return true
         }
         var changed = false
         while true {
-            let answer = try await client.api.sync(
-                channelURL: channelURL,
-                token: current,
-                limit: pageSize,
-                category: category,
-                device: client.deviceReference
-            )
+            let answer = try await client.namingDevice { device in
+                try await client.api.sync(channelURL: channelURL, token: current, limit: pageSize, category: category, device: device)
+            }
+            guard self.client != nil else { throw HeraldClientError.signedOut }
             guard answer.isLive, let next = answer.nextToken else {
                 isLive = false
                 try await reload()
                 return true
             }
-            let versions = try answer.notifications.map(HeraldNotification.init)
-            let (inserted, updated, removed) = apply(versions, removed: answer.deleted)
+            let (inserted, updated, removed) = apply(answer.notifications, removed: answer.deleted)
             takeChannel(answer)
-            if !answer.hasMore { syncedThrough = max(syncedThrough, Int64(answer.horizon) ?? 0) }
-            client.noteBadge(answer.badge, at: Int64(answer.horizon) ?? 0)
+            if !answer.hasMore { syncedThrough = max(syncedThrough, answer.horizon) }
+            client.noteBadge(answer.badge, at: answer.horizon)
             token = next
             await client.cache?.save(self, upserted: held(inserted + updated), removed: removed)
             notify(.changed(inserted: inserted, updated: updated, removed: removed))
@@ -37,27 +34,26 @@ extension NotificationCollection {
         }
     }
 
-    /// Loads the newest page afresh, dropping everything held.
+    /// Loads the newest page afresh, dropping everything held. A page of older notifications asked
+    /// for before it (`loadPrevious`) is dropped when it comes: its cursor belongs to what was held.
     func reload() async throws {
-        guard let client else { return }
-        let answer = try await client.api.sync(
-            channelURL: channelURL,
-            token: nil,
-            limit: pageSize,
-            category: category,
-            device: client.deviceReference
-        )
+        guard let client else { throw HeraldClientError.signedOut }
+        let answer = try await client.namingDevice { device in
+            try await client.api.sync(channelURL: channelURL, token: nil, limit: pageSize, category: category, device: device)
+        }
+        guard self.client != nil else { throw HeraldClientError.signedOut }
         let wasLoaded = token != nil
-        notifications = try answer.notifications.map(HeraldNotification.init).sorted { $0.number > $1.number }
-        previousCursor = answer.prevCursor
-        hasPrevious = answer.prevCursor != nil
+        loads += 1
+        notifications = answer.notifications.sorted { $0.number > $1.number }
+        previousCursor = answer.previousCursor
+        hasPrevious = answer.previousCursor != nil
         removedIDs = []
         token = answer.nextToken
         isLive = answer.nextToken != nil
-        syncedThrough = Int64(answer.horizon) ?? 0
+        syncedThrough = answer.horizon
         statePosition = 0
         takeChannel(answer)
-        client.noteBadge(answer.badge, at: Int64(answer.horizon) ?? 0)
+        client.noteBadge(answer.badge, at: answer.horizon)
         if wasLoaded { reloadCount += 1 }
         await client.cache?.replace(self)
         notify(.reloaded)
@@ -82,21 +78,14 @@ extension NotificationCollection {
         ids.compactMap { id in index(of: id).map { notifications[$0] } }
     }
 
-    private func takeChannel(_ answer: Components.Schemas.Collection) {
+    private func takeChannel(_ answer: SyncAnswer) {
         // The answer's state is its snapshot's: newer than any event below its horizon.
-        let horizon = Int64(answer.horizon) ?? 0
-        if horizon >= statePosition {
-            state = ChannelState(answer.channel.state)
-            statePosition = horizon
-            client?.noteUnread(state.unreadCount, channel: channelURL, at: horizon)
+        if answer.horizon >= statePosition {
+            state = answer.state
+            statePosition = answer.horizon
+            client?.noteUnread(state.unreadCount, channel: channelURL, at: answer.horizon)
         }
-        channel = ChannelInfo(
-            url: answer.channel.channelUrl,
-            kind: answer.channel.kind == .chat ? .chat : .feed,
-            name: answer.channel.name,
-            coverURL: answer.channel.coverUrl,
-            customType: answer.channel.customType
-        )
+        channel = answer.channel
     }
 
     /// Applies versions of notifications and removals by position: a version replaces the one held

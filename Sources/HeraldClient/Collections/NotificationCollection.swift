@@ -62,11 +62,16 @@ public final class NotificationCollection {
     /// Ids removed by a deletion, so that an older version arriving late cannot bring them back.
     @ObservationIgnored var removedIDs: Set<String> = []
     @ObservationIgnored weak var client: HeraldClient?
+    /// Counts loads of the newest page (`reload`): an older page asked for under one load is not
+    /// added to the next, whose cursor it does not continue.
+    @ObservationIgnored var loads = 0
     /// One sync at a time; a refresh asked for during one runs once more after it.
     @ObservationIgnored private var running: Task<Bool, any Error>?
     @ObservationIgnored private var again = false
+    /// One older page at a time: a second call while one loads shares it.
+    @ObservationIgnored private var loadingPrevious: Task<Void, any Error>?
 
-    init(channelURL: String, category: String?, client: HeraldClient) {
+    init(channelURL: String, category: String?, client: HeraldClient?) {
         self.channelURL = channelURL
         self.category = category
         self.client = client
@@ -78,6 +83,7 @@ public final class NotificationCollection {
     /// its token), else every change since its token. Returns whether anything changed.
     @discardableResult
     public func refresh() async throws -> Bool {
+        guard client != nil else { throw HeraldClientError.signedOut }
         // One sync at a time: a refresh asked for while one runs makes it go round once more (what
         // changed meanwhile is then in hand) and shares its outcome.
         if let running {
@@ -90,25 +96,37 @@ public final class NotificationCollection {
         return try await task.value
     }
 
-    /// Loads the page of notifications older than the oldest held.
+    /// Loads the page of notifications older than the oldest held. A call while one loads waits for
+    /// it (the next page needs its cursor); a page that comes back after the collection was reloaded
+    /// from the newest page is dropped, since it would leave a gap.
     public func loadPrevious() async throws {
+        if let loadingPrevious { return try await loadingPrevious.value }
+        let task = Task { @MainActor in try await self.loadPreviousPage() }
+        loadingPrevious = task
+        defer { loadingPrevious = nil }
+        try await task.value
+    }
+
+    private func loadPreviousPage() async throws {
         guard hasPrevious, let cursor = previousCursor, let client else { return }
+        let load = loads
         let page = try await client.api.older(channelURL: channelURL, before: cursor, limit: pageSize, category: category)
+        guard load == loads, self.client != nil else { return }
         var older: [HeraldNotification] = []
-        for version in try page.notifications.map(HeraldNotification.init) where !removedIDs.contains(version.id) && index(of: version.id) == nil {
+        for version in page.notifications where !removedIDs.contains(version.id) && index(of: version.id) == nil {
             notifications.insert(version, at: insertionIndex(for: version.number))
             older.append(version)
         }
-        previousCursor = page.prevCursor
-        hasPrevious = page.prevCursor != nil
+        previousCursor = page.previousCursor
+        hasPrevious = page.previousCursor != nil
         await client.cache?.save(self, upserted: older, removed: [])
-        onUpdate?(.changed(inserted: older.map(\.id), updated: [], removed: []))
+        notify(.changed(inserted: older.map(\.id), updated: [], removed: []))
     }
 
     /// Marks every notification of the channel read, or only `ids`; returns the unread count after.
     @discardableResult
     public func markRead(_ ids: [String]? = nil) async throws -> Int {
-        guard let client else { return state.unreadCount }
+        guard let client else { throw HeraldClientError.signedOut }
         take(try await client.api.markRead(channelURL: channelURL, ids: ids))
         // The copies' statuses change with it; the sync brings them (by position, like any change).
         try await refresh()
@@ -118,7 +136,7 @@ public final class NotificationCollection {
 
     /// Moves `lastSeenAt` forward (to now, or `at`).
     public func markSeen(at: Date? = nil) async throws {
-        guard let client else { return }
+        guard let client else { throw HeraldClientError.signedOut }
         take(try await client.api.markSeen(channelURL: channelURL, at: at))
         await client.cache?.saveMeta(self)
     }
@@ -142,6 +160,20 @@ public final class NotificationCollection {
     /// Stops keeping the collection up to date and forgets it (the cache keeps its last state).
     public func dispose() {
         client?.forget(self)
+    }
+
+    /// Empties the collection and cuts it from the client (its user signed out): it shows nothing,
+    /// and answers still in flight for it change nothing.
+    func detach() {
+        client = nil
+        notifications = []
+        hasPrevious = false
+        previousCursor = nil
+        state = ChannelState()
+        channel = nil
+        isLive = false
+        token = nil
+        notify(.reloaded)
     }
 
     /// The index of the notification `id`, by binary search: the list is newest first, and ids grow.

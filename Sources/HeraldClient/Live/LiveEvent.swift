@@ -22,7 +22,8 @@ enum LiveEvent: Sendable {
         case "ready":
             self = .ready
         case "notification.created", "notification.updated":
-            guard let channelURL = message.channelUrl, let wire = message.notification, let notification = try? HeraldNotification(wire) else {
+            guard let channelURL = message.channelUrl, let wire = message.notification, let notification = try? HeraldNotification(converting: wire)
+            else {
                 return nil
             }
             var version = notification

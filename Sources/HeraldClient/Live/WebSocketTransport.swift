@@ -15,19 +15,34 @@ protocol WebSocketTransport: Sendable {
 }
 
 #if canImport(Darwin)
-/// `URLSessionWebSocketTask`: pings on the interval (the task answers the server's pings itself).
+/// `URLSessionWebSocketTask`: pings on the interval and closes the connection when a pong is late
+/// (`Heartbeat`); the task answers the server's pings itself.
 struct URLSessionWebSocketTransport: WebSocketTransport {
     func run(url: URL, headers: [String: String], pingInterval: Duration, onText: @escaping @Sendable (String) async -> Void) async throws -> Int? {
         var request = URLRequest(url: url)
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         let task = URLSession.shared.webSocketTask(with: request)
+        // As large as the Linux transport's limit: a larger message would fail `receive`.
+        task.maximumMessageSize = 1 << 22
+        // Set before this side closes the task, whose `closeCode` is then its own, not the server's.
+        let closedHere = LockedFlag()
         task.resume()
         return try await withTaskCancellationHandler {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
-                    while !Task.isCancelled {
-                        try await Task.sleep(for: pingInterval)
-                        task.sendPing { _ in }
+                    do {
+                        try await Heartbeat.run(every: pingInterval) {
+                            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                                task.sendPing { error in
+                                    if let error { continuation.resume(throwing: error) } else { continuation.resume() }
+                                }
+                            }
+                        }
+                    } catch is CancellationError {
+                    } catch {
+                        // No pong in time, or the ping failed: closing the task ends `receive` below.
+                        closedHere.set()
+                        task.cancel(with: .goingAway, reason: nil)
                     }
                 }
                 defer { group.cancelAll() }
@@ -41,11 +56,12 @@ struct URLSessionWebSocketTransport: WebSocketTransport {
                     }
                 } catch {
                     // The server's close ends `receive` with an error; its code tells why.
-                    if task.closeCode != .invalid { return task.closeCode.rawValue }
+                    if task.closeCode != .invalid, !closedHere.isSet { return task.closeCode.rawValue }
                     throw error
                 }
             }
         } onCancel: {
+            closedHere.set()
             task.cancel(with: .goingAway, reason: nil)
         }
     }
@@ -56,7 +72,8 @@ import Logging
 import NIOWebSocket
 import WSClient
 
-/// swift-websocket's client (NIO), for Linux: pings on the interval, answers the server's.
+/// swift-websocket's client (NIO), for Linux: pings on the interval and closes the connection when a
+/// pong has not come by the next ping (its auto-ping); answers the server's pings.
 struct NIOWebSocketTransport: WebSocketTransport {
     func run(url: URL, headers: [String: String], pingInterval: Duration, onText: @escaping @Sendable (String) async -> Void) async throws -> Int? {
         var fields = HTTPFields()

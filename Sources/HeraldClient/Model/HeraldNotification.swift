@@ -55,12 +55,20 @@ public struct HeraldNotification: Sendable, Hashable, Identifiable, Codable {
 }
 
 extension HeraldNotification {
-    init(_ wire: Components.Schemas.CollectionNotification) throws {
+    /// The library's value of a wire notification; `HeraldClientError.decoding` when its data is not
+    /// JSON the library can hold.
+    init(converting wire: Components.Schemas.CollectionNotification) throws {
+        let data: HeraldJSON
+        do {
+            data = try HeraldJSON.converting(wire.data)
+        } catch {
+            throw HeraldClientError.decoding("notification \(wire.id): \(error)")
+        }
         self.init(
             id: wire.id,
             templateKey: wire.templateKey,
             templateVersion: wire.templateVersion,
-            data: try HeraldJSON.converting(wire.data),
+            data: data,
             category: wire.category,
             tags: wire.tags,
             eventDeadline: wire.eventDeadline?.onMillisecondGrid,

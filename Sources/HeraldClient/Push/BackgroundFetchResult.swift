@@ -5,7 +5,7 @@ public enum BackgroundFetchResult: Sendable, Equatable {
     case failed
 }
 
-#if canImport(UIKit)
+#if os(iOS)
 public import UIKit
 
 extension BackgroundFetchResult {

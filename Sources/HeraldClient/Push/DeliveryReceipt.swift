@@ -6,16 +6,8 @@ import FoundationNetworking
 
 /// Delivery receipts from a Notification Service Extension, which runs apart from the app with little
 /// memory and time: no client, no stream, no cache — one request under a deadline.
-///
-/// ```swift
-/// override func didReceive(_ request: UNNotificationRequest, withContentHandler handler: ...) {
-///     Task {
-///         try? await DeliveryReceipt.post(
-///             userInfo: request.content.userInfo, serverURL: url, sessionToken: token)
-///         handler(request.content)
-///     }
-/// }
-/// ```
+/// `HeraldNotificationService` (iOS) posts it together with the media attachment; this is the receipt
+/// alone.
 public enum DeliveryReceipt {
     /// Posts the receipt for the push whose payload is `userInfo` (its `herald` object names the
     /// notification). Returns the ids that became delivered now (none when the push was not Herald's
@@ -27,11 +19,11 @@ public enum DeliveryReceipt {
         sessionToken: String,
         timeout: Duration = .seconds(5)
     ) async throws -> [String] {
-        guard let herald = userInfo["herald"] as? [String: Any], JSONSerialization.isValidJSONObject(herald) else { return [] }
-        let payload = try JSONDecoder().decode(
-            Operations.MarkDelivered.Input.Body.JsonPayload.HeraldPayload.self,
-            from: JSONSerialization.data(withJSONObject: herald)
-        )
+        guard let receipt = ReceiptPayload(userInfo: userInfo) else { return [] }
+        return try await post(herald: receipt, serverURL: serverURL, sessionToken: sessionToken, timeout: timeout)
+    }
+
+    static func post(herald receipt: ReceiptPayload, serverURL: URL, sessionToken: String, timeout: Duration) async throws -> [String] {
         let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = seconds
@@ -40,7 +32,20 @@ public enum DeliveryReceipt {
         defer { session.finishTasksAndInvalidate() }
         let api = HeraldAPI(serverURL: serverURL, credentials: SessionCredentials(token: sessionToken, provider: nil), session: session)
         return try await HeraldClient.within(timeout, orThrow: .timedOut) {
-            try await api.markDelivered(herald: payload)
+            try await api.markDelivered(herald: receipt.herald)
         }
+    }
+}
+
+/// A push's `herald` object as a receipt sends it back, read out of the (not `Sendable`) `userInfo`.
+struct ReceiptPayload: Sendable {
+    let herald: Operations.MarkDelivered.Input.Body.JsonPayload.HeraldPayload
+
+    init?(userInfo: [AnyHashable: Any]) {
+        guard let object = userInfo["herald"] as? [String: Any], JSONSerialization.isValidJSONObject(object),
+            let data = try? JSONSerialization.data(withJSONObject: object),
+            let herald = try? JSONDecoder().decode(Operations.MarkDelivered.Input.Body.JsonPayload.HeraldPayload.self, from: data)
+        else { return nil }
+        self.herald = herald
     }
 }

@@ -48,6 +48,17 @@ public enum AlertPayload {
         public var audienceType: String
         public var extraAPS: [String: JSONValue]
         public var custom: [String: JSONValue]
+        /// The notification's media (its data's `media_url`, when an `http(s)` URL), listed in `files`
+        /// for a Notification Service Extension to attach.
+        public var mediaURL: String? = nil
+
+        /// `mediaURL` when it is an `http(s)` URL, as `files` lists it.
+        var attachableMedia: [String] {
+            guard let mediaURL, let scheme = mediaURL.split(separator: ":").first?.lowercased(), scheme == "https" || scheme == "http" else {
+                return []
+            }
+            return [mediaURL]
+        }
 
         public init(
             notificationID: Int64,
@@ -158,7 +169,7 @@ public enum AlertPayload {
             "channel_type": .string(content.channelType),
             "sender": person(content.sender, extended: true),
             "recipient": person(content.recipient, extended: false),
-            "files": .array([]),
+            "files": .array(content.attachableMedia.map { .object(["url": .string($0)]) }),
             "translations": .object([:]),
             "push_title": .string(content.title ?? ""),
             "push_alert": .string(body),

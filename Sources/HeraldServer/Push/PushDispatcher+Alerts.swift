@@ -66,7 +66,7 @@ extension PushDispatcher {
                 text = claim.push.text ?? claim.pushBody ?? claim.dataTitle ?? settings.noDetailText
                 title = claim.pushTitle
             }
-            let content = AlertPayload.Content(
+            var content = AlertPayload.Content(
                 notificationID: claim.notificationID,
                 createdAtMilliseconds: RFC3339.milliseconds(from: claim.createdAt),
                 appID: settings.appID,
@@ -92,6 +92,7 @@ extension PushDispatcher {
                 extraAPS: claim.push.aps,
                 custom: claim.push.custom
             )
+            content.mediaURL = claim.mediaURL
             let push = APNsPush(
                 deviceToken: claim.token,
                 topic: claim.topic,

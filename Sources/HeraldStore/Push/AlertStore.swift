@@ -31,6 +31,8 @@ public struct AlertClaim: Sendable {
     public var pushTitle: String?
     public var pushBody: String?
     public var dataTitle: String?
+    /// The data's `media_url`: the image, video or sound a Notification Service Extension attaches.
+    public var mediaURL: String?
     public var push: PushOptions
     public var audience: String
     public var recipientID: String
@@ -132,7 +134,7 @@ public struct AlertStore: Sendable {
             SELECT a.id, a.user_key, a.device_id, d.token, d.environment, d.topic, a.attempts, a.forced,
                 n.id, c.key, c.kind, c.name, c.cover_url, c.custom_type, c.url, n.category, n.created_at,
                 coalesce(r.push_title, n.push_title), coalesce(r.push_body, n.push_body), coalesce(r.data, n.data)->>'title',
-                n.push, n.audience, u.id, u.nickname
+                n.push, n.audience, u.id, u.nickname, coalesce(r.data, n.data)->>'media_url'
             FROM alert_pushes a
             JOIN devices d ON d.id = a.device_id
             JOIN notifications n ON n.id = a.notification_id AND n.deleted_at IS NULL
@@ -175,6 +177,7 @@ public struct AlertStore: Sendable {
                 pushTitle: try row.decode(column: 17, as: String?.self),
                 pushBody: try row.decode(column: 18, as: String?.self),
                 dataTitle: try row.decode(column: 19, as: String?.self),
+                mediaURL: try row.decode(column: 24, as: String?.self),
                 push: try decoder.decode(PushOptions.self, from: Data(try row.decode(column: 20, as: PostgresJSONB.self).utf8)),
                 audience: try row.decode(column: 21, as: String.self),
                 recipientID: try row.decode(column: 22, as: String.self),
