@@ -44,6 +44,9 @@ public final class APNsClient: Sendable {
         /// `SETTINGS_MAX_CONCURRENT_STREAMS` says so. Pushes beyond it wait in the client (within
         /// their deadline).
         public var maximumInFlight: Int
+        /// Runs on each new connection once it is connected, before any push is sent on it (tests:
+        /// the moment a descheduled caller would leave between connecting and using the connection).
+        var connected: (@Sendable (any Channel) async throws -> Void)?
 
         public init(
             baseURL: String,
@@ -134,20 +137,38 @@ public final class APNsClient: Sendable {
                 let part = Array(sendable[(sendable.count * share / shares)..<(sendable.count * (share + 1) / shares)])
                 let slot = slots[(first + share) % slots.count]
                 group.addTask { [host, port, tls, configuration] in
-                    do {
-                        let connection = try await slot.connection {
-                            try await APNsConnection.connect(
-                                host: host,
-                                port: port,
-                                tls: tls,
-                                timeout: configuration.timeout,
-                                maximumInFlight: configuration.maximumInFlight
-                            )
+                    // Requests that never left (the connection failed or retired while they waited for
+                    // a stream) go once more, on the new connection the slot makes.
+                    var pending = part
+                    var answered: [(Int, Result<APNsAnswer, APNsConnectionError>)] = []
+                    for attempt in 0..<2 {
+                        do {
+                            let connection = try await slot.connection {
+                                try await APNsConnection.connect(
+                                    host: host,
+                                    port: port,
+                                    tls: tls,
+                                    timeout: configuration.timeout,
+                                    maximumInFlight: configuration.maximumInFlight,
+                                    connected: configuration.connected
+                                )
+                            }
+                            var unsent: [(index: Int, request: APNsRequest)] = []
+                            for (item, result) in zip(pending, await connection.send(pending.map(\.request))) {
+                                if case .failure(.notSent) = result, attempt == 0 {
+                                    unsent.append(item)
+                                } else {
+                                    answered.append((item.index, result))
+                                }
+                            }
+                            pending = unsent
+                        } catch {
+                            answered += pending.map { ($0.index, .failure(.failed("\(error)"))) }
+                            pending = []
                         }
-                        return Array(zip(part.map(\.index), await connection.send(part.map(\.request))))
-                    } catch {
-                        return part.map { ($0.index, .failure(.failed("\(error)"))) }
+                        if pending.isEmpty { break }
                     }
+                    return answered
                 }
             }
             var all: [(Int, Result<APNsAnswer, APNsConnectionError>)] = []

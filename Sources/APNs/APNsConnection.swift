@@ -25,30 +25,39 @@ final class APNsConnection: Sendable {
     /// Connects to `host:port` (TLS with ALPN `h2`, SNI for names) within `timeout`. Every request's
     /// deadline is `timeout` from when its stream starts; at most `maximumInFlight` streams are open
     /// at once (fewer if the server says so).
-    static func connect(host: String, port: Int, tls: NIOSSLContext, timeout: Duration, maximumInFlight: Int) async throws -> APNsConnection {
+    ///
+    /// The whole pipeline is built by the channel initializer, on the event loop, before the
+    /// connection is made: a handler added after `connect` returns can come too late, when the server's
+    /// first SETTINGS frame has already been read and dropped at the end of the pipeline, and the
+    /// HTTP/2 handler then takes the server's acknowledgement of its own SETTINGS for a protocol error
+    /// that fails every request waiting on the connection. `connected` (tests) runs once the channel
+    /// is connected, on its event loop, before this returns.
+    static func connect(
+        host: String,
+        port: Int,
+        tls: NIOSSLContext,
+        timeout: Duration,
+        maximumInFlight: Int,
+        connected: (@Sendable (any Channel) async throws -> Void)? = nil
+    ) async throws -> APNsConnection {
         let serverHostname = host.first?.isNumber == true || host.contains(":") ? nil : host
         let retiring = RetirementFlag()
-        let channelAndHandler = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let (channel, handler) = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connectTimeout(TimeAmount(timeout))
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: tls, serverHostname: serverHostname))
-                }
-            }
-            .connect(host: host, port: port)
-            .flatMap { channel in
+            .connect(host: host, port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let handler = APNsStreamsHandler(timeout: timeout, maximumInFlight: maximumInFlight, retiring: retiring)
                     try channel.pipeline.syncOperations.addHandlers([
+                        NIOSSLClientHandler(context: tls, serverHostname: serverHostname),
                         NIOHTTP2Handler(mode: .client, connectionConfiguration: Self.connection, streamConfiguration: Self.streams),
                         handler,
                     ])
                     return (channel, NIOLoopBound(handler, eventLoop: channel.eventLoop))
                 }
             }
-            .get()
-        return APNsConnection(channel: channelAndHandler.0, handler: channelAndHandler.1, retiring: retiring)
+        try await connected?(channel)
+        return APNsConnection(channel: channel, handler: handler, retiring: retiring)
     }
 
     /// NIOHTTP2 checks every header of every frame, both ways, byte by byte against RFC 9113's rules;

@@ -19,12 +19,16 @@ enum APNsConnectionError: Error, Sendable, CustomStringConvertible {
     case timeout
     case closed
     case failed(String)
+    /// The request never left: the connection failed or retired while it waited for a stream. APNs
+    /// cannot have seen it, so it is safe to send again at once on another connection.
+    case notSent(String)
 
     var description: String {
         switch self {
         case .timeout: return "timeout: no answer before the deadline"
         case .closed: return "the stream closed before an answer (GOAWAY or a dropped connection)"
         case .failed(let reason): return reason
+        case .notSent(let reason): return "not sent: \(reason)"
         }
     }
 }
@@ -118,7 +122,7 @@ final class APNsStreamsHandler: ChannelInboundHandler {
     /// Queues the batch's requests and starts as many streams as the limits allow.
     func submit(_ requests: [APNsRequest], to batch: APNsBatch) {
         guard let context, !retiring.isSet else {
-            for index in requests.indices { batch.complete(index, .failure(.closed)) }
+            for index in requests.indices { batch.complete(index, .failure(.notSent("the connection retired"))) }
             return
         }
         if !requests.isEmpty {
@@ -266,12 +270,12 @@ final class APNsStreamsHandler: ChannelInboundHandler {
     /// connection closes once its open streams are answered.
     private func retire(context: ChannelHandlerContext) {
         retiring.set()
-        while let next = waiting.popFirst() { next.batch.complete(next.index, .failure(.closed)) }
+        while let next = waiting.popFirst() { next.batch.complete(next.index, .failure(.notSent("the connection retired"))) }
         if streams.isEmpty { context.close(promise: nil) }
     }
 
     private func failEverything(_ error: APNsConnectionError) {
-        while let next = waiting.popFirst() { next.batch.complete(next.index, .failure(error)) }
+        while let next = waiting.popFirst() { next.batch.complete(next.index, .failure(.notSent("\(error)"))) }
         let open = streams
         streams.removeAll()
         for (_, stream) in open { stream.batch.complete(stream.index, .failure(error)) }

@@ -1,9 +1,12 @@
-import APNs
 import COpenSSL
 import Foundation
 import HeraldTesting
 import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP2
 import Testing
+
+@testable import APNs
 
 @Suite("APNs client", .timeLimit(.minutes(2)))
 struct APNsClientTests {
@@ -98,6 +101,46 @@ struct APNsClientTests {
         await server.shutdown()
         #expect(afterRefresh.outcome == .delivered)
         #expect(Set(server.requests.map { $0.headers["authorization"] }).count == 2)
+    }
+
+    /// However late the caller resumes after connecting (a loaded machine descheduled it between the
+    /// connect and its next step), the server's first SETTINGS are not lost. The HTTP/2 handler used to
+    /// be added after `connect` returned: SETTINGS read meanwhile fell off the end of the pipeline, and
+    /// the server's acknowledgement of the client's own SETTINGS then failed every push waiting on the
+    /// connection (`ReceivedBadSettings`: half of a batch of 1,000 on a fresh clone's run). The hook
+    /// stands for the late caller: while the connection has no HTTP/2 handler yet it waits until the
+    /// server's first frames have been read.
+    @Test func pushesSurviveACallerThatResumesLateAfterConnecting() async throws {
+        let server = try await Self.tokenServer(maxConcurrentStreams: 10)
+        let cache = try ProviderTokenCache(
+            key: ES256Key(pem: Self.credentials.signingKeyPEM),
+            keyID: Self.credentials.keyID,
+            teamID: Self.credentials.teamID
+        )
+        var configuration = APNsClient.Configuration(
+            baseURL: server.baseURL,
+            additionalTrustRootFiles: [server.trustRootFile],
+            timeout: .seconds(30),
+            connections: 1
+        )
+        configuration.connected = { channel in
+            try await channel.eventLoop.flatSubmit {
+                let read = channel.eventLoop.makePromise(of: Void.self)
+                let pipeline = channel.pipeline.syncOperations
+                if (try? pipeline.handler(type: NIOHTTP2Handler.self)) == nil {
+                    do { try pipeline.addHandler(FirstRead(read)) } catch { read.fail(error) }
+                } else {
+                    read.succeed()
+                }
+                return read.futureResult
+            }.get()
+        }
+        let client = try APNsClient(configuration: configuration, authentication: .token(cache))
+        let results = await client.send((0..<20).map { Self.push(String(format: "%064x", $0)) }).map(\.result)
+        await client.shutdown()
+        await server.shutdown()
+        #expect(results.allSatisfy { $0.outcome == .delivered }, "\(results.map { $0.reason ?? "ok" })")
+        #expect(server.requests.count == 20)
     }
 
     /// A server may reset a stream after answering it (nginx resets every stream whose body it did
@@ -311,5 +354,19 @@ struct APNsClientTests {
         let verifier = try ES256PublicKey(pem: key.publicKeyPEM)
         #expect(verifier.isValidSignature(signature, for: message))
         #expect(!verifier.isValidSignature(signature, for: Array("header.claimz".utf8)))
+    }
+}
+
+/// Completes `promise` when the first bytes reach the end of the pipeline.
+private final class FirstRead: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    private let promise: EventLoopPromise<Void>
+
+    init(_ promise: EventLoopPromise<Void>) {
+        self.promise = promise
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        promise.succeed()
     }
 }
