@@ -1,4 +1,4 @@
-// swift-tools-version:6.1
+// swift-tools-version:6.2
 // An app's package that adds Herald's client library and nothing else of Herald: building it here
 // shows the library's graph holds none of the server's dependencies (`scripts/check-client-package`).
 import PackageDescription

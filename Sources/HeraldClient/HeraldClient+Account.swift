@@ -24,7 +24,7 @@ extension HeraldClient {
             if let list = saved.channelList { channels.restore(list) }
         }
         log(.info, "signed in")
-        if let registration = apnsRegistration, registration.token != deviceToken || deviceToken == nil {
+        if let registration = apnsRegistration, registration.token != deviceToken {
             do {
                 try await register(registration)
             } catch {
@@ -54,8 +54,7 @@ extension HeraldClient {
     public func updateSessionToken(_ token: String) async {
         guard userID != nil else { return }
         await api.credentials.replace(token)
-        if case .failed = connectionState, wantsStream {
-            connectionState = .disconnected
+        if case .failed = connectionState, wantsStream, stream == nil {
             startStream()
         }
     }

@@ -6,8 +6,8 @@ extension HeraldClient {
     /// this device no silent pushes. A dropped connection is reopened after an exponential backoff
     /// with jitter, or at once when the network comes back; every (re)opening syncs the open
     /// collections, since events may have been missed in between. A refused session asks the token
-    /// provider once; if that fails the state becomes `.failed(.unauthorized)` until
-    /// `updateSessionToken(_:)`. Calling it again while the stream is wanted does nothing.
+    /// provider once; if that fails the state becomes `.failed(.unauthorized)` until the next
+    /// `connect()` or `updateSessionToken(_:)`. Calling it while a stream runs does nothing.
     public func connect() {
         wantsStream = true
         guard stream == nil, userID != nil else { return }
@@ -15,20 +15,20 @@ extension HeraldClient {
     }
 
     /// Closes the live stream (the app goes to the background: silent pushes take over) and waits
-    /// for it and the refreshes it started. A `connect()` made while this waits opens a new stream
-    /// at once: the one being closed can no longer change anything.
+    /// for it and for the refreshes the library started by itself (the stream's, the foreground's),
+    /// so that what they bring is applied and saved before the app is suspended. A `connect()` made
+    /// while this waits opens a new stream at once: the one being closed can no longer change
+    /// anything.
     public func disconnect() async {
         wantsStream = false
         streamGeneration += 1
-        guard let closing = stream else {
-            connectionState = .disconnected
-            return
-        }
-        stream = nil
-        closing.cancel()
         connectionState = .disconnected
-        await closing.value
-        // The refreshes it started finish (they are not cancelled: see `refreshAll`).
+        if let closing = stream {
+            stream = nil
+            closing.cancel()
+            await closing.value
+        }
+        // They finish rather than being cancelled (see `refreshAll`).
         for refresh in backgroundRefreshes.values { await refresh.value }
     }
 
@@ -103,6 +103,8 @@ extension HeraldClient {
                     try await channels.refresh()
                 } catch HeraldClientError.unauthorized {
                     guard current() else { break }
+                    // Ended: a later `connect()` (the next foreground) or a new session tries again.
+                    stream = nil
                     connectionState = .failed(.unauthorized)
                     tell(.sessionRefused)
                     return

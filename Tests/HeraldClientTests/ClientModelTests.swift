@@ -8,8 +8,9 @@ import Testing
 extension ClientSuites {
     /// A model test of the client library: seeded random histories of sends (two channels, two
     /// categories, alone or with another user), edits, deletions, reads here and on another device,
-    /// resets, older pages, the stream dropped and reopened, silent pushes handed over, and the client
-    /// restarted from its cache. At every quiet point — nothing more is being sent, the client has
+    /// resets, older pages, the stream dropped and reopened, silent pushes handed over, the client
+    /// restarted from its cache, the user signed out and in again, the network dropping and returning,
+    /// and the app flipping between background and foreground. At every quiet point — nothing more is being sent, the client has
     /// refreshed — every collection the client holds equals the newest part of a fresh load (all of it
     /// once nothing older is left to page in), state and unread counts included.
     @Suite("Client model")
@@ -29,6 +30,8 @@ extension ClientSuites {
                 let deviceHex = device.map { String(format: "%02x", $0) }.joined()
 
                 var client = try await world.client("u1", cache: cache)
+                let platform = TestPlatform()
+                client.followLifecycle(of: platform)
                 try await client.registerDevice(token: device, environment: .sandbox, topic: ServerWorld.topic)
                 var held = try await open(client)
                 let tablet = try await world.client("u1")
@@ -97,8 +100,11 @@ extension ClientSuites {
                     case 70..<74:
                         // A cold start: the new client shows what was saved before any request.
                         await client.disconnect()
+                        client.stopFollowingLifecycle()
                         let before = held.map(\.notifications)
                         client = try await world.client("u1", cache: cache)
+                        client.followLifecycle(of: platform)
+                        try await client.registerDevice(token: device, environment: .sandbox, topic: ServerWorld.topic)
                         held = try await open(client, refresh: false)
                         if held.map(\.notifications) != before {
                             Issue.record(
@@ -111,6 +117,38 @@ extension ClientSuites {
                         if let collection = held.randomElement(using: &random) { try await collection.loadPrevious() }
                         counts["page", default: 0] += 1
                         history.append("\(step) page")
+                    case 80..<83:
+                        // Signed out: nothing of the user is left in sight or on disk; signed in again,
+                        // the device the app handed over is registered again and everything reloads.
+                        await client.signOut()
+                        if !held.allSatisfy({ $0.notifications.isEmpty }) || client.unread != UnreadCounts() || !client.channels.feed.isEmpty {
+                            Issue.record("step \(step): the signed-out client still shows the user's state")
+                        }
+                        #expect(!FileManager.default.fileExists(atPath: try #require(client.configuration.cacheURL(for: "u1")).path))
+                        await client.signIn(userID: "u1", sessionToken: try #require(world.sessions["u1"]))
+                        #expect(client.deviceToken == deviceHex)
+                        held = try await open(client)
+                        counts["signout", default: 0] += 1
+                        history.append("\(step) sign out and in")
+                    case 83..<88:
+                        // The network drops and returns: the stream (if wanted) reconnects at once, and
+                        // everything refreshes.
+                        platform.send(.network(available: false))
+                        platform.send(.network(available: true))
+                        counts["network", default: 0] += 1
+                        history.append("\(step) network dropped and back")
+                    case 88..<94:
+                        // The app goes to the background and back, at once or after the stream closed.
+                        platform.send(.didEnterBackground)
+                        if Bool.random(using: &random) {
+                            try await eventually("the stream to close in the background") {
+                                client.stream == nil && platform.backgroundTasksOpen == 0
+                            }
+                        }
+                        platform.send(.didBecomeActive)
+                        try await eventually("the stream back in the foreground") { client.connectionState == .connected }
+                        counts["flip", default: 0] += 1
+                        history.append("\(step) background and foreground")
                     default:
                         break
                     }
@@ -121,8 +159,9 @@ extension ClientSuites {
                 }
                 try await expectQuiet(world, client, held, step: 1_000, history: history)
                 await client.disconnect()
+                client.stopFollowingLifecycle()
                 // The history reached every kind of step, more than once.
-                for kind in ["send", "edit", "delete", "read", "reset", "stream", "push", "restart", "page"] {
+                for kind in ["send", "edit", "delete", "read", "reset", "stream", "push", "restart", "page", "signout", "network", "flip"] {
                     #expect(counts[kind, default: 0] > 3, "\(kind): \(counts)")
                 }
                 #expect(pushesHandled > 0 && quietPoints == 40)

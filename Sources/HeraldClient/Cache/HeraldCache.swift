@@ -137,8 +137,8 @@ final class HeraldCache: Sendable {
         await save(collection, upserted: collection.notifications, removed: [])
     }
 
-    /// Fills a new collection with what was saved of it, if anything; the rows are read and decoded on
-    /// the database's queue.
+    /// Fills a new collection with what was saved of it, if anything and if nothing was loaded into it
+    /// meanwhile; the rows are read and decoded on the database's queue.
     @MainActor func restore(_ collection: NotificationCollection) async {
         let key = collection.key.text
         let found = try? await queue.read { db -> (header: Header, notifications: [HeraldNotification])? in
@@ -147,7 +147,8 @@ final class HeraldCache: Sendable {
             let decoder = JSONDecoder()
             return (Header(row), bodies.compactMap { try? decoder.decode(HeraldNotification.self, from: $0) })
         }
-        guard let (saved, notifications) = found ?? nil else { return }
+        // Loaded meanwhile (a sync's answer is newer than anything saved): the cache has nothing to add.
+        guard let (saved, notifications) = found ?? nil, collection.token == nil, collection.loads == 0 else { return }
         let decoder = JSONDecoder()
         collection.notifications = notifications
         collection.token = saved.token

@@ -24,11 +24,7 @@ public enum DeliveryReceipt {
     }
 
     static func post(herald receipt: ReceiptPayload, serverURL: URL, sessionToken: String, timeout: Duration) async throws -> [String] {
-        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = seconds
-        configuration.timeoutIntervalForResource = seconds
-        let session = URLSession(configuration: configuration)
+        let session = URLSession.ephemeral(timeout: timeout)
         defer { session.finishTasksAndInvalidate() }
         let api = HeraldAPI(serverURL: serverURL, credentials: SessionCredentials(token: sessionToken, provider: nil), session: session)
         return try await HeraldClient.within(timeout, orThrow: .timedOut) {

@@ -12,11 +12,7 @@ public enum NotificationMedia {
     /// answer's MIME type (else the URL's), at most `maximumBytes`. Throws `HeraldClientError.timedOut`
     /// past `timeout`, `transport` when the download fails or is too large, `server` for a non-2xx.
     public static func download(_ url: URL, timeout: Duration = .seconds(10), maximumBytes: Int = 10 << 20) async throws -> URL {
-        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = seconds
-        configuration.timeoutIntervalForResource = seconds
-        let session = URLSession(configuration: configuration)
+        let session = URLSession.ephemeral(timeout: timeout)
         defer { session.finishTasksAndInvalidate() }
         return try await HeraldClient.within(timeout, orThrow: .timedOut) {
             let (data, response): (Data, URLResponse)

@@ -25,16 +25,17 @@ public final class ChatModel {
 
     public let channelURL: String
     /// The list's state.
-    public private(set) var phase: ViewPhase = .loading
+    public var phase: ViewPhase { loader.phase }
     /// An older page is loading.
-    public private(set) var isLoadingOlder = false
+    public var isLoadingOlder: Bool { loader.isLoadingOlder }
     /// The last older page failed (`loadOlder()` tries again).
-    public private(set) var loadOlderError: HeraldClientError?
+    public var loadOlderError: HeraldClientError? { loader.olderError }
     /// The calendar days are grouped by (its time zone decides where a day ends).
     @ObservationIgnored public var calendar: Calendar
 
     @ObservationIgnored private let client: HeraldClient
-    private var collection: NotificationCollection?
+    @ObservationIgnored private let loader = CollectionLoader()
+    private var collection: NotificationCollection? { loader.collection }
 
     public init(client: HeraldClient, channelURL: String, calendar: Calendar = .current) {
         self.client = client
@@ -78,33 +79,19 @@ public final class ChatModel {
 
     /// Opens the view: takes the collection (the cache's last state shows at once) and refreshes.
     public func open() async {
-        collection = await client.collection(channelURL: channelURL)
+        loader.take(await client.collection(channelURL: channelURL))
         await refresh()
     }
 
     /// Brings the conversation up to date.
     public func refresh() async {
-        guard let collection else { return await open() }
-        if collection.notifications.isEmpty { phase = .loading }
-        do {
-            try await collection.refresh()
-            phase = collection.notifications.isEmpty ? .empty : .loaded
-        } catch {
-            phase = .failed(.shown(error))
-        }
+        guard collection != nil else { return await open() }
+        await loader.refresh()
     }
 
     /// Loads the next older page (the user scrolled to the top); does nothing at the start.
     public func loadOlder() async {
-        guard let collection, collection.hasPrevious, !isLoadingOlder else { return }
-        isLoadingOlder = true
-        defer { isLoadingOlder = false }
-        do {
-            try await collection.loadPrevious()
-            loadOlderError = nil
-        } catch {
-            loadOlderError = .shown(error)
-        }
+        await loader.loadOlder()
     }
 
     /// Marks the conversation read (the user is looking at its end).

@@ -24,18 +24,19 @@ public final class FeedModel {
     /// The category shown, `nil` for all (`select(category:)` changes it).
     public private(set) var category: String?
     /// The list's state.
-    public private(set) var phase: ViewPhase = .loading
+    public var phase: ViewPhase { loader.phase }
     /// An older page is loading.
-    public private(set) var isLoadingMore = false
+    public var isLoadingMore: Bool { loader.isLoadingOlder }
     /// The last older page failed (shown under the list; `loadMore()` tries again).
-    public private(set) var loadMoreError: HeraldClientError?
+    public var loadMoreError: HeraldClientError? { loader.olderError }
     /// The last-seen time the badges are decided by: the server's when the view opened, until
     /// `updateLastSeenAt()`. `nil` when the user has never seen the channel (everything is new).
     public private(set) var seenSnapshot: Date?
 
     @ObservationIgnored private let client: HeraldClient
-    private var collection: NotificationCollection?
+    @ObservationIgnored private let loader = CollectionLoader()
     @ObservationIgnored private var snapshotTaken = false
+    private var collection: NotificationCollection? { loader.collection }
 
     public init(client: HeraldClient, channelURL: String, category: String? = nil) {
         self.client = client
@@ -66,44 +67,28 @@ public final class FeedModel {
     /// snapshot, and refreshes.
     public func open() async {
         let collection = await client.collection(channelURL: channelURL, category: category)
-        self.collection = collection
+        loader.take(collection)
         if collection.isLive { takeSnapshot() }
         await refresh()
     }
 
     /// Brings the list up to date (pull to refresh).
     public func refresh() async {
-        guard let collection else { return await open() }
-        if collection.notifications.isEmpty { phase = .loading }
-        do {
-            try await collection.refresh()
-            takeSnapshot()
-            phase = collection.notifications.isEmpty ? .empty : .loaded
-        } catch {
-            phase = .failed(.shown(error))
-        }
+        guard collection != nil else { return await open() }
+        await loader.refresh()
+        takeSnapshot()
     }
 
     /// Loads the next older page (the list scrolled to its end); does nothing at the end.
     public func loadMore() async {
-        guard let collection, collection.hasPrevious, !isLoadingMore else { return }
-        isLoadingMore = true
-        defer { isLoadingMore = false }
-        do {
-            try await collection.loadPrevious()
-            loadMoreError = nil
-        } catch {
-            loadMoreError = .shown(error)
-        }
+        await loader.loadOlder()
     }
 
     /// Shows another category (`nil`: all), from its own collection.
     public func select(category: String?) async {
         guard category != self.category else { return }
         self.category = category
-        collection = nil
-        phase = .loading
-        loadMoreError = nil
+        loader.drop()
         await open()
     }
 
