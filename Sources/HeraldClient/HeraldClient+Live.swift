@@ -85,7 +85,9 @@ extension HeraldClient {
             var closeCode: Int?
             do {
                 closeCode = try await transport.run(url: streamURL, headers: headers, pingInterval: configuration.pingInterval) { text in
-                    await self.receive(text, opened: opened, generation: generation)
+                    // Parsed where the transport delivers it, off the main actor.
+                    guard let event = LiveEvent(text: text) else { return }
+                    await self.receive(event, opened: opened, generation: generation)
                 }
             } catch {
                 closeCode = nil
@@ -129,8 +131,8 @@ extension HeraldClient {
         }
     }
 
-    private func receive(_ text: String, opened: OpenedFlag, generation: Int) async {
-        guard streamGeneration == generation, let event = LiveEvent(text: text) else { return }
+    private func receive(_ event: LiveEvent, opened: OpenedFlag, generation: Int) async {
+        guard streamGeneration == generation else { return }
         if case .ready = event {
             await opened.set()
             guard streamGeneration == generation else { return }

@@ -191,25 +191,37 @@ public final class HeraldClient {
     }
 
     /// Runs `work` in a task of its own and waits for it at most `deadline`: past it `late` is thrown
-    /// and the work goes on to its end, uncancelled (see `refreshAll`), its outcome dropped.
+    /// and the work goes on to its end, uncancelled (see `refreshAll`), its outcome dropped. Cancelling
+    /// the caller stops the wait the same way, with `CancellationError`.
     nonisolated static func within<T: Sendable>(
         _ deadline: Duration,
         orThrow late: HeraldClientError,
         _ work: @escaping @Sendable () async throws -> T
     ) async throws -> T {
-        let running = Task { try await work() }
-        let first = await withTaskGroup(of: Result<T, any Error>?.self) { group in
-            // Cancelling this waiter (when the deadline comes first) does not cancel `running`.
-            group.addTask { await running.result }
-            group.addTask {
-                try? await Task.sleep(for: deadline)
-                return nil
+        // Not a task group: a group waits for all its children, and a task awaiting another task's
+        // result is not ended by cancellation, so the deadline could not cut the wait short.
+        let outcome = FirstOutcome<T>()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                outcome.wait(continuation)
+                let timer = Task {
+                    try? await Task.sleep(for: deadline)
+                    outcome.finish(.failure(late))
+                }
+                Task {
+                    let result: Result<T, any Error>
+                    do {
+                        result = .success(try await work())
+                    } catch {
+                        result = .failure(error)
+                    }
+                    outcome.finish(result)
+                    timer.cancel()
+                }
             }
-            defer { group.cancelAll() }
-            return await group.next() ?? nil
+        } onCancel: {
+            outcome.finish(.failure(CancellationError()))
         }
-        guard let first else { throw late }
-        return try first.get()
     }
 
     /// Reads the unread counts afresh (they also come with every sync and stream event).
