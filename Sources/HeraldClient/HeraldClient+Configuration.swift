@@ -11,7 +11,7 @@ extension HeraldClient {
         /// `HeraldClientError.unauthorized`. Your backend issues Herald sessions
         /// (`POST /v1/users/{id}/sessions`).
         public var tokenProvider: (@Sendable () async throws -> String)?
-        /// A directory for the caches: one SQLite file per user (`herald-<user>.sqlite`), so that a
+        /// A directory for the caches: one SQLite file per user (`herald-<user>-<hash>.sqlite`), so that a
         /// cold start shows that user's last state and resumes from the saved tokens, and no user ever
         /// sees another's. Created when missing. `nil` keeps nothing between runs. If a cache cannot
         /// be opened the client works without one and logs a warning.
@@ -51,13 +51,17 @@ extension HeraldClient {
         }
 
         /// The cache file of `userID` in `cacheDirectory`: the id percent-encoded, so that any id is
-        /// one file name and two ids never share one.
+        /// one file name, and a hash of its exact bytes after it, so that two ids differing only in
+        /// case never share a file on a file system that ignores case (macOS's, by default).
         func cacheURL(for userID: String) -> URL? {
             guard let cacheDirectory else { return nil }
             var allowed = CharacterSet.alphanumerics
             allowed.insert(charactersIn: "-_.")
             let name = userID.addingPercentEncoding(withAllowedCharacters: allowed) ?? userID
-            return cacheDirectory.appendingPathComponent("herald-\(name).sqlite")
+            // FNV-1a, 64 bits: stable across runs and platforms, unlike `Hasher`.
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in userID.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+            return cacheDirectory.appendingPathComponent("herald-\(name)-\(String(hash, radix: 16)).sqlite")
         }
     }
 }

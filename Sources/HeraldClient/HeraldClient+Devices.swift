@@ -29,7 +29,9 @@ extension HeraldClient {
     public func unregisterDevice() async throws {
         apnsRegistration = nil
         guard let token = deviceToken else { return }
+        let account = self.account
         try await api.unregisterDevice(token: token)
+        guard account == self.account else { return }
         deviceToken = nil
         await cache?.saveDeviceToken(nil)
     }
@@ -64,10 +66,13 @@ extension HeraldClient {
             return
         }
         guard deviceToken == token else { return }
+        // Taken before the first wait: every other request that meets `device_not_found` meanwhile
+        // waits for this recovery instead of starting its own or going on without the device.
         deviceToken = nil
-        await cache?.saveDeviceToken(nil)
-        log(.warning, "the server does not know this device; registering it again")
+        let account = self.account
         let task = Task { @MainActor () -> Bool in
+            await self.cache?.saveDeviceToken(nil)
+            self.log(.warning, "the server does not know this device; registering it again")
             guard let registration = self.apnsRegistration else { return false }
             do {
                 try await self.register(registration)
@@ -80,7 +85,7 @@ extension HeraldClient {
         reregistering = task
         let reregistered = await task.value
         reregistering = nil
-        tell(.deviceNotFound(reregistered: reregistered))
+        if account == self.account { tell(.deviceNotFound(reregistered: reregistered)) }
     }
 }
 

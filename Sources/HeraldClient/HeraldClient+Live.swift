@@ -57,19 +57,27 @@ extension HeraldClient {
     }
 
     /// Runs `work` (one request, or work that repeats nothing when run again), and after a `429`
-    /// waits its `Retry-After` and runs it again, up to `Configuration.rateLimitRetries` times.
+    /// waits its `Retry-After` and runs it again, up to `Configuration.rateLimitRetries` times, while
+    /// the same user is signed in and the wait is at most `longestRateLimitWait`.
     func retryingRateLimits<T>(_ work: @MainActor () async throws -> T) async throws -> T {
         var waits = 0
+        let account = self.account
         while true {
             do {
                 return try await work()
-            } catch HeraldClientError.rateLimited(let retryAfter) where waits < configuration.rateLimitRetries {
+            } catch HeraldClientError.rateLimited(let retryAfter)
+                where waits < configuration.rateLimitRetries && retryAfter <= Self.longestRateLimitWait && account == self.account
+            {
                 waits += 1
                 log(.warning, "rate limited; trying again in \(retryAfter)")
                 try await Task.sleep(for: retryAfter)
             }
         }
     }
+
+    /// A `Retry-After` longer than this is not waited out by the library (the next push, foreground or
+    /// reconnection tries again): a sign-out or a disconnect waits for the library's refreshes.
+    static let longestRateLimitWait: Duration = .seconds(30)
 
     private func runStream(_ generation: Int) async {
         let transport = Self.makeTransport()

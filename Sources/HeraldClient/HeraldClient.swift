@@ -56,6 +56,8 @@ public final class HeraldClient {
     @ObservationIgnored var collections: [CollectionKey: NotificationCollection] = [:]
     /// Collections being restored from the cache, which a second caller of `collection(…)` waits for.
     @ObservationIgnored var restoring: [CollectionKey: Task<NotificationCollection, Never>] = [:]
+    /// The last sign-in or sign-out, which the next one waits for.
+    @ObservationIgnored var accountChange: Task<Void, Never>?
     /// The position of the change each channel's unread count came with (`noteUnread`).
     @ObservationIgnored var unreadPositions: [String: Int64] = [:]
     /// Counts sign-ins and sign-outs: work begun for one user finds it changed and drops its outcome.
@@ -104,28 +106,32 @@ public final class HeraldClient {
     public func collection(channelURL: String, category: String? = nil) async -> NotificationCollection {
         let key = CollectionKey(channelURL: channelURL, category: category)
         if let existing = collections[key] { return existing }
-        if let pending = restoring[key] { return await pending.value }
+        if let pending = restoring[key] {
+            let restored = await pending.value
+            // Restored for a user who signed out meanwhile: ask again, for whoever is signed in.
+            return restored.client == nil && userID != nil ? await self.collection(channelURL: channelURL, category: category) : restored
+        }
         let collection = NotificationCollection(channelURL: channelURL, category: category, client: userID == nil ? nil : self)
         guard let cache else {
             if userID != nil { collections[key] = collection }
             return collection
         }
         // Kept out of `collections` until restored: nothing refreshes it meanwhile, so what the cache
-        // holds can never overwrite a newer answer.
+        // holds can never overwrite a newer answer. The task registers it, so that every caller waiting
+        // for it finds it registered.
         let account = self.account
-        let task = Task { @MainActor in
+        let task = Task { @MainActor () -> NotificationCollection in
             await cache.restore(collection)
+            guard account == self.account else {
+                collection.detach()
+                return collection
+            }
+            self.collections[key] = collection
+            self.restoring[key] = nil
             return collection
         }
         restoring[key] = task
-        _ = await task.value
-        restoring[key] = nil
-        guard account == self.account else {
-            collection.detach()
-            return collection
-        }
-        collections[key] = collection
-        return collection
+        return await task.value
     }
 
     /// The collections the client keeps in step (refreshed by pushes, the stream and the foreground).

@@ -60,6 +60,49 @@ extension ClientSuites {
             }
         }
 
+        /// A sign-in asked for while a sign-out is under way (and a `connect()` from the foreground in
+        /// between) waits for it: the second user ends signed in with their own cache and a stream, the
+        /// first user's cache is gone, and nothing of the first is shown.
+        @Test func aSignInDuringASignOutWaitsForIt() async throws {
+            try await ServerWorld.with { world in
+                let directory = CacheDirectory()
+                defer { directory.remove() }
+                let client = try await world.client("u1", cache: directory.url)
+                try await world.send("for u1", to: ["u1"])
+                let feed = await client.collection(channelURL: "feed")
+                try await feed.refresh()
+                client.connect()
+                try await eventually("the stream to open") { client.connectionState == .connected }
+
+                let out = Task { await client.signOut() }
+                try await eventually("the sign-out to be under way") { client.userID == nil }
+                let into = Task { await client.signIn(userID: "u2", sessionToken: try #require(world.sessions["u2"])) }
+                client.connect()
+                await out.value
+                try await into.value
+                #expect(client.userID == "u2")
+                let u1Cache = try #require(client.configuration.cacheURL(for: "u1"))
+                let u2Cache = try #require(client.configuration.cacheURL(for: "u2"))
+                #expect(!FileManager.default.fileExists(atPath: u1Cache.path) && FileManager.default.fileExists(atPath: u2Cache.path))
+                #expect(feed.notifications.isEmpty)
+                try await eventually("u2's stream") { client.connectionState == .connected }
+                let u2Feed = await client.collection(channelURL: "feed")
+                try await u2Feed.refresh()
+                #expect(u2Feed.notifications.isEmpty && client.unread.total == 0)
+                await client.disconnect()
+            }
+        }
+
+        /// Two ids that differ only in case have caches of their own (a file system that ignores case
+        /// would otherwise give them one file).
+        @Test func idsDifferingInCaseHaveTheirOwnCaches() {
+            let configuration = HeraldClient.Configuration(serverURL: URL(string: "http://x")!, cacheDirectory: URL(fileURLWithPath: "/tmp/c"))
+            let upper = configuration.cacheURL(for: "Alice")!.lastPathComponent.lowercased()
+            let lower = configuration.cacheURL(for: "alice")!.lastPathComponent.lowercased()
+            #expect(upper != lower)
+            #expect(configuration.cacheURL(for: "a/b")!.deletingLastPathComponent().path == "/tmp/c")
+        }
+
         /// An APNs token handed over before anyone signed in is held, and registered at sign-in.
         @Test func aTokenBeforeSignInIsRegisteredAtSignIn() async throws {
             try await ServerWorld.with { world in

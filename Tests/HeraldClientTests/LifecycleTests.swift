@@ -25,7 +25,7 @@ extension ClientSuites {
 
                 // The calls themselves: a disconnect under way, and a connect before it ends.
                 let closing = Task { await client.disconnect() }
-                await Task.yield()
+                try await eventually("the disconnect to be under way") { client.stream == nil }
                 client.connect()
                 await closing.value
                 try await eventually("a stream after the flip") { client.connectionState == .connected }

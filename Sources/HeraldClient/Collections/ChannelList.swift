@@ -29,17 +29,39 @@ public final class ChannelList {
 
     @ObservationIgnored var token: String?
     @ObservationIgnored weak var client: HeraldClient?
+    @ObservationIgnored private var running: Task<Bool, any Error>?
+    @ObservationIgnored private var again = false
 
     init() {}
 
     /// The whole list (no token yet, or the token cannot continue) or the changes since the token.
-    /// Returns whether anything changed.
+    /// Returns whether anything changed. One refresh at a time: one asked for while another runs makes
+    /// it go round once more and shares its outcome, so answers are applied in the order they were
+    /// asked for.
     @discardableResult
     public func refresh() async throws -> Bool {
+        if let running {
+            again = true
+            return try await running.value
+        }
+        let task = Task { @MainActor () -> Bool in
+            var changed = false
+            repeat {
+                self.again = false
+                changed = try await self.refreshOnce() || changed
+            } while self.again
+            return changed
+        }
+        running = task
+        defer { running = nil }
+        return try await task.value
+    }
+
+    private func refreshOnce() async throws -> Bool {
         guard let client, client.userID != nil else { throw HeraldClientError.signedOut }
         let account = client.account
-        var answer = try await client.namingDevice { device in try await client.api.channels(token: token, device: device) }
         var whole = token == nil
+        var answer = try await client.namingDevice { device in try await client.api.channels(token: token, device: device) }
         if !answer.isLive {
             answer = try await client.namingDevice { device in try await client.api.channels(token: nil, device: device) }
             whole = true

@@ -127,7 +127,9 @@ public final class NotificationCollection {
     @discardableResult
     public func markRead(_ ids: [String]? = nil) async throws -> Int {
         guard let client else { throw HeraldClientError.signedOut }
-        take(try await client.api.markRead(channelURL: channelURL, ids: ids))
+        let marked = try await client.api.markRead(channelURL: channelURL, ids: ids)
+        guard self.client != nil else { throw HeraldClientError.signedOut }
+        take(marked)
         // The copies' statuses change with it; the sync brings them (by position, like any change).
         try await refresh()
         await client.refreshUnread()
@@ -137,7 +139,10 @@ public final class NotificationCollection {
     /// Moves `lastSeenAt` forward (to now, or `at`).
     public func markSeen(at: Date? = nil) async throws {
         guard let client else { throw HeraldClientError.signedOut }
-        take(try await client.api.markSeen(channelURL: channelURL, at: at))
+        let marked = try await client.api.markSeen(channelURL: channelURL, at: at)
+        // Detached meanwhile (its user signed out): the next user's cache is not its own.
+        guard self.client != nil else { throw HeraldClientError.signedOut }
+        take(marked)
         await client.cache?.saveMeta(self)
     }
 

@@ -9,7 +9,8 @@ import FoundationNetworking
 /// a deadline into a file whose extension names its type, as `UNNotificationAttachment` needs.
 public enum NotificationMedia {
     /// Downloads `url` into a new file in the temporary directory, named with the extension of the
-    /// answer's MIME type (else the URL's), at most `maximumBytes`. Throws `HeraldClientError.timedOut`
+    /// answer's MIME type (else the URL's), at most `maximumBytes` (checked once the body is in: keep
+    /// media small, as an extension's memory is). Throws `HeraldClientError.timedOut`
     /// past `timeout`, `transport` when the download fails or is too large, `server` for a non-2xx.
     public static func download(_ url: URL, timeout: Duration = .seconds(10), maximumBytes: Int = 10 << 20) async throws -> URL {
         let session = URLSession.ephemeral(timeout: timeout)
@@ -29,7 +30,11 @@ public enum NotificationMedia {
             }
             let name = UUID().uuidString + "." + fileExtension(mimeType: response.mimeType, url: url)
             let file = FileManager.default.temporaryDirectory.appendingPathComponent(name)
-            try data.write(to: file)
+            do {
+                try data.write(to: file)
+            } catch {
+                throw HeraldClientError.transport(code: 0, description: "the media could not be saved: \(error)")
+            }
             return file
         }
     }

@@ -27,11 +27,12 @@ final class CollectionLoader {
     func refresh() async {
         guard let collection else { return }
         if collection.notifications.isEmpty { phase = .loading }
-        do {
-            try await collection.refresh()
-            phase = collection.notifications.isEmpty ? .empty : .loaded
-        } catch {
-            phase = .failed(.shown(error))
+        let outcome = await HeraldClient.outcome { try await collection.refresh() }
+        // Another collection is shown now (a category was picked meanwhile): this one's news is old.
+        guard collection === self.collection else { return }
+        switch outcome {
+        case .success: phase = collection.notifications.isEmpty ? .empty : .loaded
+        case .failure(let error): phase = .failed(.shown(error))
         }
     }
 

@@ -66,7 +66,10 @@ public final class FeedModel {
     /// Opens the view: takes the collection (the cache's last state shows at once), the last-seen
     /// snapshot, and refreshes.
     public func open() async {
+        let category = self.category
         let collection = await client.collection(channelURL: channelURL, category: category)
+        // Another category was picked meanwhile: its own `open` shows it.
+        guard category == self.category else { return }
         loader.take(collection)
         if collection.isLive { takeSnapshot() }
         await refresh()
