@@ -104,6 +104,8 @@ public final class HeraldClient {
     /// it is not disposed. From the cache when it holds one, so it shows the last state at once; call
     /// `refresh()` to bring it up to date. Empty and inert while nobody is signed in.
     public func collection(channelURL: String, category: String? = nil) async -> NotificationCollection {
+        // A sign-in under way is opening its user's cache: the collection comes from it.
+        await accountChange?.value
         let key = CollectionKey(channelURL: channelURL, category: category)
         if let existing = collections[key] { return existing }
         if let pending = restoring[key] {
