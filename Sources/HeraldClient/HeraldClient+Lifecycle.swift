@@ -31,9 +31,9 @@ extension HeraldClient {
             wantsStream = false
             guard stream != nil else { return }
             let closing: @MainActor () async -> Void = { [weak self] in
-                // Still in the background: a quick flip back has already opened a new stream, which
-                // this leaves alone (`disconnect` only closes the one it finds, and `connect` after
-                // it opens another).
+                // Back in the foreground before this ran (a quick flip): the stream is wanted again,
+                // so it stays. A flip while `disconnect` waits opens a new stream, which that
+                // `disconnect` no longer touches.
                 guard let self, !self.wantsStream else { return }
                 await self.disconnect()
             }
