@@ -209,10 +209,13 @@ final class HeraldCache: Sendable {
         }
     }
 
-    /// One write transaction, finished even if the calling task is cancelled.
-    private func write(_ updates: @escaping @Sendable (Database) throws -> Void) async {
-        let queue = self.queue
-        await Task { _ = try? await queue.write(updates) }.value
+    /// One write transaction, queued on the database before this suspends — so writes land in the
+    /// order they were asked for on the caller's actor (a removal is never overtaken by the save
+    /// before it) — and finished even if the calling task is cancelled.
+    nonisolated(nonsending) private func write(_ updates: @escaping @Sendable (Database) throws -> Void) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            queue.asyncWrite(updates) { _, _ in continuation.resume() }
+        }
     }
 
     private func put(_ name: String, _ value: Data?) async {
