@@ -13,10 +13,19 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v17)],
     products: [
         .executable(name: "herald", targets: ["herald"]),
-        .executable(name: "herald-bench", targets: ["HeraldBench"]),
         // What an app embeds: nothing of the server's (no libpq, libssl, Hummingbird) in its graph.
         .library(name: "HeraldClient", targets: ["HeraldClient"]),
         .executable(name: "herald-feed", targets: ["HeraldFeed"]),
+        // For the benchmarks' package beside this one (Benchmarks/, which depends on this package by
+        // path), not a stable interface: the server's layers, and the test support they measure with.
+        .library(name: "HeraldServer", targets: ["HeraldServer"]),
+        .library(name: "HeraldServices", targets: ["HeraldServices"]),
+        .library(name: "HeraldStore", targets: ["HeraldStore"]),
+        .library(name: "HeraldCore", targets: ["HeraldCore"]),
+        .library(name: "Postgres", targets: ["Postgres"]),
+        .library(name: "APNs", targets: ["APNs"]),
+        .library(name: "ChildProcess", targets: ["ChildProcess"]),
+        .library(name: "HeraldTesting", targets: ["HeraldTesting"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -68,15 +77,12 @@ let package = Package(
         ),
         // The one piece of the C library ChildProcess needs that Swift does not see.
         .target(name: "CChildProcess"),
-        // Linux's signal-driven I/O, through which an event loop watches libpq's socket.
-        .target(name: "CSignalIO"),
 
         // The only code that touches libpq.
         .target(
             name: "Postgres",
             dependencies: [
                 "CLibPQ",
-                "CSignalIO",
                 "ChildProcess",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
@@ -148,16 +154,37 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
-        // The Hummingbird application, its services and configuration.
+        // The background services: the push and webhook dispatchers, fan-out, expiry, compaction,
+        // erasure and housekeeping, and the read standby's probe and fitness. The store and the push
+        // clients below them, never HTTP serving (no Hummingbird).
+        .target(
+            name: "HeraldServices",
+            dependencies: [
+                "APNs",
+                "HeraldCore",
+                "HeraldStore",
+                "Postgres",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // HTTP (the Hummingbird application, its routes, the live stream) and the wiring that runs it
+        // with the background services: configuration, `serve`, `migrate`, fixtures.
         .target(
             name: "HeraldServer",
             dependencies: [
                 "APNs",
                 "HeraldConsole",
+                "HeraldServices",
                 "Postgres",
                 "HeraldCore",
                 "HeraldStore",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -181,30 +208,6 @@ let package = Package(
                 "APNs",
                 "HeraldServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
-            swiftSettings: swiftSettings
-        ),
-
-        .executableTarget(
-            name: "HeraldBench",
-            dependencies: [
-                "APNs",
-                "HeraldClient",
-                "ChildProcess",
-                "HeraldTesting",
-                "Postgres",
-                "HeraldCore",
-                "HeraldStore",
-                "HeraldServer",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -319,6 +322,7 @@ let package = Package(
                 "APNs",
                 "HeraldConsole",
                 "HeraldServer",
+                "HeraldServices",
                 "HeraldTesting",
                 "HeraldCore",
                 "HeraldStore",

@@ -56,8 +56,9 @@ CREATE INDEX notifications_fanout_running ON notifications (id) WHERE fanout_sta
 -- together, so no reader needs their order within it.
 --
 -- data / push_title / push_body are NULL unless the recipient had per-user variables; NULL means
--- "the notification's own". There is deliberately no foreign key: the per-row RI check would roughly
--- double the cost of a fan-out; the code deletes recipients with their notification or channel.
+-- "the notification's own". There is deliberately no foreign key: a per-row RI check would be paid by
+-- every copy a fan-out writes (docs/decisions/2026-11-22-fanout-plain-insert.md); the code deletes
+-- recipients with their notification or channel.
 CREATE TABLE notification_recipients (
     user_key bigint NOT NULL,
     channel_key bigint NOT NULL,

@@ -2,8 +2,9 @@
 -- per-user part, last read / last seen, the last notification and activity time for the channel list,
 -- and a reset count that ends every token issued before an admin reset the user's channel.
 --
--- Unread counts are counters, never a COUNT over a user's copies, and a broadcast must not write
--- 100,000 counters (that doubled the fan-out's cost). So a user's unread count in a channel is
+-- Unread counts are counters, never a COUNT over a user's copies, and a broadcast must not write a
+-- counter per user it reaches (docs/decisions/2026-11-22-unread-counters-broadcasts-per-channel.md).
+-- So a user's unread count in a channel is
 --     unread_adjustment + herald_broadcasts_reaching(user, channel)
 -- where the adjustment is kept in the same transaction as every per-user change (+1 for a targeted
 -- copy, -1 for each copy read or removed for the user, +1 when a broadcast the user had already read

@@ -1,8 +1,8 @@
 -- Folding finished broadcasts into the per-user counters.
 --
 -- A broadcast's fan-out writes no counters: the live broadcasts that reached a user are counted per
--- request instead (herald_broadcasts_reaching). That count grew with every broadcast ever sent — about
--- 0.13 ms of PostgreSQL time per poll per 1,000 live broadcasts (docs/benchmarks.md). So once a
+-- request instead (herald_broadcasts_reaching). That count grew with every broadcast ever sent, and
+-- every poll paid for it (docs/decisions/2026-11-22-broadcast-folding.md). So once a
 -- broadcast's fan-out is done, a background worker folds it into the counters of the users it reached,
 -- a batch of user keys per transaction, the way the fan-out itself went: each batch adds 1 to each
 -- user's unread_adjustment and moves folded_through up in the same transaction. A user is counted by

@@ -4,9 +4,9 @@
 -- into that statement's cached plan) when its body is one SELECT, but it never inlines a scalar SQL
 -- function whose body holds a subquery: herald_unread and herald_broadcasts_reaching run as queries of
 -- their own, planned again on every execution of the calling statement. That planning was most of the
--- cost of GET /v1/me/unread and GET /v1/me/channels: the badge query ran 3,800–4,200 times a second
--- under `pgbench -M prepared` at one client with the old body, 9,700–11,100 with the count spelled
--- out (herald_broadcasts_reaching's, as below; docs/benchmarks.md).
+-- cost of GET /v1/me/unread and GET /v1/me/channels, and spelling the count out (herald_broadcasts_
+-- reaching's, as below) more than doubled the badge query's rate
+-- (docs/decisions/2026-11-22-sql-functions-planned-per-execution.md).
 --
 -- Opened or with a live copy. The list shows the channels a user has a live notification in or has
 -- opened (loaded its collection, or marked in it). A channel state alone is not enough: sends and

@@ -3,9 +3,7 @@
 -- notifications are usually few among very many: this partial index finds them directly, and the
 -- statistics on the expression tell the planner how few they are, so it starts from them and probes
 -- the batch's copies of each, instead of reading every copy of every user in the batch and walking
--- the notifications (docs/benchmarks.md, "Alert badges beside many notifications": 34 ms with a
--- custom plan and 174 ms with the generic one → 1.0 ms per batch of 500 users at 1,000,000
--- notifications).
+-- the notifications (docs/decisions/2026-11-23-alert-badges-beside-many-notifications.md).
 CREATE INDEX notifications_uncounted ON notifications (id)
     WHERE deleted_at IS NULL AND push->>'counted_in_badge' = 'false';
 CREATE STATISTICS notifications_counted_in_badge ON (push->>'counted_in_badge') FROM notifications;

@@ -2,8 +2,9 @@
 --
 -- The list's change log needs the entries of the channels that changed, and a live hint the answer
 -- for one channel; both called the whole list, which counts the unread notifications of every channel
--- the user has: at 1,000 channels, 7 ms of a change log that found nothing had changed
--- (docs/benchmarks.md, `curves`). The rule now lives here, with the candidate channels narrowed to
+-- the user has, most of the cost of a change log that found nothing had changed
+-- (docs/decisions/2026-11-25-change-log-for-the-changed-channels-only.md). The rule now lives here,
+-- with the candidate channels narrowed to
 -- p_channels (NULL: all of them); the one-argument form of 0013 calls it with NULL. Both are one
 -- SELECT, so both are inlined into the calling statement, and there the NULL folds away: the whole
 -- list's plan is the one it had.

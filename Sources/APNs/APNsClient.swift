@@ -24,7 +24,7 @@ public enum APNsAuthentication: Sendable {
 /// loop, not a task per push.
 ///
 /// (The first version used AsyncHTTPClient, which flushed each request's head, body and end apart —
-/// three TLS writes per push; the second a stream channel per push; see docs/benchmarks.md.)
+/// three TLS writes per push; the second a stream channel per push; see docs/decisions/2026-11-22-apns-client-on-swift-nio-http2.md.)
 ///
 /// One client serves one credential: APNs binds a connection to the team of the first token it sees,
 /// so credentials never share connections.

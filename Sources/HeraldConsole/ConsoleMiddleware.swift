@@ -3,12 +3,9 @@ import Logging
 import Postgres
 
 /// Around every console response: the security headers, and HTML answers for what the handlers throw
-/// (the admin API's errors are JSON; a browser wants a page). The handlers run on the database
-/// client's threads (`executor`), where their many statements and their file reads (fixtures) may
-/// block, never on the event loop that may be serving the connection.
+/// (the admin API's errors are JSON; a browser wants a page).
 struct ConsoleMiddleware<Context: ConsoleRequestContext>: RouterMiddleware {
     let site: ConsoleSite
-    let executor: (any TaskExecutor)?
 
     /// Scripts, styles and images only from the console itself: no inline script or style, no other
     /// origin, no framing, forms only to the console.
@@ -20,7 +17,7 @@ struct ConsoleMiddleware<Context: ConsoleRequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var response: Response
         do {
-            response = try await withTaskExecutorPreference(executor) { try await next(request, context) }
+            response = try await next(request, context)
         } catch is ConsoleSignInRequired {
             response =
                 request.method == .get

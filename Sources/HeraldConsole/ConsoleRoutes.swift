@@ -27,11 +27,9 @@ public struct ConsoleRoutes<Context: ConsoleRequestContext>: Sendable {
     let userSessions: SessionStore
     let collections: CollectionStore
     let push: PushStore
-    let executor: PostgresExecutor
 
     public init(site: ConsoleSite, client: PostgresClient, adminToken: String?, actions: ConsoleActions) {
         self.site = site
-        self.executor = client.executor
         self.adminToken = adminToken
         self.actions = actions
         self.templates = TemplateStore(client: client)
@@ -51,7 +49,7 @@ public struct ConsoleRoutes<Context: ConsoleRequestContext>: Sendable {
     static var cookieName: String { "herald_console" }
 
     public func register(on router: Router<Context>) {
-        let console = router.group("console").add(middleware: ConsoleMiddleware<Context>(site: site, executor: executor))
+        let console = router.group("console").add(middleware: ConsoleMiddleware<Context>(site: site))
         console.get("assets/{name}") { _, context in try asset(context) }
         registerSignIn(on: console)
         registerOverview(on: console)

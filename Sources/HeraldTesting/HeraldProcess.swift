@@ -17,16 +17,22 @@ public final class HeraldProcess: Sendable {
     private let outputDrained: AsyncStream<Void>
     private let output = PrintedLines()
 
-    /// The `herald` binary built beside the test bundle.
+    /// The `herald` binary: `HERALD_BINARY` when set; else the one built beside the test bundle (or
+    /// beside the running program); else, for the benchmarks' package, the main package's build of the
+    /// same configuration under the working directory (`.build/release/herald` for a release build).
     public static var executablePath: String {
+        if let path = ProcessInfo.processInfo.environment["HERALD_BINARY"], !path.isEmpty { return path }
         let bundle = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        var directory = URL(fileURLWithPath: bundle).deletingLastPathComponent()
+        let beside = URL(fileURLWithPath: bundle).deletingLastPathComponent()
+        var directory = beside
         for _ in 0..<4 {
             let candidate = directory.appendingPathComponent("herald").path
             if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
             directory = directory.deletingLastPathComponent()
         }
-        return directory.appendingPathComponent("herald").path
+        let configuration = beside.lastPathComponent
+        return URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+            .appendingPathComponent(".build").appendingPathComponent(configuration).appendingPathComponent("herald").path
     }
 
     /// Starts `herald` with exactly `environment` (nothing inherited but `PATH` and `HOME`), under

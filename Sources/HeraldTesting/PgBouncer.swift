@@ -31,7 +31,9 @@ public struct PgBouncer: Sendable {
     /// connections per database, and waits until it accepts connections.
     public static func start(in directory: String, before cluster: PostgresCluster, poolSize: Int = 20) async throws -> PgBouncer {
         guard FileManager.default.isExecutableFile(atPath: binary) else {
-            throw HeraldProcessError(message: "PgBouncer is not installed (\(binary)); scripts/bootstrap installs Debian's pgbouncer")
+            throw HeraldProcessError(
+                message: "PgBouncer is not installed (\(binary)); scripts/build-pgbouncer builds one, or apt-get install pgbouncer"
+            )
         }
         let version = try await versionNumber()
         let keeps = version >= (1, 21)

@@ -66,7 +66,7 @@ public enum RFC3339 {
     ///
     /// Herald's own shape (`YYYY-MM-DDThh:mm:ss.mmmZ`) is read by hand: on Linux Foundation's parser sets
     /// up ICU locale data on every call, which made reading the times dominate the client's decoding of
-    /// a page of notifications (docs/benchmarks.md, "`client`").
+    /// a page of notifications (docs/decisions/2026-11-24-client-library-large-collection.md).
     public static func date(from text: String) -> Date? {
         let bytes = Array(text.utf8)
         guard bytes.count <= 64, fieldsInRange(bytes) else { return nil }

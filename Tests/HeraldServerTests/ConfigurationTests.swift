@@ -144,13 +144,6 @@ struct ConfigurationTests {
             try HeraldConfiguration.resolve(environment: ["HERALD_ADMIN_TOKEN": String(token.prefix(31))])
         }
         #expect(short?.description.contains("HERALD_ADMIN_TOKEN") == true)
-        // The event loops' own connections: on unless turned off.
-        #expect(try HeraldConfiguration.resolve(environment: [:]).databaseEventLoops)
-        #expect(try !HeraldConfiguration.resolve(environment: ["HERALD_DB_EVENT_LOOPS": "off"]).databaseEventLoops)
-        let loops = #expect(throws: ConfigurationError.self) {
-            try HeraldConfiguration.resolve(environment: ["HERALD_DB_EVENT_LOOPS": "yes"])
-        }
-        #expect(loops?.description.contains("HERALD_DB_EVENT_LOOPS") == true)
     }
 
     @Test func badValuesAreRefusedWithTheirName() {

@@ -4,19 +4,29 @@ import HeraldTesting
 import Testing
 
 /// The admin console in a real browser: `Tests/Browser/console_walk.py` drives Debian's headless
-/// Chromium (Selenium and chromium-driver, installed by `scripts/bootstrap`) through a real
+/// Chromium (Selenium and chromium-driver, installed by `scripts/bootstrap test`) through a real
 /// `herald serve`. It signs in, walks every page checking the browser console, labels, headings and
 /// keyboard focus, edits channels, is refused with a tampered CSRF token and without the cookie, and
 /// signs out. The screenshots it takes of each page are left in `.build/console-screenshots/`.
+///
+/// Skipped, saying why, where the browser's packages are missing (a plain `swift test` on a machine
+/// set up only to run Herald); with `HERALD_REQUIRE_BROWSER=1`, as CI sets it, it runs and fails
+/// instead, so the walk is never skipped unnoticed there.
 @Suite("Console in a browser")
 struct ConsoleBrowserTests {
     static let adminToken = "console-browser-admin-token-0123456789"
+    static let tools = ["/usr/bin/chromium", "/usr/bin/chromedriver", "/usr/bin/python3"]
+    static var canRun: Bool {
+        ProcessInfo.processInfo.environment["HERALD_REQUIRE_BROWSER"] == "1"
+            || tools.allSatisfy { FileManager.default.isExecutableFile(atPath: $0) }
+    }
 
-    @Test func theConsoleWalkPassesInHeadlessChromium() async throws {
-        for tool in ["/usr/bin/chromium", "/usr/bin/chromedriver", "/usr/bin/python3"] {
+    @Test(.enabled(if: canRun, "Chromium, chromium-driver or Selenium is missing: `scripts/bootstrap test` installs them"))
+    func theConsoleWalkPassesInHeadlessChromium() async throws {
+        for tool in Self.tools {
             try #require(
                 FileManager.default.isExecutableFile(atPath: tool),
-                "\(tool) is missing: scripts/bootstrap installs chromium, chromium-driver and python3-selenium"
+                "\(tool) is missing: scripts/bootstrap test installs chromium, chromium-driver and python3-selenium"
             )
         }
         let root = TestPostgres.repositoryRoot()

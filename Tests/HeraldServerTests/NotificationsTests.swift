@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import HeraldCore
 import HeraldServer
+import HeraldServices
 import HeraldStore
 import HeraldTesting
 import Hummingbird

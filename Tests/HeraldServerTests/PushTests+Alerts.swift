@@ -6,6 +6,7 @@ import Postgres
 import Testing
 
 @testable import HeraldServer
+@testable import HeraldServices
 
 /// Alert pushes end to end against the mock APNs: preferences decide, the silent refresh goes
 /// regardless, options travel into headers and payloads.

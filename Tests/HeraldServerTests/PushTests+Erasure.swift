@@ -10,6 +10,7 @@ import Postgres
 import Testing
 
 @testable import HeraldServer
+@testable import HeraldServices
 
 /// Erasing a user (`DELETE /v1/users/{user_id}`): in the push suite, because an erased user's devices
 /// must never be pushed again, and the dispatcher's rounds are driven here.

@@ -14,6 +14,7 @@ import Prometheus
 import Testing
 
 @testable import HeraldServer
+@testable import HeraldServices
 
 /// Live streams, presence, delivery receipts and events, in process: a real server (HTTP/1 with the
 /// WebSocket upgrade) on a loopback port, its hub listening on the test database, the dispatcher's

@@ -13,6 +13,7 @@ import Prometheus
 import Testing
 
 @testable import HeraldServer
+@testable import HeraldServices
 
 /// Devices, APNs credentials and silent refresh pushes through the outbox, against a mock APNs.
 ///

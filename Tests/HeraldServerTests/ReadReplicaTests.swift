@@ -10,6 +10,7 @@ import Prometheus
 import Testing
 
 @testable import HeraldServer
+@testable import HeraldServices
 
 /// Sync reads on a hot standby (`HERALD_READ_DATABASE_URL`): a real primary and a standby streaming
 /// from it, made by the test support, with a replay delay to make the standby lag on purpose.

@@ -128,45 +128,126 @@ struct MigratorTests {
         }
     }
 
-    /// A line as it shipped, kept as base64: the old wording named notes outside the repository, and
-    /// only its exact bytes reproduce the checksum databases recorded.
+    /// Lines as they shipped, kept as base64: the old wording named notes outside the repository or
+    /// measured figures (which now live in docs/decisions/), and only their exact bytes reproduce the
+    /// checksums databases recorded.
     static func shipped(_ base64: String) -> String {
         String(decoding: Data(base64Encoded: base64) ?? Data(), as: UTF8.self)
     }
 
-    /// The comments reworded after the files shipped, as they were: each earlier text is the current
-    /// one with this line in place of its successor.
-    static let rewordings: [String: (now: String, before: String)] = [
-        "0005_notifications": (
-            now: #"-- already handed to a reader and can never be skipped (docs/scaling.md, "Sync and long transactions")."#,
-            before: Self.shipped(
-                "LS0gYWxyZWFkeSBoYW5kZWQgdG8gYSByZWFkZXIgYW5kIGNhbiBuZXZlciBiZSBza2lwcGVkIChyZWZlcmVuY2UvcGdkZXNpZ24ubWQgwqdCLjYsIHNvbHV0aW9uIDEpLg=="
+    /// The comments reworded after the files shipped, as they were, newest rewording first: each
+    /// earlier text is the one after it with `now` (one or more whole lines) put back to `before`.
+    static let rewordings: [String: [(now: String, before: String)]] = [
+        "0005_notifications": [
+            (
+                now: """
+                -- "the notification's own". There is deliberately no foreign key: a per-row RI check would be paid by
+                -- every copy a fan-out writes (docs/decisions/2026-11-22-fanout-plain-insert.md); the code deletes
+                -- recipients with their notification or channel.
+                """,
+                before: Self.shipped(
+                    "LS0gInRoZSBub3RpZmljYXRpb24ncyBvd24iLiBUaGVyZSBpcyBkZWxpYmVyYXRlbHkgbm8gZm9yZWlnbiBrZXk6IHRoZSBwZXItcm93IFJJIGNoZWNrIHdvdWxkIHJvdWdobHkKLS0gZG91YmxlIHRoZSBjb3N0IG9mIGEgZmFuLW91dDsgdGhlIGNvZGUgZGVsZXRlcyByZWNpcGllbnRzIHdpdGggdGhlaXIgbm90aWZpY2F0aW9uIG9yIGNoYW5uZWwu"
+                )
+            ),
+            (
+                now: #"-- already handed to a reader and can never be skipped (docs/scaling.md, "Sync and long transactions")."#,
+                before: Self.shipped(
+                    "LS0gYWxyZWFkeSBoYW5kZWQgdG8gYSByZWFkZXIgYW5kIGNhbiBuZXZlciBiZSBza2lwcGVkIChyZWZlcmVuY2UvcGdkZXNpZ24ubWQgwqdCLjYsIHNvbHV0aW9uIDEpLg=="
+                )
+            ),
+        ],
+        "0006_collections": [
+            (
+                now: """
+                -- Unread counts are counters, never a COUNT over a user's copies, and a broadcast must not write a
+                -- counter per user it reaches (docs/decisions/2026-11-22-unread-counters-broadcasts-per-channel.md).
+                -- So a user's unread count in a channel is
+                """,
+                before: Self.shipped(
+                    "LS0gVW5yZWFkIGNvdW50cyBhcmUgY291bnRlcnMsIG5ldmVyIGEgQ09VTlQgb3ZlciBhIHVzZXIncyBjb3BpZXMsIGFuZCBhIGJyb2FkY2FzdCBtdXN0IG5vdCB3cml0ZQotLSAxMDAsMDAwIGNvdW50ZXJzICh0aGF0IGRvdWJsZWQgdGhlIGZhbi1vdXQncyBjb3N0KS4gU28gYSB1c2VyJ3MgdW5yZWFkIGNvdW50IGluIGEgY2hhbm5lbCBpcw=="
+                )
             )
-        ),
-        "0014_channel_list_changes": (
-            now: "-- The channel list's own change log: `GET /v1/me/channels?token=` answers the entries",
-            before: Self.shipped(
-                "LS0gVGhlIGNoYW5uZWwgbGlzdCdzIG93biBjaGFuZ2UgbG9nIChERVNJR04gwqc0KTogYEdFVCAvdjEvbWUvY2hhbm5lbHM/dG9rZW49YCBhbnN3ZXJzIHRoZSBlbnRyaWVz"
+        ],
+        "0012_broadcast_folding": [
+            (
+                now: """
+                -- request instead (herald_broadcasts_reaching). That count grew with every broadcast ever sent, and
+                -- every poll paid for it (docs/decisions/2026-11-22-broadcast-folding.md). So once a
+                """,
+                before: Self.shipped(
+                    "LS0gcmVxdWVzdCBpbnN0ZWFkIChoZXJhbGRfYnJvYWRjYXN0c19yZWFjaGluZykuIFRoYXQgY291bnQgZ3JldyB3aXRoIGV2ZXJ5IGJyb2FkY2FzdCBldmVyIHNlbnQg4oCUIGFib3V0Ci0tIDAuMTMgbXMgb2YgUG9zdGdyZVNRTCB0aW1lIHBlciBwb2xsIHBlciAxLDAwMCBsaXZlIGJyb2FkY2FzdHMgKGRvY3MvYmVuY2htYXJrcy5tZCkuIFNvIG9uY2UgYQ=="
+                )
             )
-        ),
+        ],
+        "0013_user_channels": [
+            (
+                now: """
+                -- cost of GET /v1/me/unread and GET /v1/me/channels, and spelling the count out (herald_broadcasts_
+                -- reaching's, as below) more than doubled the badge query's rate
+                -- (docs/decisions/2026-11-22-sql-functions-planned-per-execution.md).
+                """,
+                before: Self.shipped(
+                    "LS0gY29zdCBvZiBHRVQgL3YxL21lL3VucmVhZCBhbmQgR0VUIC92MS9tZS9jaGFubmVsczogdGhlIGJhZGdlIHF1ZXJ5IHJhbiAzLDgwMOKAkzQsMjAwIHRpbWVzIGEgc2Vjb25kCi0tIHVuZGVyIGBwZ2JlbmNoIC1NIHByZXBhcmVkYCBhdCBvbmUgY2xpZW50IHdpdGggdGhlIG9sZCBib2R5LCA5LDcwMOKAkzExLDEwMCB3aXRoIHRoZSBjb3VudCBzcGVsbGVkCi0tIG91dCAoaGVyYWxkX2Jyb2FkY2FzdHNfcmVhY2hpbmcncywgYXMgYmVsb3c7IGRvY3MvYmVuY2htYXJrcy5tZCku"
+                )
+            )
+        ],
+        "0014_channel_list_changes": [
+            (
+                now: "-- The channel list's own change log: `GET /v1/me/channels?token=` answers the entries",
+                before: Self.shipped(
+                    "LS0gVGhlIGNoYW5uZWwgbGlzdCdzIG93biBjaGFuZ2UgbG9nIChERVNJR04gwqc0KTogYEdFVCAvdjEvbWUvY2hhbm5lbHM/dG9rZW49YCBhbnN3ZXJzIHRoZSBlbnRyaWVz"
+                )
+            )
+        ],
+        "0015_uncounted_notifications": [
+            (
+                now: """
+                -- the notifications (docs/decisions/2026-11-23-alert-badges-beside-many-notifications.md).
+                """,
+                before: Self.shipped(
+                    "LS0gdGhlIG5vdGlmaWNhdGlvbnMgKGRvY3MvYmVuY2htYXJrcy5tZCwgIkFsZXJ0IGJhZGdlcyBiZXNpZGUgbWFueSBub3RpZmljYXRpb25zIjogMzQgbXMgd2l0aCBhCi0tIGN1c3RvbSBwbGFuIGFuZCAxNzQgbXMgd2l0aCB0aGUgZ2VuZXJpYyBvbmUg4oaSIDEuMCBtcyBwZXIgYmF0Y2ggb2YgNTAwIHVzZXJzIGF0IDEsMDAwLDAwMAotLSBub3RpZmljYXRpb25zKS4="
+                )
+            )
+        ],
+        "0021_user_channels_among": [
+            (
+                now: """
+                -- the user has, most of the cost of a change log that found nothing had changed
+                -- (docs/decisions/2026-11-25-change-log-for-the-changed-channels-only.md). The rule now lives here,
+                -- with the candidate channels narrowed to
+                """,
+                before: Self.shipped(
+                    "LS0gdGhlIHVzZXIgaGFzOiBhdCAxLDAwMCBjaGFubmVscywgNyBtcyBvZiBhIGNoYW5nZSBsb2cgdGhhdCBmb3VuZCBub3RoaW5nIGhhZCBjaGFuZ2VkCi0tIChkb2NzL2JlbmNobWFya3MubWQsIGBjdXJ2ZXNgKS4gVGhlIHJ1bGUgbm93IGxpdmVzIGhlcmUsIHdpdGggdGhlIGNhbmRpZGF0ZSBjaGFubmVscyBuYXJyb3dlZCB0bw=="
+                )
+            )
+        ],
     ]
 
-    /// A database that applied a file before its comments were reworded still migrates: the earlier
-    /// checksum is accepted, and it is exactly the checksum of the file with only that comment changed
-    /// back. Any other change to an applied file is still refused (`editedAppliedFileIsRefused`).
+    /// A database that applied a file before its comments were reworded still migrates: each earlier
+    /// checksum is accepted, and they are exactly the checksums of the file with only those comments
+    /// changed back. Any other change to an applied file is still refused (`editedAppliedFileIsRefused`).
     @Test func filesWhoseCommentsWereRewordedStillMatchTheirEarlierChecksums() async throws {
         let current = try TestPostgres.repositoryMigrations()
         #expect(Set(Self.rewordings.keys) == Set(current.filter { !$0.earlierChecksums.isEmpty }.map(\.name)))
-        let earlier = current.map { migration -> Migration in
-            guard let wording = Self.rewordings[migration.name] else { return migration }
-            let lines = migration.sql.split(separator: "\n", omittingEmptySubsequences: false)
-            #expect(lines.filter { $0 == wording.now }.count == 1, "\(migration.name) holds the new wording once")
-            let old = Migration(name: migration.name, sql: migration.sql.replacingOccurrences(of: wording.now, with: wording.before))
-            #expect(migration.earlierChecksums == [old.checksum], "\(migration.name)")
-            return old
+        // Every database state a shipped text may have left: the oldest texts, then each rewording in turn.
+        var oldest: [Migration] = []
+        for migration in current {
+            guard let wordings = Self.rewordings[migration.name] else {
+                oldest.append(migration)
+                continue
+            }
+            var text = migration.sql
+            var checksums: Set<String> = []
+            for wording in wordings {
+                #expect(text.components(separatedBy: wording.now).count == 2, "\(migration.name) holds the newer wording once")
+                text = text.replacingOccurrences(of: wording.now, with: wording.before)
+                checksums.insert(Migration(name: migration.name, sql: text).checksum)
+            }
+            #expect(migration.earlierChecksums == checksums, "\(migration.name)")
+            oldest.append(Migration(name: migration.name, sql: text))
         }
         try await TestPostgres.withDatabase(migrated: false) { (db: TestDatabase) async throws in
-            try await Migrator(client: db.client, migrations: earlier).migrate()
+            try await Migrator(client: db.client, migrations: oldest).migrate()
             let migrator = Migrator(client: db.client, migrations: current)
             let status = try await migrator.status()
             #expect(status.problems.isEmpty)

@@ -58,7 +58,7 @@ struct PipelineTests {
 
     private func untilQueued(_ count: Int, in client: PostgresClient) async throws {
         try await withTimeout(.seconds(10), what: "\(count) statements queued for the pipeline") {
-            while client.pipelineCounts.waiting != count { await Task.yield() }
+            while client.batchCounts.waiting != count { await Task.yield() }
         }
     }
 
@@ -100,7 +100,7 @@ struct PipelineTests {
                 #expect(try rows.map { try $0.decode(Int.self) } == [1, 2, 3, 4, 6, 7, 8, 9, 10])
                 // All on the pipeline's one connection, in batches (at most 16 to a round trip).
                 #expect(backends.count == 1)
-                #expect(client.pipelineCounts.roundTripsShared >= 1)
+                #expect(client.batchCounts.roundTripsShared >= 1)
             }
         }
     }
@@ -112,8 +112,8 @@ struct PipelineTests {
             let error = try await #require(throws: PostgresError.self) { try await client.pipelinedQuery("SELECT 1 / 0") }
             #expect(error.sqlState == "22012")
             #expect(try await client.pipelinedQuery("SELECT 'still fine'").first?.decode(String.self) == "still fine")
-            #expect(client.pipelineCounts.roundTripsShared == 0)
-            #expect(client.pipelineCounts.drainers == 0)
+            #expect(client.batchCounts.roundTripsShared == 0)
+            #expect(client.batchCounts.drainers == 0)
             await client.shutdown()
         }
     }
@@ -130,7 +130,7 @@ struct PipelineTests {
             }
             // Alone: the caller sends them itself, in one round trip. The failure in the middle takes
             // nothing with it, and the last statement sees what the first committed.
-            let alone = db.client.pipelineCounts.roundTripsShared
+            let alone = db.client.batchCounts.roundTripsShared
             let outcomes = try await db.client.pipelinedQueries([
                 "INSERT INTO marks VALUES (1)", "SELECT 1 / 0", "SELECT count(*)::int FROM marks",
             ])
@@ -138,7 +138,7 @@ struct PipelineTests {
             #expect(try outcomes[0].get().affectedRows == 1)
             expectDivisionByZero(outcomes[1])
             #expect(try outcomes[2].get().first?.decode(Int.self) == 1)
-            #expect(db.client.pipelineCounts.roundTripsShared == alone + 1)
+            #expect(db.client.batchCounts.roundTripsShared == alone + 1)
 
             // Queued behind a busy connection: they still go out together, in the caller's order.
             try await withLockHolder(db) { holder, client in
@@ -151,7 +151,7 @@ struct PipelineTests {
                 #expect(outcomes.count == 2)
                 expectDivisionByZero(outcomes[0])
                 #expect(try outcomes[1].get().first?.decode(Int.self) == 2)
-                #expect(client.pipelineCounts.roundTripsShared == 1)
+                #expect(client.batchCounts.roundTripsShared == 1)
             }
         }
     }
@@ -189,7 +189,7 @@ struct PipelineTests {
                     seen.insert(pair[0])
                 }
                 #expect(seen.count == 3)
-                #expect(client.pipelineCounts.roundTripsShared == 1)
+                #expect(client.batchCounts.roundTripsShared == 1)
             }
         }
     }
@@ -252,7 +252,7 @@ struct PipelineTests {
             await client.shutdown()
             let error = try await #require(throws: PostgresError.self) { try await client.pipelinedQuery("SELECT 1") }
             #expect(error.code == .clientClosed)
-            #expect(client.pipelineCounts.drainers == 0)
+            #expect(client.batchCounts.drainers == 0)
         }
     }
 }

@@ -1,5 +1,5 @@
 /*
- * Side check for docs/benchmarks.md ("Why PostgreSQL costs more per poll beside Herald"): runs the
+ * Side check for docs/decisions/2026-11-22-why-postgresql-spends-more-per-poll.md: runs the
  * two statements of a quiet incremental poll exactly as Herald does — prepared once per connection,
  * the same parameter types, binary parameters — from N blocking threads, with results in text or in
  * binary format, so that PostgreSQL's CPU per poll can be compared between the two result formats

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldServices
 import HeraldStore
 import Hummingbird
 
@@ -31,31 +32,28 @@ struct Authenticator: Sendable {
 
     /// User routes: a live session token; anything else, the admin token included, is a 401.
     func requireUser(_ request: Request) async throws -> AuthenticatedUser {
-        var primaryOnly: ReadReplica?
-        return try await requireUser(request, alongside: SessionCompanion<Never>?.none, reading: &primaryOnly).0
+        try await requireUser(request, alongside: SessionCompanion<Never>?.none, reads: .primary).0
     }
 
     /// `requireUser`, with `companion` sent in the same round trip as the session check. Its answer
     /// comes back only when it succeeded and, if it was built for a user, the session is that user's.
     ///
-    /// With a `standby`, both go there first. A session the standby does not know may be one issued
-    /// after what it has replayed: the primary decides, and the request then reads there too
-    /// (`standby` becomes `nil`).
+    /// Both are reads of `reads`: on the standby while the request reads there. A session the standby
+    /// does not know may be one issued after what it has replayed: the primary decides, and the request
+    /// then reads there too.
     func requireUser<Answer>(
         _ request: Request,
         alongside companion: SessionCompanion<Answer>?,
-        reading standby: inout ReadReplica?
+        reads: RequestReads
     ) async throws -> (AuthenticatedUser, Answer?) {
         let token = try Self.sessionToken(request)
-        if let replica = standby {
-            let (user, answer) = try await Self.check(token, alongside: companion, in: SessionStore(client: replica.client))
+        return try await reads.read { standby in
+            let (user, answer) = try await Self.check(token, alongside: companion, in: standby.map { SessionStore(client: $0.client) } ?? sessions)
             if let user { return (user, answer) }
-            replica.fellBack(.unknownSession)
-            standby = nil
+            guard let standby else { throw Self.invalidSession }
+            standby.fellBack(.unknownSession)
+            throw ReadReplica.Behind()
         }
-        let (user, answer) = try await Self.check(token, alongside: companion, in: sessions)
-        guard let user else { throw Self.invalidSession }
-        return (user, answer)
     }
 
     private static func check<Answer>(

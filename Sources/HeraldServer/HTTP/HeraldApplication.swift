@@ -1,5 +1,6 @@
 import HeraldConsole
 import HeraldCore
+import HeraldServices
 import HeraldStore
 import Hummingbird
 import HummingbirdCore
@@ -32,9 +33,6 @@ public enum HeraldApplication {
         public var console: ConsoleSite?
         /// The hot standby that sync reads go to; `nil` reads everything on `client`.
         public var replica: ReadReplica?
-        /// Whether the server's event loops get database connections of their own for polls and
-        /// session checks once it listens (`PostgresClient.startEventLoopPipelines(on:)`).
-        public var eventLoopPipelines: Bool
 
         public init(
             client: PostgresClient,
@@ -48,8 +46,7 @@ public enum HeraldApplication {
             hub: LiveHub? = nil,
             limits: RequestLimits = RequestLimits(.off),
             console: ConsoleSite? = nil,
-            replica: ReadReplica? = nil,
-            eventLoopPipelines: Bool = true
+            replica: ReadReplica? = nil
         ) {
             self.client = client
             self.migrator = migrator
@@ -63,7 +60,6 @@ public enum HeraldApplication {
             self.limits = limits
             self.console = console
             self.replica = replica
-            self.eventLoopPipelines = eventLoopPipelines
         }
     }
 
@@ -88,7 +84,6 @@ public enum HeraldApplication {
             router: router,
             authenticator: Authenticator(adminToken: dependencies.adminToken, sessions: sessions),
             limits: dependencies.limits,
-            databaseExecutor: dependencies.client.executor,
             replica: dependencies.replica
         )
         OperationsController(migrator: dependencies.migrator, metricsRegistry: dependencies.metricsRegistry)
@@ -173,7 +168,6 @@ public enum HeraldApplication {
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         let (router, _, streams) = buildRouters(dependencies)
-        let group = eventLoopGroup.eventLoopGroup
         return Application(
             router: router,
             server: HTTPServerBuilder { responder in
@@ -182,10 +176,6 @@ public enum HeraldApplication {
             configuration: .init(address: .hostname(host, port: port), serverName: "Herald"),
             services: services,
             onServerRunning: { channel in
-                if dependencies.eventLoopPipelines {
-                    await dependencies.client.startEventLoopPipelines(on: group)
-                    await dependencies.replica?.client.startEventLoopPipelines(on: group)
-                }
                 await onServerRunning(channel.localAddress?.port ?? port)
             },
             eventLoopGroupProvider: eventLoopGroup,

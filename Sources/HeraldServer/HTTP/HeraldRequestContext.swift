@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldServices
 import Hummingbird
 import NIOCore
 
@@ -12,9 +13,9 @@ public struct HeraldRequestContext: RequestContext {
     public var user: AuthenticatedUser?
     /// The client's address (NIO caches it per connection), for the per-address rate limits.
     public var remoteAddress: SocketAddress?
-    /// The standby this request reads on, on routes whose reads may go there (`RouteRegistry`);
-    /// `nil` reads on the primary.
-    var standby: ReadReplica?
+    /// Where this request's reads go: the standby, on routes whose reads may go there
+    /// (`RouteRegistry`) while it answers them, else the primary.
+    var reads = RequestReads.primary
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)

@@ -13,7 +13,7 @@ import Postgres
 ///
 /// Why not hummingbird-websocket's channel: it serves every socket from async tasks (the connection's,
 /// a ping loop, the handler's), and their stacks cost every idle socket several times what its channel
-/// does (docs/benchmarks.md, "`sockets`"). Here an upgraded connection is served by channel handlers alone
+/// does (docs/decisions/2026-11-22-websockets-served-by-channel-handlers.md). Here an upgraded connection is served by channel handlers alone
 /// (`LiveChannelHandler`, NIOWebSocket's codec, an `IdleStateHandler`): the connection's task ends
 /// with the upgrade, and an idle socket costs its channel and handlers.
 ///
@@ -35,7 +35,7 @@ struct HeraldServerChannel: ServerChildChannel, HTTPChannelHandler {
 
     let responder: Responder
     let streams: LiveController
-    /// The database client, whose threads or event-loop connections the connections' tasks run with.
+    /// The database client, whose threads the connections' tasks run on (see `executor`).
     let client: PostgresClient?
     /// Closes a connection idle this long between requests, or before its first request's head is in.
     let idleTimeout: Duration
@@ -134,7 +134,7 @@ struct HeraldServerChannel: ServerChildChannel, HTTPChannelHandler {
                 // The channel's handlers serve the stream from here on; no task stays behind.
                 return
             case .http(let asyncChannel):
-                await withTaskExecutorPreference(executor(for: value.channel.eventLoop)) {
+                await withTaskExecutorPreference(executor) {
                     await handleHTTP(asyncChannel: asyncChannel, logger: logger)
                 }
             case .refused(let asyncChannel, let error):
@@ -150,21 +150,15 @@ struct HeraldServerChannel: ServerChildChannel, HTTPChannelHandler {
 }
 
 extension HeraldServerChannel {
-    /// Where an HTTP connection's task runs. On its event loop when that loop has a database connection
-    /// of its own (`PostgresClient.startEventLoopPipelines(on:)`): a poll's session check and poll go
-    /// out and come back on the loop, and the request is read, answered and written without a thread
-    /// hand-off; routes that need more of the database move to the database threads for their handler
-    /// (`RouteRegistry`). Otherwise on the database client's threads (`PostgresExecutor`): nearly every
-    /// request is a few statements, and a connection task living on those threads runs them, its
-    /// handler and its response write in place, so the request hops from the event loop to a database
-    /// thread and back and nowhere else; on Swift's cooperative pool it would hop there, on to a
-    /// database thread for the handler and back again before writing (docs/benchmarks.md: about three
-    /// context switches fewer per poll). Without a client, the cooperative pool.
-    func executor(for loop: any EventLoop) -> (any TaskExecutor)? {
-        guard let client else { return nil }
-        if client.hasEventLoopPipeline(on: loop) { return EventLoopExecutor(loop: loop) }
-        return client.executor
-    }
+    /// Where every HTTP request runs — the one place that decides it, for every route: on the
+    /// database client's threads (`PostgresExecutor`). Nearly every request is a few statements, and a
+    /// connection task living on those threads runs them, its handler and its response write in place,
+    /// so the request hops from the event loop to a database thread and back and nowhere else; on
+    /// Swift's cooperative pool it would hop there, on to a database thread for each statement and back
+    /// again before writing. The executor keeps threads that never block in libpq, so a request that
+    /// needs no database (`/healthz`) answers while every connection is busy. Without a client, the
+    /// cooperative pool.
+    var executor: (any TaskExecutor)? { client?.executor }
 }
 
 enum StreamUpgradeError: Error {

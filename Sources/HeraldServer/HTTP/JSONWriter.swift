@@ -4,7 +4,7 @@ import NIOCore
 /// Writes JSON text straight into a `ByteBuffer`, for the responses on the sync path.
 ///
 /// `JSONEncoder` builds a tree of boxed values and walks it again to print it; on an incremental poll
-/// that was over a third of the request's CPU time (see docs/benchmarks.md). Bodies written here go
+/// that was over a third of the request's CPU time (see docs/decisions/2026-11-22-json-writer.md). Bodies written here go
 /// out in one pass, and a notification's data — JSON text from the database — is copied in as it is.
 ///
 /// Commas are placed by one flag: every value and closing bracket sets it, every opening bracket and
@@ -13,7 +13,7 @@ import NIOCore
 /// The text collects in a byte array and becomes a `ByteBuffer` once, at the end: appending to an
 /// array is a few inlined instructions, while every `ByteBuffer` write checks capacity and
 /// uniqueness out of line, and an answer makes hundreds of small writes for its keys alone
-/// (docs/benchmarks.md, "Measurements behind design choices").
+/// (docs/decisions/2026-11-22-json-writer.md).
 struct JSONWriter {
     private(set) var bytes: [UInt8] = []
     private var needsComma = false

@@ -11,7 +11,7 @@ import Synchronization
 /// Why not Hummingbird's `MetricsMiddleware`: it records after the write by wrapping every response
 /// body in a closure, and a closure body loses the response writer's fast path, which sends head, body
 /// and end in one write to the channel. Wrapped, a response took three writes to the event loop and
-/// two `write` system calls (docs/benchmarks.md). Every Herald response is one buffer, written as soon
+/// two `write` system calls (docs/decisions/2026-11-22-one-write-per-response.md). Every Herald response is one buffer, written as soon
 /// as the route returns, so the duration ends before the write instead of after it.
 struct RequestMetricsMiddleware: RouterMiddleware {
     typealias Context = HeraldRequestContext

@@ -1,3 +1,4 @@
+import HeraldServices
 import HeraldStore
 import Hummingbird
 import Postgres
@@ -17,15 +18,13 @@ public struct RouteDescription: Sendable, Hashable, CustomStringConvertible {
 
 /// Registers handlers on the router, each behind its access check, and remembers every route so that
 /// a test can hold the router and `openapi.yaml` to each other. Paths use the `{name}` capture syntax,
-/// which Hummingbird and OpenAPI share.
+/// which Hummingbird and OpenAPI share. Where handlers run is not decided here: every request runs
+/// where its connection's task does (`HeraldServerChannel.executor`).
 final class RouteRegistry {
     let router: Router<HeraldRequestContext>
     let authenticator: Authenticator
     let limits: RequestLimits
-    /// Authenticated routes run their handler with this executor preference: they are database-bound,
-    /// and on the client's threads each statement runs in place instead of hopping threads twice.
-    let databaseExecutor: (any TaskExecutor)?
-    /// The standby that routes registered with `reads: .standby` read on (see `ReadReplica`).
+    /// The standby that routes registered with `reads: .standby` read on (see `RequestReads`).
     let replica: ReadReplica?
     private(set) var routes: [RouteDescription] = []
 
@@ -33,21 +32,19 @@ final class RouteRegistry {
         router: Router<HeraldRequestContext>,
         authenticator: Authenticator,
         limits: RequestLimits = RequestLimits(.off),
-        databaseExecutor: (any TaskExecutor)? = nil,
         replica: ReadReplica? = nil
     ) {
         self.router = router
         self.authenticator = authenticator
         self.limits = limits
-        self.databaseExecutor = databaseExecutor
         self.replica = replica
     }
 
     /// Where a user route's reads go: the session check, the route's main lookup and the reads its
-    /// handler makes through `HeraldRequestContext.standby`. Writes always go to the primary.
+    /// handler makes through `HeraldRequestContext.reads`. Writes always go to the primary.
     enum Reads {
         case primary
-        /// The read standby, when one is configured and fit (see `reading(_:_:)`).
+        /// The read standby, when one is configured and fit (see `RequestReads`).
         case standby
     }
 
@@ -60,22 +57,17 @@ final class RouteRegistry {
         use handler: @escaping @Sendable (Request, HeraldRequestContext) async throws -> some ResponseGenerator
     ) {
         let (authenticator, limits) = (self.authenticator, self.limits)
-        let executor = access == .anyone ? nil : databaseExecutor
         let replica = access == .user && reads == .standby ? self.replica : nil
         router.on(RouterPath(path), method: method) { request, context in
-            try await withTaskExecutorPreference(executor) {
-                try await Self.reading(replica) { standby in
-                    var context = context
-                    context.standby = standby
-                    context.user = try await Self.limited(request, context, access: access, limits: limits) {
-                        guard access == .user else { return try await authenticator.authorize(request, for: access) }
-                        return try await authenticator.requireUser(request, alongside: SessionCompanion<Never>?.none, reading: &context.standby).0
-                    }
-                    let response = try await handler(request, context).response(from: request, context: context)
-                    context.standby?.answered()
-                    return response
-                }
+            var context = context
+            context.reads = Self.reads(replica)
+            context.user = try await Self.limited(request, context, access: access, limits: limits) { [context] in
+                guard access == .user else { return try await authenticator.authorize(request, for: access) }
+                return try await authenticator.requireUser(request, alongside: SessionCompanion<Never>?.none, reads: context.reads).0
             }
+            let response = try await handler(request, context).response(from: request, context: context)
+            context.reads.finish()
+            return response
         }
         routes.append(RouteDescription(method: method.rawValue.lowercased(), path: path))
     }
@@ -94,50 +86,29 @@ final class RouteRegistry {
     ) {
         let (authenticator, limits) = (self.authenticator, self.limits)
         let replica = reads == .standby ? self.replica : nil
-        router.on(RouterPath(path), method: method) { [databaseExecutor] request, context in
-            // Parsing and the session check run where the connection's task runs: on its event loop
-            // when that loop has a database connection of its own (`HeraldServerChannel`), and the
-            // handler joins them there when the answer is all it needs.
+        router.on(RouterPath(path), method: method) { request, context in
             let parsed: Result<Input, any Error>
             do { parsed = .success(try await parse(request, context)) } catch { parsed = .failure(error) }
-            return try await Self.reading(replica) { standby in
-                var context = context
-                context.standby = standby
-                var answer: Input.Answer?
-                (context.user, answer) = try await Self.limited(request, context, access: .user, limits: limits) {
-                    let companion = try? parsed.get().companion
-                    return try await authenticator.requireUser(request, alongside: companion, reading: &context.standby)
-                }
-                let input = try parsed.get()
-                let response = try await withTaskExecutorPreference(input.isAnswered(by: answer) ? nil : databaseExecutor) { [context] in
-                    try await handler(request, context, input, answer).response(from: request, context: context)
-                }
-                context.standby?.answered()
-                return response
+            var context = context
+            context.reads = Self.reads(replica)
+            var answer: Input.Answer?
+            (context.user, answer) = try await Self.limited(request, context, access: .user, limits: limits) { [context] in
+                let companion = try? parsed.get().companion
+                return try await authenticator.requireUser(request, alongside: companion, reads: context.reads)
             }
+            let input = try parsed.get()
+            let response = try await handler(request, context, input, answer).response(from: request, context: context)
+            context.reads.finish()
+            return response
         }
         routes.append(RouteDescription(method: method.rawValue.lowercased(), path: path))
     }
 
-    /// Runs a request with its reads on the standby when `replica` may take them now, else on the
-    /// primary. A request the standby cannot finish runs again, whole, on the primary: one that met a
-    /// database error there (unreachable, a statement cancelled by replay, a schema not replayed yet),
-    /// one whose token reaches beyond it and beyond what the primary had issued (`ReadReplica.Behind`),
-    /// and one answered "not found" — a channel or device made on the primary that the standby has not
-    /// replayed yet. Running again is safe: these routes' writes (a device's sync mark, a channel
-    /// opened) are idempotent.
-    static func reading<Result>(_ replica: ReadReplica?, _ body: (ReadReplica?) async throws -> Result) async throws -> Result {
-        guard let standby = replica?.takeReads() else { return try await body(nil) }
-        do {
-            return try await body(standby)
-        } catch let error as PostgresError where error.code != .clientClosed {
-            standby.failed(error)
-        } catch is ReadReplica.Behind {
-            // Counted where it was found.
-        } catch let error as APIError where error.status == .notFound {
-            standby.fellBack(.failed)
-        }
-        return try await body(nil)
+    /// Where a request on a route with these reads starts reading: the standby when one is configured
+    /// and may take reads now, else the primary.
+    static func reads(_ replica: ReadReplica?) -> RequestReads {
+        guard let standby = replica?.takeReads() else { return .primary }
+        return RequestReads(standby)
     }
 
     /// Runs `authenticate` within the rate limits of `access`: refused (429) before it when a limit is

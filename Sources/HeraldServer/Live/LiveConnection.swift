@@ -8,7 +8,7 @@ import Synchronization
 /// One open live stream: who it is for, and the way events are written to its socket.
 ///
 /// Events go straight into the connection's NIO channel (no task per stream: an idle stream costs
-/// only its channel and handlers, see docs/benchmarks.md). What NIO holds for a socket that has not
+/// only its channel and handlers, see docs/decisions/2026-11-22-websockets-served-by-channel-handlers.md). What NIO holds for a socket that has not
 /// taken it yet is counted; a client that reads so slowly that more than `LiveSettings.queueBytes`
 /// wait is closed as a slow consumer (1013) and cut after `closeGrace` if it does not finish the close
 /// handshake — the memory one socket can hold is bounded whatever its client does.

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldServices
 import HeraldStore
 import Logging
 import Metrics

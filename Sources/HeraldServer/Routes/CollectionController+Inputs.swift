@@ -62,12 +62,6 @@ extension CollectionController {
             case .valid(let token): return CollectionStore.pollCompanion(poll(token, userKey: token.userKey)).map(Answer.poll)
             }
         }
-
-        /// A poll that was answered, for no device, needs nothing more (but for a rare huge gap).
-        func isAnswered(by answer: Answer?) -> Bool {
-            guard case .poll(.some) = answer else { return false }
-            return device == nil
-        }
     }
 
     /// A request about one channel of the user's (older pages, marks): its channel lookup goes with

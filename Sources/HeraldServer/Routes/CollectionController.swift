@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HeraldCore
+import HeraldServices
 import HeraldStore
 import Hummingbird
 import HummingbirdCore
@@ -33,7 +34,7 @@ struct CollectionController: Sendable {
             context,
             input,
             answer in
-            try await olderPage(request, channel: try await Self.channel(input, answer: answer, reader(context)), context: context)
+            try await olderPage(request, input, answer: answer, context: context)
         }
         routes.add(.post, "/v1/me/channels/{channel_url}/read", parse: ChannelInput.init) { request, context, input, answer in
             try await read(request, channel: try await Self.channel(input, answer: answer, collections), context: context)
@@ -56,7 +57,7 @@ struct CollectionController: Sendable {
         }
         routes.add(.get, "/v1/me/unread", access: .user, reads: .standby) { _, context in
             let user = try Self.user(context)
-            let unread = try await reader(context).unread(userKey: user.key)
+            let unread = try await context.reads.read { try await reader($0).unread(userKey: user.key) }
             return UnreadBody(
                 total: unread.total,
                 channels: unread.channels.map { .init(channelURL: $0.url, unreadCount: $0.unread) },
@@ -65,9 +66,23 @@ struct CollectionController: Sendable {
         }
     }
 
-    /// The store the request reads with: the standby's when it reads there, else the primary's.
-    func reader(_ context: HeraldRequestContext) -> CollectionStore {
-        context.standby.map { CollectionStore(client: $0.client) } ?? collections
+    /// The store a read goes to: the standby's when it reads there (see `RequestReads`), else the
+    /// primary's.
+    func reader(_ standby: ReadReplica?) -> CollectionStore {
+        standby.map { CollectionStore(client: $0.client) } ?? collections
+    }
+
+    /// Reads the channel the request names: on its first try, the lookup's answer when it came with
+    /// the session check (from where the request read then).
+    func channel(_ url: String, answered: CollectionChannel??, context: HeraldRequestContext) async throws -> CollectionChannel {
+        var answered = answered
+        return try await context.reads.read { standby in
+            defer { answered = nil }
+            let channel: CollectionChannel?
+            if let answer = answered { channel = answer } else { channel = try await reader(standby).channel(url) }
+            guard let channel else { throw Self.channelNotFound }
+            return channel
+        }
     }
 
     // MARK: - Collection
@@ -75,17 +90,17 @@ struct CollectionController: Sendable {
     func collection(_ input: CollectionInput, answer: CollectionInput.Answer?, context: HeraldRequestContext) async throws -> CollectionBody {
         let user = try Self.user(context)
         let (limit, category, device) = (input.limit, input.category, input.device)
-        let reader = reader(context)
         let token: SyncToken?
         switch input.token {
         case .none:
-            let channel: CollectionChannel?
-            if case .channel(let answered) = answer { channel = answered } else { channel = try await reader.channel(input.url) }
-            guard let channel else { throw Self.channelNotFound }
+            let answered: CollectionChannel?? = if case .channel(let channel) = answer { .some(channel) } else { nil }
+            let channel = try await self.channel(input.url, answered: answered, context: context)
             // Refused before the channel is marked opened, so that a refused load changes nothing.
             if let device, try await devices.find(userKey: user.key, reference: device) == nil { throw DeviceNaming.notFound }
             try await collections.open(userKey: user.key, channelKey: channel.key)
-            let (snapshot, page) = try await reader.load(userKey: user.key, channelKey: channel.key, category: category, limit: limit + 1)
+            let (snapshot, page) = try await context.reads.read { standby in
+                try await reader(standby).load(userKey: user.key, channelKey: channel.key, category: category, limit: limit + 1)
+            }
             var body = CollectionBody(channel: channel, snapshot: snapshot, isLive: true)
             for item in page.prefix(limit) { body.notifications.append(NotificationItem(item)) }
             body.prevCursor = page.count > limit ? page[limit - 1].id.description : nil
@@ -97,31 +112,39 @@ struct CollectionController: Sendable {
         case .valid(let valid): token = valid
         }
         // A token that does not even parse needs no database work beyond the state in the answer.
-        let poll: CollectionStore.Poll?
-        if case .poll(let answered) = answer { poll = answered } else { poll = try await reader.poll(input.poll(token, userKey: user.key)) }
-        guard let poll else { throw Self.channelNotFound }
-        try await deviceSynced(device, user: user, horizon: poll.snapshot.horizon)
-        var body = CollectionBody(channel: poll.channel, snapshot: poll.snapshot, isLive: false)
-        if let standby = context.standby, let token, poll.snapshot.horizon <= token.position.xid,
-            token.userKey == user.key, token.channelKey == poll.channel.key, token.filter == SyncToken.filterHash(category)
-        {
+        var answered: CollectionStore.Poll?? = if case .poll(let poll) = answer { .some(poll) } else { nil }
+        let (poll, standbyBehind) = try await context.reads.read { standby in
+            defer { answered = nil }
+            let poll: CollectionStore.Poll?
+            if let answer = answered { poll = answer } else { poll = try await reader(standby).poll(input.poll(token, userKey: user.key)) }
+            guard let poll else { throw Self.channelNotFound }
+            guard let standby, let token, poll.snapshot.horizon <= token.position.xid, token.userKey == user.key,
+                token.channelKey == poll.channel.key, token.filter == SyncToken.filterHash(category)
+            else { return (poll, false) }
             // The standby has not replayed as far as the token has seen: nothing new yet, and the
             // token stays where it is. (The other checks of `CollectionSync.continues` compare the
             // token with state the standby may not have replayed either; they wait for it too.)
             try standby.behind(token.position.xid)
+            return (poll, true)
+        }
+        try await deviceSynced(device, user: user, horizon: poll.snapshot.horizon)
+        var body = CollectionBody(channel: poll.channel, snapshot: poll.snapshot, isLive: false)
+        if standbyBehind, let token {
             body.isLive = true
             body.nextToken = token.encoded(key: input.key)
             return body
         }
         let rules = CollectionSync(hugeGap: sync.hugeGap, limit: limit)
         let page = try await rules.page(after: token, userKey: user.key, category: category, poll: poll) { cap in
-            try await reader.pendingChanges(
-                userKey: user.key,
-                channelKey: poll.channel.key,
-                after: token?.position ?? .through(xid: 0),
-                horizon: poll.snapshot.horizon,
-                cap: cap
-            )
+            try await context.reads.read { standby in
+                try await reader(standby).pendingChanges(
+                    userKey: user.key,
+                    channelKey: poll.channel.key,
+                    after: token?.position ?? .through(xid: 0),
+                    horizon: poll.snapshot.horizon,
+                    cap: cap
+                )
+            }
         }
         guard let page else { return body }
         body.isLive = true
@@ -148,9 +171,8 @@ struct CollectionController: Sendable {
         // A list that names its device answers its refresh push like a collection sync: a push about a
         // deleted channel can only be answered here (its collection is gone).
         let device = try DeviceNaming.reference(in: request)
-        let reader = reader(context)
         guard let tokenText = request.uri.queryParameters["token"] else {
-            let list = try await reader.channelList(userKey: user.key)
+            let list = try await context.reads.read { try await reader($0).channelList(userKey: user.key) }
             try await deviceSynced(device, user: user, horizon: list.horizon)
             return ChannelListBody(list, nextToken: ChannelListToken(userKey: user.key, horizon: list.horizon).encoded(key: key))
         }
@@ -158,12 +180,15 @@ struct CollectionController: Sendable {
             try await deviceKnown(device, user: user)
             return ChannelListBody()
         }
-        let list = try await reader.channelList(userKey: user.key, changedSince: token.horizon)
-        if let standby = context.standby, list.horizon < token.horizon {
+        let (list, standbyBehind) = try await context.reads.read { standby in
+            let list = try await reader(standby).channelList(userKey: user.key, changedSince: token.horizon)
+            guard let standby, list.horizon < token.horizon else { return (list, false) }
             // The standby has not replayed as far as the token has seen: the change log is empty, and
             // the token stays where it is (below).
             try standby.behind(token.horizon - 1)
-        } else {
+            return (list, true)
+        }
+        if !standbyBehind {
             guard token.horizon >= list.compactedThrough, token.horizon <= list.nextXID else {
                 try await deviceKnown(device, user: user)
                 return ChannelListBody()
@@ -189,7 +214,7 @@ struct CollectionController: Sendable {
         guard try await devices.find(userKey: user.key, reference: device) != nil else { throw DeviceNaming.notFound }
     }
 
-    func olderPage(_ request: Request, channel: CollectionChannel, context: HeraldRequestContext) async throws -> PageBody {
+    func olderPage(_ request: Request, _ input: ChannelInput, answer: CollectionChannel??, context: HeraldRequestContext) async throws -> PageBody {
         let user = try Self.user(context)
         let query = request.uri.queryParameters
         let limit = try Self.limit(query)
@@ -201,7 +226,10 @@ struct CollectionController: Sendable {
             }
             before = value
         }
-        let page = try await reader(context).page(userKey: user.key, channelKey: channel.key, category: category, before: before, limit: limit + 1)
+        let channel = try await channel(input.url, answered: answer, context: context)
+        let page = try await context.reads.read { standby in
+            try await reader(standby).page(userKey: user.key, channelKey: channel.key, category: category, before: before, limit: limit + 1)
+        }
         var body = PageBody(prevCursor: page.count > limit ? page[limit - 1].id.description : nil)
         for item in page.prefix(limit) { body.notifications.append(NotificationItem(item)) }
         return body
@@ -268,7 +296,8 @@ struct CollectionController: Sendable {
         return user
     }
 
-    /// The channel the path names: the lookup's answer when it came with the session check.
+    /// The channel the path names, read on the primary: the lookup's answer when it came with the
+    /// session check.
     static func channel(_ input: ChannelInput, answer: CollectionChannel??, _ collections: CollectionStore) async throws -> CollectionChannel {
         let channel: CollectionChannel?
         if let answer { channel = answer } else { channel = try await collections.channel(input.url) }

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HeraldCore
+import HeraldServices
 import HeraldStore
 import Hummingbird
 

@@ -2,7 +2,6 @@ import Foundation
 import HeraldCore
 import HeraldStore
 import Hummingbird
-import Postgres
 
 /// Total and per-channel unread counts.
 struct UnreadBody: ResponseEncodable {

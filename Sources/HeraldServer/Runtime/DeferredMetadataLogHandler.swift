@@ -5,7 +5,7 @@ import Logging
 ///
 /// `StreamLogHandler` re-renders its whole metadata dictionary (sorted, joined) on every change.
 /// Hummingbird gives each request's logger a fresh `hb.request.id`, so with the stock handler every
-/// request paid for that rendering (docs/benchmarks.md, "Measurements behind design choices") even
+/// request paid for that rendering (docs/decisions/2026-11-22-cpu-per-poll-by-side.md) even
 /// though almost no request logs anything at the configured level. Here the metadata is kept as is and
 /// handed to the stream handler as the event's metadata only when something is actually logged; the
 /// output is the same.

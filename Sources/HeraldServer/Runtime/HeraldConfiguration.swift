@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldServices
 import Logging
 
 /// Everything `herald serve` and `herald migrate` are configured with.
@@ -24,9 +25,6 @@ public struct HeraldConfiguration: Sendable {
     /// `HERALD_DB_PREPARED_STATEMENTS` (`on`/`off`): prepare statements once per connection; `off`
     /// for a pooler that cannot keep named statements (PgBouncer before 1.21).
     public var databasePreparedStatements = true
-    /// `HERALD_DB_EVENT_LOOPS` (`on`/`off`): each HTTP event loop (up to half the pool) keeps a pool
-    /// connection of its own for session checks and polls, driven on the loop (Linux only).
-    public var databaseEventLoops = true
     /// `--read-database-url` / `HERALD_READ_DATABASE_URL`: a hot standby of the database, for sync
     /// reads (see docs/scaling.md); `nil` reads everything on the primary.
     public var readDatabaseURL: String?
@@ -147,10 +145,6 @@ public struct HeraldConfiguration: Sendable {
         if let text = value(nil, "HERALD_DB_PREPARED_STATEMENTS") {
             guard ["on", "off"].contains(text) else { throw ConfigurationError("HERALD_DB_PREPARED_STATEMENTS must be on or off, got '\(text)'") }
             configuration.databasePreparedStatements = text == "on"
-        }
-        if let text = value(nil, "HERALD_DB_EVENT_LOOPS") {
-            guard ["on", "off"].contains(text) else { throw ConfigurationError("HERALD_DB_EVENT_LOOPS must be on or off, got '\(text)'") }
-            configuration.databaseEventLoops = text == "on"
         }
         if let text = value(nil, "HERALD_READ_MAX_LAG") {
             guard let lag = Self.duration(text), lag >= .seconds(1) else {

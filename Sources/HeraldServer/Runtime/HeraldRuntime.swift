@@ -2,6 +2,7 @@ import APNs
 import Foundation
 import HeraldConsole
 import HeraldCore
+import HeraldServices
 import HeraldStore
 import Hummingbird
 import Logging
@@ -208,8 +209,7 @@ public enum HeraldRuntime {
             hub: hub,
             limits: RequestLimits(configuration.rateLimits),
             console: console,
-            replica: replica,
-            eventLoopPipelines: configuration.databaseEventLoops
+            replica: replica
         )
         var pushSettings = PushSettings()
         pushSettings.minimumInterval = configuration.refreshMinimumInterval

@@ -253,7 +253,7 @@ public struct PushStore: Sendable {
     /// that reached the user and is not folded yet, and which the user has opened or has a live copy
     /// in; unread = the state's adjustment + those broadcasts), computed for the whole batch in one
     /// set-based statement: calling the function per user plans its query once per call
-    /// (docs/benchmarks.md, "Measurements behind design choices").
+    /// (docs/decisions/2026-11-22-sql-functions-planned-per-execution.md).
     public func refreshSummaries(userKeys: [Int64]) async throws -> [Int64: [(url: String, unread: Int64)]] {
         let rows = try await client.query(
             """

@@ -14,7 +14,7 @@ import NIOPosix
 /// `postgres.log`.
 public struct PostgresCluster: Sendable {
     /// The superuser `initdb` creates. Herald's server connects as a role of its own that owns its
-    /// database (see `HeraldServer`'s `EmbeddedDatabase`); tests connect as the superuser.
+    /// database (see `HeraldStore`'s `EmbeddedDatabase`); tests connect as the superuser.
     public static let superuser = "herald"
     public static let port = 5432
 

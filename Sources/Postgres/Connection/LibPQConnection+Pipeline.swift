@@ -184,10 +184,9 @@ extension LibPQConnection {
 
     /// Drops a connection whose pipeline went wrong midway: nothing more of it can be trusted.
     private func lose(_ error: PostgresError? = nil) -> PostgresError {
-        var error = error ?? PostgresError(code: .connectionLost, serverMessage: lastErrorMessage)
-        error.code = .connectionLost
+        let lost = error?.reclassified(as: .connectionLost) ?? PostgresError(code: .connectionLost, serverMessage: lastErrorMessage)
         close()
-        return error
+        return lost
     }
 
     /// Queues one statement: by name when prepared, else with its text.

@@ -390,14 +390,13 @@ final class LibPQConnection: @unchecked Sendable {
         }
         let sqlState = field(UInt8(ascii: "C"))
         let message = field(UInt8(ascii: "M")) ?? lastErrorMessage
-        var error = PostgresError(
+        let error = PostgresError(
             sqlState: sqlState,
             serverMessage: message,
             detail: field(UInt8(ascii: "D")),
             constraintName: field(UInt8(ascii: "n"))
         )
-        if !isOpen { error.code = .connectionLost }
-        throw error
+        throw isOpen ? error : error.reclassified(as: .connectionLost)
     }
 }
 

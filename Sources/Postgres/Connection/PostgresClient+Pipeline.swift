@@ -33,40 +33,31 @@ extension PostgresClient {
     /// the lookup it guards, whose result is thrown away when the check fails. They travel together,
     /// with whatever other pipelined statements are waiting at that moment. Throws only when none of
     /// them could run (the task was cancelled while they waited, or no connection could be had).
-    ///
-    /// Called on an event loop that has a connection of its own (`startEventLoopPipelines(on:)`), the
-    /// statements go out on it at once, and their answer is read on that loop: no thread hand-off at all.
     public func pipelinedQueries(_ queries: [PostgresQuery]) async throws -> [Result<PostgresResult, PostgresError>] {
         precondition(!queries.isEmpty, "pipelinedQueries needs at least one statement")
         try Task.checkCancellation()
-        if let lane = currentLoopPipeline() { return try await lane.run(queries) }
-        return try await poolPipelinedQueries(queries)
-    }
-
-    /// `pipelinedQueries` on the pool's connections and threads.
-    func poolPipelinedQueries(_ queries: [PostgresQuery]) async throws -> [Result<PostgresResult, PostgresError>] {
         // Nothing waiting and a pipeline connection free: run them right away.
-        let runsItself = pipeline.withLock { pipeline -> Bool in
-            guard pipeline.waiting.isEmpty, pipeline.drainers < configuration.pipelineConnections else { return false }
-            pipeline.drainers += 1
+        let runsItself = batches.withLock { queue -> Bool in
+            guard queue.waiting.isEmpty, queue.drainers < configuration.pipelineConnections else { return false }
+            queue.drainers += 1
             return true
         }
         if runsItself { return try await runAsDrainer(queries) }
         let id = nextStatementID.wrappingAdd(1, ordering: .relaxed).newValue
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[Result<PostgresResult, PostgresError>], any Error>) in
-                let startDrainer = pipeline.withLock { pipeline -> Bool in
-                    pipeline.waiting.append(PipelineState.Statement(id: id, queries: queries, continuation: continuation))
-                    guard pipeline.drainers < configuration.pipelineConnections else { return false }
-                    pipeline.drainers += 1
+                let startDrainer = batches.withLock { queue -> Bool in
+                    queue.waiting.append(BatchQueue.Statement(id: id, queries: queries, continuation: continuation))
+                    guard queue.drainers < configuration.pipelineConnections else { return false }
+                    queue.drainers += 1
                     return true
                 }
                 if startDrainer { acquireDrainerConnection() }
             }
         } onCancel: {
-            let withdrawn = pipeline.withLock { pipeline -> PipelineState.Statement? in
-                guard let index = pipeline.waiting.firstIndex(where: { $0.id == id }) else { return nil }
-                return pipeline.waiting.remove(at: index)
+            let withdrawn = batches.withLock { queue -> BatchQueue.Statement? in
+                guard let index = queue.waiting.firstIndex(where: { $0.id == id }) else { return nil }
+                return queue.waiting.remove(at: index)
             }
             withdrawn?.continuation.resume(throwing: CancellationError())
         }
@@ -98,10 +89,10 @@ extension PostgresClient {
     /// that queued meanwhile (on the pool's threads, so the caller can go on), or gives the slot and the
     /// connection back.
     private func handOn(_ connection: LibPQConnection?, sent: Int = 0) {
-        let more = pipeline.withLock { pipeline -> Bool in
-            if sent > 1 { pipeline.roundTripsShared += 1 }
-            if pipeline.waiting.isEmpty {
-                pipeline.drainers -= 1
+        let more = batches.withLock { queue -> Bool in
+            if sent > 1 { queue.roundTripsShared += 1 }
+            if queue.waiting.isEmpty {
+                queue.drainers -= 1
                 return false
             }
             return true
@@ -163,11 +154,11 @@ extension PostgresClient {
     /// pool's threads only.
     private func drain(_ connection: LibPQConnection) {
         while true {
-            let batch = pipeline.withLock { pipeline -> [PipelineState.Statement] in
-                let taken = Array(pipeline.waiting.prefix(PipelineState.batchLimit))
-                pipeline.waiting.removeFirst(taken.count)
-                if taken.isEmpty { pipeline.drainers -= 1 }
-                if taken.reduce(0, { $0 + $1.queries.count }) > 1 { pipeline.roundTripsShared += 1 }
+            let batch = batches.withLock { queue -> [BatchQueue.Statement] in
+                let taken = Array(queue.waiting.prefix(BatchQueue.batchLimit))
+                queue.waiting.removeFirst(taken.count)
+                if taken.isEmpty { queue.drainers -= 1 }
+                if taken.reduce(0, { $0 + $1.queries.count }) > 1 { queue.roundTripsShared += 1 }
                 return taken
             }
             if batch.isEmpty { break }
@@ -189,17 +180,17 @@ extension PostgresClient {
 
     /// No connection can be had: fail every waiting statement and stop this drainer.
     private func abandonPipeline(_ error: any Error) {
-        let abandoned = pipeline.withLock { pipeline -> [PipelineState.Statement] in
-            defer { pipeline.waiting.removeAll() }
-            pipeline.drainers -= 1
-            return Array(pipeline.waiting)
+        let abandoned = batches.withLock { queue -> [BatchQueue.Statement] in
+            defer { queue.waiting.removeAll() }
+            queue.drainers -= 1
+            return Array(queue.waiting)
         }
         for statement in abandoned { statement.continuation.resume(throwing: error) }
     }
 }
 
 /// Statements waiting for a pipeline connection, and how many drainers are working them off.
-struct PipelineState: Sendable {
+struct BatchQueue: Sendable {
     /// The most callers served in one round trip: bounds what one batch keeps the others waiting for.
     static let batchLimit = 16
 
@@ -219,7 +210,7 @@ struct PipelineState: Sendable {
 
 extension PostgresClient {
     /// Callers waiting, connections working them off, and round trips shared so far (for tests).
-    var pipelineCounts: (waiting: Int, drainers: Int, roundTripsShared: Int) {
-        pipeline.withLock { ($0.waiting.count, $0.drainers, $0.roundTripsShared) }
+    var batchCounts: (waiting: Int, drainers: Int, roundTripsShared: Int) {
+        batches.withLock { ($0.waiting.count, $0.drainers, $0.roundTripsShared) }
     }
 }

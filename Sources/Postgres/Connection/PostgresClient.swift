@@ -26,11 +26,8 @@ public final class PostgresClient: Service, Sendable {
     private let state: Mutex<State>
     private let gauges: PoolGauges
     /// Statements waiting for a pipeline connection (see `pipelinedQuery`).
-    let pipeline = Mutex(PipelineState())
+    let batches = Mutex(BatchQueue())
     let nextStatementID = Atomic<Int>(0)
-    /// Event loops' own connections for pipelined statements (see `startEventLoopPipelines(on:)`).
-    let loopPipelines = Mutex<[ObjectIdentifier: LoopPipeline]>([:])
-    let hasLoopPipelines = Atomic<Bool>(false)
 
     public init(configuration: Configuration, logger: Logger = Logger(label: "herald.postgres")) {
         self.configuration = configuration
@@ -76,7 +73,6 @@ public final class PostgresClient: Service, Sendable {
     /// Refuses new leases, waits for the ones in flight, closes every connection and stops the threads.
     /// Safe to call more than once.
     public func shutdown() async {
-        await stopEventLoopPipelines()
         let (waiters, idle) = state.withLock { state in
             let (waiters, idle, _) = state.machine.shutdown()
             return (waiters, idle)
@@ -149,7 +145,7 @@ public final class PostgresClient: Service, Sendable {
             // compilation is off: the pool runs short statements, and once tables are large a prepared
             // statement's generic plan can be estimated above `jit_above_cost` and compiled again on
             // every execution — 10 ms and more for a query that runs in a quarter of a millisecond
-            // (docs/benchmarks.md, `curves`).
+            // (docs/decisions/2026-11-25-copies-looked-up-by-key-and-jit-off.md).
             let milliseconds = configuration.statementTimeout.map {
                 String(max(1, $0.components.seconds * 1_000 + $0.components.attoseconds / 1_000_000_000_000_000))
             }
@@ -227,7 +223,7 @@ public final class PostgresClient: Service, Sendable {
 
     private func publishGauges() {
         let (open, idle, waiting) = state.withLock { ($0.machine.open, $0.machine.idle.count, $0.machine.waiting) }
-        gauges.publish(open: open, idle: idle, waiting: waiting, pipelineWaiting: pipelineCounts.waiting)
+        gauges.publish(open: open, idle: idle, waiting: waiting, pipelineWaiting: batchCounts.waiting)
     }
 }
 

@@ -21,15 +21,15 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDeb
         case other = "database error"
     }
 
-    public var code: Code
+    public let code: Code
     /// The five-character SQLSTATE, when the server (or libpq) supplied one.
-    public var sqlState: String?
+    public let sqlState: String?
     /// The primary message from the server or libpq. Internal: never send it to clients.
-    public var serverMessage: String
+    public let serverMessage: String
     /// `DETAIL` from the server, if any. Internal.
-    public var detail: String?
+    public let detail: String?
     /// The violated constraint's name, if any; lets a store map a unique violation to a domain error.
-    public var constraintName: String?
+    public let constraintName: String?
 
     public init(
         code: Code,
@@ -54,6 +54,12 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDeb
             detail: detail,
             constraintName: constraintName
         )
+    }
+
+    /// The same error as another kind: a server error that ended the session is a lost connection to
+    /// its caller, whatever its SQLSTATE.
+    func reclassified(as code: Code) -> PostgresError {
+        PostgresError(code: code, sqlState: sqlState, serverMessage: serverMessage, detail: detail, constraintName: constraintName)
     }
 
     static func classify(_ sqlState: String?) -> Code {
