@@ -259,6 +259,7 @@ let package = Package(
                 "HeraldStore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -307,6 +308,23 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The console at its own layer: its routes on a plain router, over a real store, with the admin
+        // API's actions recorded (HeraldServerTests holds the console wired to the API).
+        .testTarget(
+            name: "HeraldConsoleTests",
+            dependencies: [
+                "HeraldConsole",
+                "HeraldCore",
+                "HeraldStore",
+                "HeraldTesting",
+                "Postgres",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),

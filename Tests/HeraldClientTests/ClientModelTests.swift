@@ -103,14 +103,16 @@ extension ClientSuites {
                         client.stopFollowingLifecycle()
                         let before = held.map(\.notifications)
                         client = try await world.client("u1", cache: cache)
-                        client.followLifecycle(of: platform)
-                        try await client.registerDevice(token: device, environment: .sandbox, topic: ServerWorld.topic)
+                        // Opened before the client follows the app's life: in the foreground that
+                        // starts a refresh, which may bring what was sent since.
                         held = try await open(client, refresh: false)
                         if held.map(\.notifications) != before {
                             Issue.record(
                                 "step \(step): the cache did not give back what was held: \(held.map { $0.notifications.map(\.id) }) for \(before.map { $0.map(\.id) })\n\(history.suffix(30).joined(separator: "\n"))"
                             )
                         }
+                        client.followLifecycle(of: platform)
+                        try await client.registerDevice(token: device, environment: .sandbox, topic: ServerWorld.topic)
                         counts["restart", default: 0] += 1
                         history.append("\(step) restart")
                     case 74..<80:

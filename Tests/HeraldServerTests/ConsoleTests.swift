@@ -12,8 +12,10 @@ import Postgres
 import Prometheus
 import Testing
 
-/// The admin console over HTTP, against a real database: sign-in, the cookie, CSRF and origin checks,
-/// and the channel pages. The browser drives the same pages in `ConsoleBrowserTests`.
+/// The admin console wired to the admin API, over HTTP against a real database: sign-in shares the API's
+/// limits, and the console's writes go through the API's own code (sends, erasure, credentials,
+/// fixtures). The console's own rules are tested at its layer, in HeraldConsoleTests; the browser
+/// drives the pages in `ConsoleBrowserTests`.
 @Suite("Console")
 struct ConsoleTests {
     static let adminToken = "console-admin-token-0123456789abcdef"
@@ -28,97 +30,12 @@ struct ConsoleTests {
         return Application(router: HeraldApplication.buildRouter(dependencies).router)
     }
 
-    /// A signed-in browser, as far as these tests need one: its cookie and the CSRF token of its pages.
-    struct SignedIn {
-        var cookie: String
-        var csrf: String
-
-        var headers: HTTPFields {
-            var fields = HTTPFields()
-            fields[.cookie] = "\(ConsoleTests.cookieName)=\(cookie)"
-            return fields
-        }
+    func signIn(_ client: some TestClientProtocol) async throws -> ConsoleBrowser {
+        try await ConsoleBrowser.signIn(client, token: Self.adminToken)
     }
 
-    static let cookieName = "herald_console"
-
-    func signIn(_ client: some TestClientProtocol, headers: HTTPFields = [:]) async throws -> SignedIn {
-        let response = try await post(client, "/console/sign-in", form: ["token": Self.adminToken], headers: headers)
-        #expect(response.status == .seeOther)
-        #expect(response.headers[.location] == "/console")
-        let setCookie = try #require(response.headers[.setCookie])
-        let cookie = try #require(Self.cookieValue(setCookie))
-        let overview = try await client.execute(uri: "/console", method: .get, headers: SignedIn(cookie: cookie, csrf: "").headers)
-        #expect(overview.status == .ok)
-        let csrf = try #require(Self.csrfToken(String(buffer: overview.body)))
-        return SignedIn(cookie: cookie, csrf: csrf)
-    }
-
-    func post(
-        _ client: some TestClientProtocol,
-        _ path: String,
-        form: [String: String],
-        headers: HTTPFields = [:]
-    ) async throws -> TestResponse {
-        var fields = headers
-        fields[.contentType] = "application/x-www-form-urlencoded"
-        let body = form.map { key, value in
-            "\(key)=\(value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")"
-        }.joined(separator: "&")
-        return try await client.execute(uri: path, method: .post, headers: fields, body: ByteBuffer(string: body))
-    }
-
-    static func cookieValue(_ setCookie: String) -> String? {
-        guard setCookie.hasPrefix(cookieName + "=") else { return nil }
-        return setCookie.dropFirst(cookieName.count + 1).split(separator: ";").first.map(String.init)
-    }
-
-    static func csrfToken(_ html: String) -> String? {
-        guard let range = html.range(of: #"name="csrf" value=""#) else { return nil }
-        return html[range.upperBound...].split(separator: "\"").first.map(String.init)
-    }
-
-    @Test func signInSetsAStrictHttpOnlyCookieThatNamesAStoredSignIn() async throws {
-        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
-            try await application(db).test(.router) { client in
-                let away = try await client.execute(uri: "/console", method: .get)
-                #expect(away.status == .seeOther)
-                #expect(away.headers[.location] == "/console/sign-in")
-                let page = try await client.execute(uri: "/console/sign-in", method: .get)
-                #expect(page.status == .ok)
-                #expect(page.headers[.contentSecurityPolicy]?.contains("script-src 'self'") == true)
-                #expect(page.headers[.contentSecurityPolicy]?.contains("frame-ancestors 'none'") == true)
-                #expect(page.headers[.init("X-Frame-Options")!] == "DENY")
-                #expect(String(buffer: page.body).contains(#"<label for="token">Admin token</label>"#))
-
-                let wrong = try await post(client, "/console/sign-in", form: ["token": "not-the-token"])
-                #expect(wrong.status == .unauthorized)
-                #expect(wrong.headers[.setCookie] == nil)
-                #expect(String(buffer: wrong.body).contains("not this server"))
-
-                let response = try await post(client, "/console/sign-in", form: ["token": Self.adminToken])
-                let setCookie = try #require(response.headers[.setCookie])
-                for attribute in ["HttpOnly", "SameSite=Strict", "Path=/console", "Max-Age=43"] {
-                    #expect(setCookie.contains(attribute), "\(setCookie) lacks \(attribute)")
-                }
-                #expect(!setCookie.contains("Secure"))
-                let cookie = try #require(Self.cookieValue(setCookie))
-                #expect(cookie != Self.adminToken)
-                // Only the token's hash is stored.
-                let stored = try await db.client.query(
-                    "SELECT count(*) FROM console_sessions WHERE token_hash = sha256(convert_to(\(cookie), 'UTF8'))"
-                ).first!.decode(Int64.self)
-                #expect(stored == 1)
-                let plain = try await db.client.query("SELECT count(*) FROM console_sessions WHERE csrf_token = \(cookie)").first!.decode(Int64.self)
-                #expect(plain == 0)
-
-                // Behind a TLS-terminating proxy the cookie is Secure.
-                var proxied = HTTPFields()
-                proxied[.init("X-Forwarded-Proto")!] = "https"
-                let secure = try await post(client, "/console/sign-in", form: ["token": Self.adminToken], headers: proxied)
-                #expect(secure.headers[.setCookie]?.contains("Secure") == true)
-            }
-        }
+    func post(_ client: some TestClientProtocol, _ path: String, form: [String: String], headers: HTTPFields = [:]) async throws -> TestResponse {
+        try await ConsoleBrowser.post(client, path, form: form, headers: headers)
     }
 
     /// Sign-in shares the admin API's limit on failed authentications from one address: guessing the
@@ -146,195 +63,6 @@ struct ConsoleTests {
         }
     }
 
-    @Test func everyPostNeedsTheSignInAndItsCSRFTokenFromThisOrigin() async throws {
-        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
-            try await application(db).test(.router) { client in
-                let browser = try await signIn(client)
-                let form = ["url": "orders", "kind": "feed", "name": "Orders", "categories": "", "retention": ""]
-
-                // No cookie: refused, whatever the form carries.
-                let anonymous = try await post(client, "/console/channels/new", form: form.merging(["csrf": browser.csrf]) { $1 })
-                #expect(anonymous.status == .forbidden)
-                // The cookie without the token, or with another.
-                let missing = try await post(client, "/console/channels/new", form: form, headers: browser.headers)
-                #expect(missing.status == .badRequest)
-                let wrong = try await post(
-                    client,
-                    "/console/channels/new",
-                    form: form.merging(["csrf": String(repeating: "0", count: 64)]) { $1 },
-                    headers: browser.headers
-                )
-                #expect(wrong.status == .forbidden)
-                #expect(String(buffer: wrong.body).contains("did not come from this console"))
-                // Another sign-in's token does not do either.
-                let other = try await signIn(client)
-                let crossed = try await post(
-                    client,
-                    "/console/channels/new",
-                    form: form.merging(["csrf": other.csrf]) { $1 },
-                    headers: browser.headers
-                )
-                #expect(crossed.status == .forbidden)
-                // Everything right, but sent from another site's page.
-                var foreign = browser.headers
-                foreign[.origin] = "https://evil.example"
-                let forged = try await post(client, "/console/channels/new", form: form.merging(["csrf": browser.csrf]) { $1 }, headers: foreign)
-                #expect(forged.status == .forbidden)
-                #expect(try await ChannelStore(client: db.client).get("orders") == nil)
-
-                let created = try await post(
-                    client,
-                    "/console/channels/new",
-                    form: form.merging(["csrf": browser.csrf]) { $1 },
-                    headers: browser.headers
-                )
-                #expect(created.status == .seeOther)
-                #expect(try await ChannelStore(client: db.client).get("orders")?.channel.name == "Orders")
-            }
-        }
-    }
-
-    @Test func signOutEndsTheSignInOnTheServer() async throws {
-        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
-            try await application(db).test(.router) { client in
-                let browser = try await signIn(client)
-                let out = try await post(client, "/console/sign-out", form: ["csrf": browser.csrf], headers: browser.headers)
-                #expect(out.status == .seeOther)
-                #expect(out.headers[.location] == "/console/sign-in")
-                #expect(out.headers[.setCookie]?.contains("Max-Age=0") == true)
-                // The old cookie, replayed, no longer signs anyone in.
-                let replayed = try await client.execute(uri: "/console/channels", method: .get, headers: browser.headers)
-                #expect(replayed.status == .seeOther)
-                #expect(replayed.headers[.location] == "/console/sign-in")
-
-                // An expired sign-in is no sign-in either.
-                let expiring = try await signIn(client)
-                try await db.client.query("UPDATE console_sessions SET expires_at = now() - interval '1 second'")
-                #expect(try await client.execute(uri: "/console", method: .get, headers: expiring.headers).status == .seeOther)
-                #expect(try await ConsoleSessionStore(client: db.client).deleteExpired() == 1)
-            }
-        }
-    }
-
-    /// A sign-in is made with the admin token of its time: a server given a new one does not honour it.
-    @Test func aNewAdminTokenEndsTheOldSignIns() async throws {
-        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
-            let browser = try await application(db).test(.router) { client in try await signIn(client) }
-            var rotated = try heraldDependencies(db, adminToken: "another-admin-token-0123456789abcdef")
-            rotated.console = try await ConsoleSite.load(ConsoleSettings(directory: TestPostgres.repositoryRoot() + "/console"))
-            try await Application(router: HeraldApplication.buildRouter(rotated).router).test(.router) { client in
-                let page = try await client.execute(uri: "/console", method: .get, headers: browser.headers)
-                #expect(page.status == .seeOther)
-                #expect(page.headers[.location] == "/console/sign-in")
-                let form = try await post(
-                    client,
-                    "/console/channels/new",
-                    form: ["csrf": browser.csrf, "url": "x", "kind": "feed"],
-                    headers: browser.headers
-                )
-                #expect(form.status == .forbidden)
-            }
-            // The old token's server still knows it.
-            try await application(db).test(.router) { client in
-                let page = try await client.execute(uri: "/console", method: .get, headers: browser.headers)
-                #expect(page.status == .ok)
-            }
-        }
-    }
-
-    @Test func channelsAreCreatedEditedAndDeletedThroughForms() async throws {
-        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
-            try await application(db).test(.router) { client in
-                let browser = try await signIn(client)
-                func save(_ path: String, _ fields: [String: String]) async throws -> TestResponse {
-                    try await post(client, path, form: fields.merging(["csrf": browser.csrf]) { $1 }, headers: browser.headers)
-                }
-                let categories = "shipping | Shipping | default\nbilling | Billing"
-                let created = try await save(
-                    "/console/channels/new",
-                    ["url": "orders", "kind": "feed", "name": "Orders", "categories": categories, "retention": "24h"]
-                )
-                #expect(created.status == .seeOther)
-                let stored = try #require(try await ChannelStore(client: db.client).get("orders")).channel
-                #expect(
-                    stored.categories == [
-                        .init(id: "shipping", name: "Shipping", isDefault: true), .init(id: "billing", name: "Billing", isDefault: false),
-                    ]
-                )
-                #expect(stored.retention == "1d")
-
-                // Problems come back on the form, with what was typed.
-                let again = try await save("/console/channels/new", ["url": "orders", "kind": "feed"])
-                #expect(again.status == .unprocessableContent)
-                #expect(String(buffer: again.body).contains("exists already"))
-                let badRetention = try await save("/console/channels/orders", ["kind": "feed", "name": "Renamed", "retention": "soon"])
-                #expect(badRetention.status == .unprocessableContent)
-                #expect(String(buffer: badRetention.body).contains(#"value="Renamed""#))
-                let badCategories = try await save("/console/channels/orders", ["kind": "feed", "categories": "just-an-id"])
-                #expect(badCategories.status == .unprocessableContent)
-                #expect(String(buffer: badCategories.body).contains("Categories, line 1"))
-                let kindChange = try await save("/console/channels/orders", ["kind": "chat"])
-                #expect(kindChange.status == .unprocessableContent)
-                #expect(String(buffer: kindChange.body).contains("its kind cannot change"))
-                #expect(try await ChannelStore(client: db.client).get("orders")?.channel == stored)
-
-                // Markup in a name is shown, not run.
-                #expect(try await save("/console/channels/orders", ["kind": "feed", "name": "<script>alert(1)</script>"]).status == .seeOther)
-                let list = String(buffer: try await client.execute(uri: "/console/channels", method: .get, headers: browser.headers).body)
-                #expect(list.contains("&lt;script&gt;alert(1)&lt;/script&gt;"))
-                #expect(!list.contains("<script>alert(1)"))
-
-                // The confirmation says what goes with the channel.
-                _ = try await UserStore(client: db.client).upsert(id: "u1", nickname: nil, profileURL: nil)
-                _ = try await UserStore(client: db.client).upsert(id: "u2", nickname: nil, profileURL: nil)
-                _ = try await TemplateStore(client: db.client).put(.plain)
-                let send = try await client.execute(
-                    uri: "/v1/notifications",
-                    method: .post,
-                    headers: jsonHeaders(bearer: Self.adminToken),
-                    body: ByteBuffer(string: #"{"channel_url":"orders","template_key":"plain","variables":{"title":"Hi"},"targets":["u1","u2"]}"#)
-                )
-                #expect(send.status == .created)
-                let confirm = String(
-                    buffer: try await client.execute(uri: "/console/channels/orders/delete", method: .get, headers: browser.headers).body
-                )
-                #expect(confirm.contains(#"<strong id="delete-notifications">1</strong>"#))
-                #expect(confirm.contains(#"<strong id="delete-copies">2</strong>"#))
-                let deleted = try await save("/console/channels/orders/delete", [:])
-                #expect(deleted.status == .seeOther)
-                #expect(deleted.headers[.location] == "/console/channels?deleted=orders")
-                #expect(try await ChannelStore(client: db.client).get("orders") == nil)
-                #expect(try await client.execute(uri: "/console/channels/orders", method: .get, headers: browser.headers).status == .notFound)
-            }
-        }
-    }
-
-    @Test func theOverviewCountsWhatIsThere() async throws {
-        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
-            _ = try await UserStore(client: db.client).upsert(id: "u1", nickname: nil, profileURL: nil)
-            _ = try await ChannelStore(client: db.client).put(Channel(url: "news", kind: .feed, name: "News"))
-            _ = try await TemplateStore(client: db.client).put(.plain)
-            try await application(db).test(.router) { client in
-                let browser = try await signIn(client)
-                for _ in 0..<3 {
-                    let send = try await client.execute(
-                        uri: "/v1/notifications",
-                        method: .post,
-                        headers: jsonHeaders(bearer: Self.adminToken),
-                        body: ByteBuffer(string: #"{"channel_url":"news","template_key":"plain","variables":{"title":"Hi"},"targets":["u1"]}"#)
-                    )
-                    #expect(send.status == .created)
-                }
-                let html = String(buffer: try await client.execute(uri: "/console", method: .get, headers: browser.headers).body)
-                #expect(html.contains(#"<dd id="users">1</dd>"#))
-                #expect(html.contains(#"<dd id="channels">1</dd>"#))
-                #expect(html.contains(#"<dd id="sends">3</dd>"#))
-                // The chart's bar for this hour, with its value for screen readers.
-                #expect(html.contains("<title>3 sends, 0 h ago</title>"))
-            }
-        }
-    }
-
     @Test func withoutTheConsoleThereIsNoConsole() async throws {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
             try await heraldApplication(db, adminToken: Self.adminToken).test(.router) { client in
@@ -342,6 +70,143 @@ struct ConsoleTests {
                 #expect(overview.status == .notFound)
                 let signIn = try await client.execute(uri: "/console/sign-in", method: .get)
                 #expect(signIn.status == .notFound)
+            }
+        }
+    }
+
+    @Test func aSendGoesThroughTheAPIAndItsCurlIsTheSameRequest() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            _ = try await UserStore(client: db.client).upsert(id: "u1", nickname: nil, profileURL: nil)
+            _ = try await ChannelStore(client: db.client).put(Channel(url: "news", kind: .feed, name: "News"))
+            _ = try await TemplateStore(client: db.client).put(.plain)
+            try await application(db).test(.router) { client in
+                let browser = try await signIn(client)
+                let fields = ["template": "plain", "channel_url": "news", "audience": "targets", "targets": "u1", "v_title": "Hello"]
+                let curl = String(
+                    buffer: try await client.execute(
+                        uri: "/console/send/curl?template=plain&channel_url=news&audience=targets&targets=u1&v_title=Hello",
+                        method: .get,
+                        headers: browser.headers
+                    ).body
+                )
+                #expect(curl.contains(#"-d '{"channel_url":"news","targets":["u1"],"template_key":"plain","variables":{"title":"Hello"}}'"#))
+                let sent = try await post(client, "/console/send", form: fields.merging(["csrf": browser.csrf]) { $1 }, headers: browser.headers)
+                #expect(sent.status == .seeOther)
+                let location = try #require(sent.headers[.location])
+                let id = try #require(Int64(location.split(separator: "/").last ?? ""))
+                let stored = try #require(try await NotificationStore(client: db.client).get(id))
+                #expect(stored.variables == ["title": .string("Hello")])
+                let funnel = String(
+                    buffer: try await client.execute(uri: "/console/notifications/\(id)/funnel", method: .get, headers: browser.headers).body
+                )
+                #expect(funnel.contains(#"<span id="count-recipients">1</span>"#))
+
+                // The API's refusal, in its words, on the form; nothing is sent.
+                let refused = try await post(
+                    client,
+                    "/console/send",
+                    form: fields.merging(["csrf": browser.csrf, "targets": "u1 ghost"]) { $1 },
+                    headers: browser.headers
+                )
+                #expect(refused.status == .unprocessableContent)
+                #expect(String(buffer: refused.body).contains("ghost"))
+                let count = try await db.client.query("SELECT count(*) FROM notifications").first!.decode(Int64.self)
+                #expect(count == 1)
+            }
+        }
+    }
+
+    @Test func usersAreRevokedResetAndErasedFromTheirPage() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            _ = try await UserStore(client: db.client).upsert(id: "u1", nickname: "Una", profileURL: nil)
+            let session = try #require(try await SessionStore(client: db.client).create(userID: "u1", lifetime: 3600)).token
+            try await application(db).test(.router) { client in
+                let browser = try await signIn(client)
+                let page = String(buffer: try await client.execute(uri: "/console/users/u1", method: .get, headers: browser.headers).body)
+                #expect(page.contains("Una"))
+                #expect(page.contains("Revoke every session"))
+                let missing = try await client.execute(uri: "/console/users/nobody", method: .get, headers: browser.headers)
+                #expect(missing.status == .notFound)
+
+                let revoked = try await post(client, "/console/users/u1/sessions/revoke", form: ["csrf": browser.csrf], headers: browser.headers)
+                #expect(revoked.headers[.location] == "/console/users/u1?notice=1+sessions+revoked")
+                #expect(try await SessionStore(client: db.client).isValid(session) == false)
+
+                let unconfirmed = try await post(
+                    client,
+                    "/console/users/u1/erase",
+                    form: ["csrf": browser.csrf, "confirm": "u2"],
+                    headers: browser.headers
+                )
+                #expect(unconfirmed.status == .unprocessableContent)
+                #expect(try await UserErasureStore(client: db.client).status(userID: "u1") == nil)
+                let erased = try await post(
+                    client,
+                    "/console/users/u1/erase",
+                    form: ["csrf": browser.csrf, "confirm": "u1"],
+                    headers: browser.headers
+                )
+                #expect(erased.status == .seeOther)
+                #expect(try await UserErasureStore(client: db.client).status(userID: "u1") != nil)
+                #expect(try await UserStore(client: db.client).key("u1") == nil)
+            }
+        }
+    }
+
+    @Test func credentialsAndFixturesAreCheckedAsTheAPIAndCLICheckThem() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            try await application(db, secrets: true).test(.router) { client in
+                let browser = try await signIn(client)
+                let fields = [
+                    "csrf": browser.csrf, "name": "prod", "type": "token", "environment": "production", "topic": "com.example.app",
+                    "key_id": "ABCDE12345", "team_id": "TEAM123456",
+                ]
+                let bad = try await ConsoleBrowser.upload(
+                    client,
+                    "/console/push/credentials",
+                    fields,
+                    file: Array("not a key".utf8),
+                    headers: browser.headers
+                )
+                #expect(bad.status == .unprocessableContent)
+                #expect(String(buffer: bad.body).contains("key: "))
+                let key = TestCredentials.shared.signingKeyPEM
+                let good = try await ConsoleBrowser.upload(
+                    client,
+                    "/console/push/credentials",
+                    fields,
+                    file: Array(key.utf8),
+                    headers: browser.headers
+                )
+                #expect(good.status == .seeOther)
+                let listed = String(buffer: try await client.execute(uri: "/console/push", method: .get, headers: browser.headers).body)
+                #expect(listed.contains("com.example.app"))
+                #expect(!listed.contains("PRIVATE KEY"))
+                let deleted = try await post(client, "/console/push/credentials/prod/delete", form: ["csrf": browser.csrf], headers: browser.headers)
+                #expect(deleted.status == .seeOther)
+                #expect(try await db.client.query("SELECT count(*) FROM apns_credentials").first!.decode(Int64.self) == 0)
+
+                let fixtures = #"{"channels":[{"channel_url":"f1","kind":"feed"}],"templates":[{"key":"t1","data":{"title":"{{nope}}"}}]}"#
+                let refused = try await ConsoleBrowser.upload(
+                    client,
+                    "/console/templates/fixtures",
+                    ["csrf": browser.csrf],
+                    file: Array(fixtures.utf8),
+                    headers: browser.headers
+                )
+                #expect(refused.status == .unprocessableContent)
+                #expect(String(buffer: refused.body).contains("$.templates[0].data.title"))
+                #expect(try await ChannelStore(client: db.client).get("f1") == nil)
+                let fine = #"{"channels":[{"channel_url":"f1","kind":"feed"}]}"#
+                let loaded = try await ConsoleBrowser.upload(
+                    client,
+                    "/console/templates/fixtures",
+                    ["csrf": browser.csrf],
+                    file: Array(fine.utf8),
+                    headers: browser.headers
+                )
+                #expect(String(buffer: loaded.body).contains("channel f1: created"))
+                #expect(try await ChannelStore(client: db.client).get("f1") != nil)
             }
         }
     }
