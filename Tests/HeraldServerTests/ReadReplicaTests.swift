@@ -207,3 +207,72 @@ struct ReadReplicaTests {
         }
     }
 }
+
+/// `RequestReads`, the one place a request's reads fall back from the standby to the primary: a read
+/// the standby cannot answer runs again, alone, on the primary, and the request's later reads go there
+/// too; what the handler does outside its reads runs once.
+@Suite("Request reads")
+struct RequestReadsTests {
+    @Test func onlyTheReadTheStandbyFailedRunsAgainAndLaterReadsGoToThePrimary() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            // A standby no one listens for: every read there fails as an unreachable server does.
+            let unreachable = PostgresClient(configuration: .init(conninfo: "host=127.0.0.1 port=1 connect_timeout=2", maximumConnections: 1))
+            let replica = ReadReplica(client: unreachable, primary: db.client, maximumLag: .seconds(5), logger: Logger(label: "test.reads"))
+            let reads = RequestReads(replica)
+            var tries: [String] = []
+            var writes = 0
+            let first = try await reads.read { standby in
+                tries.append(standby == nil ? "primary" : "standby")
+                return try await (standby?.client ?? db.client).query("SELECT 1")[0].decode(Int.self)
+            }
+            writes += 1  // what a handler writes between its reads, on the primary
+            let second = try await reads.read { standby in
+                tries.append(standby == nil ? "primary" : "standby")
+                return try await (standby?.client ?? db.client).query("SELECT 2")[0].decode(Int.self)
+            }
+            #expect(first == 1)
+            #expect(second == 2)
+            #expect(tries == ["standby", "primary", "primary"])
+            #expect(writes == 1)
+            #expect(reads.standby == nil)
+            #expect(replica.statistics.fallbacks["failed"] == 1)
+            #expect(replica.statistics.fitness == .down)
+            // A request whose reads fell back is not counted as the standby's.
+            reads.finish()
+            #expect(replica.statistics.standbyReads == 0)
+            await unreachable.shutdown()
+        }
+    }
+
+    @Test func aNotFoundOnTheStandbyIsAskedOfThePrimaryAndOtherErrorsAreNot() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            let standby = PostgresClient(configuration: .init(conninfo: db.conninfo, maximumConnections: 1))
+            let replica = ReadReplica(client: standby, primary: db.client, maximumLag: .seconds(5), logger: Logger(label: "test.reads"))
+            let reads = RequestReads(replica)
+            var tries = 0
+            let found = try await reads.read { standby in
+                tries += 1
+                guard standby == nil else { throw APIError(.notFound, code: "channel_not_found", message: "No channel with this URL.") }
+                return "on the primary"
+            }
+            #expect(found == "on the primary")
+            #expect(tries == 2)
+            #expect(replica.statistics.fallbacks["failed"] == 1)
+
+            // A refusal that is not about the standby (a bad request) is the answer: no second try.
+            let second = RequestReads(replica)
+            var attempts = 0
+            await #expect(throws: APIError.self) {
+                try await second.read { _ in
+                    attempts += 1
+                    throw APIError(.badRequest, code: "invalid_limit", message: "limit must be 1–100.")
+                }
+            }
+            #expect(attempts == 1)
+            #expect(second.standby != nil)
+            second.finish()
+            #expect(replica.statistics.standbyReads == 1)
+            await standby.shutdown()
+        }
+    }
+}

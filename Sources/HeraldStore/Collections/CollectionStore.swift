@@ -250,9 +250,9 @@ public struct CollectionStore: Sendable {
 
     /// `n`, the notification of the copy `r`, looked up by its key for each copy. As a plain join, a
     /// prepared statement's generic plan could merge the user's copies with every notification in id
-    /// order: a page of a user whose notifications are old read all the newer ones first (800 ms beside
-    /// a million others; docs/decisions/2026-11-25-copies-looked-up-by-key-and-jit-off.md). The `LIMIT` keeps the lookup from being
-    /// flattened into such a join.
+    /// order: a page of a user whose notifications are old read all the newer ones first, however many
+    /// there are (docs/decisions/2026-11-25-copies-looked-up-by-key-and-jit-off.md). The `LIMIT` keeps
+    /// the lookup from being flattened into such a join.
     static let notificationOfCopy: PostgresQuery = "CROSS JOIN LATERAL (SELECT * FROM notifications n WHERE n.id = r.notification_id LIMIT 1) AS n"
 
     // MARK: - Snapshot

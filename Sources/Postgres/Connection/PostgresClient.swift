@@ -144,7 +144,7 @@ public final class PostgresClient: Service, Sendable {
             // Session values from now on (a transaction's SET LOCAL returns to them when it ends). JIT
             // compilation is off: the pool runs short statements, and once tables are large a prepared
             // statement's generic plan can be estimated above `jit_above_cost` and compiled again on
-            // every execution — 10 ms and more for a query that runs in a quarter of a millisecond
+            // every execution, many times what the query itself costs
             // (docs/decisions/2026-11-25-copies-looked-up-by-key-and-jit-off.md).
             let milliseconds = configuration.statementTimeout.map {
                 String(max(1, $0.components.seconds * 1_000 + $0.components.attoseconds / 1_000_000_000_000_000))
