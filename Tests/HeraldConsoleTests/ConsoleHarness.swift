@@ -75,26 +75,7 @@ enum ConsoleHarness {
 
     /// A targeted send through the store, as the admin API makes one.
     static func send(_ db: TestDatabase, channel: String, to users: [String], title: String = "Hi") async throws {
-        let template = Template(
-            key: "plain",
-            name: "Plain",
-            variables: [.init(name: "title", type: .string, required: true)],
-            data: .object(["title": .string("{{title}}")])
-        )
-        _ = try await TemplateStore(client: db.client).put(template)
-        let variables: [String: JSONValue] = ["title": .string(title)]
-        let draft = NotificationDraft(
-            channelURL: channel,
-            templateKey: "plain",
-            templateVersion: 1,
-            variables: variables,
-            content: try template.renderNotification(variables: variables, userVariables: [:]),
-            category: "",
-            tags: [],
-            eventDeadline: nil,
-            push: PushOptions(),
-            audience: .targets(users)
-        )
-        _ = try await NotificationStore(client: db.client).send(draft, idempotency: nil) { _ in StoredResponse(status: 201, body: []) }
+        _ = try await TemplateStore(client: db.client).put(StoreWorld.template)
+        try await StoreWorld.send(title, to: .targets(users), in: channel, category: "", on: db)
     }
 }

@@ -15,93 +15,18 @@ import Testing
 /// only compares them with `now()`.
 @Suite("Compaction")
 struct CompactionTests {
-    static let template = Template(
-        key: "plain",
-        name: "Plain",
-        variables: [.init(name: "title", type: .string, required: true)],
-        data: .object(["title": .string("{{title}}")])
-    )
-
-    /// The template, the channel `feed`, and users, with the stores the tests drive.
-    struct Fixture {
-        let db: TestDatabase
-        let notifications: NotificationStore
-        let collections: CollectionStore
-        var users: [String: Int64] = [:]
-        var feed: Int64 = 0
-
-        static func make(_ db: TestDatabase, users: [String]) async throws -> Fixture {
-            var fixture = Fixture(db: db, notifications: NotificationStore(client: db.client), collections: CollectionStore(client: db.client))
-            _ = try await TemplateStore(client: db.client).put(CompactionTests.template)
-            let category = HeraldCore.Channel.Category(id: "news", name: "News", isDefault: true)
-            _ = try await ChannelStore(client: db.client).put(HeraldCore.Channel(url: "feed", kind: .feed, name: "Feed", categories: [category]))
-            fixture.feed = try #require(try await fixture.collections.channel("feed")).key
-            for user in users {
-                _ = try await UserStore(client: db.client).upsert(id: user, nickname: nil, profileURL: nil)
-                let key: Int64 = try #require(try await UserStore(client: db.client).key(user))
-                fixture.users[user] = key
-            }
-            return fixture
-        }
-
-        func key(_ user: String) throws -> Int64 { try #require(users[user]) }
-
-        /// Sends `title` to `audience` in `feed`; returns its id.
-        func send(_ title: String, to audience: Audience) async throws -> Int64 {
-            let variables: [String: JSONValue] = ["title": .string(title)]
-            let draft = NotificationDraft(
-                channelURL: "feed",
-                templateKey: "plain",
-                templateVersion: 1,
-                variables: variables,
-                content: try CompactionTests.template.renderNotification(variables: variables, userVariables: [:]),
-                category: "news",
-                tags: [],
-                eventDeadline: nil,
-                push: PushOptions(),
-                audience: audience
-            )
-            let outcome = try await notifications.send(draft, idempotency: nil) { _ in StoredResponse(status: 201, body: []) }
-            guard case .created(let stored, _) = outcome else { throw CancellationError() }
-            return stored.id
-        }
-
-        /// The notification ids of every tombstone, in order.
-        func tombstones() async throws -> [Int64] {
-            try await db.client.query("SELECT notification_id FROM notification_recipients WHERE deleted ORDER BY notification_id")
-                .map { try $0.decode(Int64.self) }
-        }
-
-        /// Waits until the latest change to the notification's copies is below the cluster's horizon:
-        /// any transaction still open there (another test's, in another database) holds the horizon
-        /// back, and a compaction records the horizon, not the latest commit.
-        func untilHorizonPassesLatestChange(of id: Int64) async throws {
-            let xid = try await db.client.query("SELECT max(change_xid) FROM notification_recipients WHERE notification_id = \(id)")[0]
-                .decode(Int64.self)
-            try await waitUntil("the horizon to pass \(xid)") {
-                try await db.client.query("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")[0].decode(Int64.self) > xid
-            }
-        }
-
-        /// A pass of compaction with a retention of an hour, run as if two hours had gone by since the
-        /// passes before it recorded the horizon.
-        func compactTwoHoursLater() async throws -> CollectionStore.Compaction? {
-            try await db.client.query("UPDATE change_horizons SET recorded_at = recorded_at - interval '2 hours'")
-            return try await collections.compact(retention: .seconds(3600))
-        }
-    }
 
     @Test func tombstonesOlderThanTheRetentionGoWithTheirNotificationAndNewerOnesStay() async throws {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
-            let world = try await Fixture.make(db, users: ["u1", "u2"])
-            let old = try await world.send("old", to: .targets(["u1", "u2"]))
-            let live = try await world.send("live", to: .targets(["u1"]))
+            let world = try await StoreWorld.make(db, users: ["u1", "u2"])
+            let old = try await world.send("old", to: .targets(["u1", "u2"])).id
+            let live = try await world.send("live", to: .targets(["u1"])).id
             #expect(try await world.notifications.delete(old))
             try await world.untilHorizonPassesLatestChange(of: old)
             #expect(try await world.collections.compact(retention: .seconds(3600)) == nil, "the first pass only records the horizon")
             #expect(try await world.tombstones() == [old, old])
             // Deleted after that record, so at or above any bound it can become.
-            let recent = try await world.send("recent", to: .targets(["u1"]))
+            let recent = try await world.send("recent", to: .targets(["u1"])).id
             #expect(try await world.notifications.delete(recent))
 
             try await db.client.query("UPDATE notifications SET deleted_at = deleted_at - interval '2 hours' WHERE id = \(old)")
@@ -121,9 +46,9 @@ struct CompactionTests {
 
     @Test func aTokenFromBelowTheCompactionBoundCanNoLongerContinueAndTheBoundNeverMovesBack() async throws {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
-            let world = try await Fixture.make(db, users: ["u1"])
+            let world = try await StoreWorld.make(db, users: ["u1"])
             let (u1, feed) = try (world.key("u1"), world.feed)
-            let gone = try await world.send("gone", to: .targets(["u1"]))
+            let gone = try await world.send("gone", to: .targets(["u1"])).id
             let loaded = try await world.collections.load(userKey: u1, channelKey: feed, category: nil, limit: 10)
             let token = CollectionSync.firstToken(userKey: u1, channelKey: feed, category: nil, snapshot: loaded.snapshot)
             func poll() async throws -> CollectionStore.Poll {
@@ -159,11 +84,11 @@ struct CompactionTests {
 
     @Test func aRemovedCopyOfALiveBroadcastOutlivesCompactionUntilTheBroadcastGoes() async throws {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
-            let world = try await Fixture.make(db, users: ["u1", "u2"])
+            let world = try await StoreWorld.make(db, users: ["u1", "u2"])
             let (u1, u2) = try (world.key("u1"), world.key("u2"))
-            let broadcast = try await world.send("all", to: .all)
+            let broadcast = try await world.send("all", to: .all).id
             while try await world.notifications.fanOutNextBatch(size: 10) != nil {}
-            let targeted = try await world.send("one", to: .targets(["u1"]))
+            let targeted = try await world.send("one", to: .targets(["u1"])).id
             // An admin reset removes both of u1's copies.
             try await world.collections.reset(userKey: u1, channelKey: world.feed)
             #expect(try await world.tombstones() == [broadcast, targeted])
@@ -187,5 +112,33 @@ struct CompactionTests {
             #expect(second.removedTombstones == 1)
             #expect(try await world.tombstones().isEmpty)
         }
+    }
+}
+
+extension StoreWorld {
+    fileprivate var feed: Int64 { channels["feed"] ?? 0 }
+
+    /// The notification ids of every tombstone, in order.
+    fileprivate func tombstones() async throws -> [Int64] {
+        try await db.client.query("SELECT notification_id FROM notification_recipients WHERE deleted ORDER BY notification_id")
+            .map { try $0.decode(Int64.self) }
+    }
+
+    /// Waits until the latest change to the notification's copies is below the cluster's horizon:
+    /// any transaction still open there (another test's, in another database) holds the horizon
+    /// back, and a compaction records the horizon, not the latest commit.
+    fileprivate func untilHorizonPassesLatestChange(of id: Int64) async throws {
+        let xid = try await db.client.query("SELECT max(change_xid) FROM notification_recipients WHERE notification_id = \(id)")[0]
+            .decode(Int64.self)
+        try await waitUntil("the horizon to pass \(xid)") {
+            try await db.client.query("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")[0].decode(Int64.self) > xid
+        }
+    }
+
+    /// A pass of compaction with a retention of an hour, run as if two hours had gone by since the
+    /// passes before it recorded the horizon.
+    fileprivate func compactTwoHoursLater() async throws -> CollectionStore.Compaction? {
+        try await db.client.query("UPDATE change_horizons SET recorded_at = recorded_at - interval '2 hours'")
+        return try await collections.compact(retention: .seconds(3600))
     }
 }

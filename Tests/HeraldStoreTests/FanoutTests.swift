@@ -12,96 +12,10 @@ import Testing
 /// while folding it moves no user's unread count.
 @Suite("Fan-out")
 struct FanoutTests {
-    static let template = Template(
-        key: "plain",
-        name: "Plain",
-        variables: [.init(name: "title", type: .string, required: true)],
-        data: .object(["title": .string("{{title}}")])
-    )
-
-    /// The template, the channels `feed` and `other`, and users, with the stores the tests drive.
-    struct Fixture {
-        let db: TestDatabase
-        let notifications: NotificationStore
-        let collections: CollectionStore
-        var users: [String: Int64] = [:]
-        var channels: [String: Int64] = [:]
-
-        static func make(_ db: TestDatabase, users: [String]) async throws -> Fixture {
-            var fixture = Fixture(db: db, notifications: NotificationStore(client: db.client), collections: CollectionStore(client: db.client))
-            _ = try await TemplateStore(client: db.client).put(FanoutTests.template)
-            for url in ["feed", "other"] {
-                let category = HeraldCore.Channel.Category(id: "news", name: "News", isDefault: true)
-                _ = try await ChannelStore(client: db.client).put(HeraldCore.Channel(url: url, kind: .feed, name: url, categories: [category]))
-                fixture.channels[url] = try #require(try await fixture.collections.channel(url)).key
-            }
-            for user in users { try await fixture.addUser(user) }
-            return fixture
-        }
-
-        mutating func addUser(_ id: String) async throws {
-            _ = try await UserStore(client: db.client).upsert(id: id, nickname: nil, profileURL: nil)
-            let key: Int64 = try #require(try await UserStore(client: db.client).key(id))
-            users[id] = key
-        }
-
-        func key(_ user: String) throws -> Int64 { try #require(users[user]) }
-        func channelKey(_ url: String) throws -> Int64 { try #require(channels[url]) }
-
-        /// Sends `title` to `audience` in `feed`; `ownTitles` are per-user variables.
-        func send(_ title: String, to audience: Audience, ownTitles: [String: String] = [:]) async throws -> StoredNotification {
-            let variables: [String: JSONValue] = ["title": .string(title)]
-            let content = try FanoutTests.template.renderNotification(
-                variables: variables,
-                userVariables: ownTitles.mapValues { ["title": JSONValue.string($0)] }
-            )
-            let draft = NotificationDraft(
-                channelURL: "feed",
-                templateKey: "plain",
-                templateVersion: 1,
-                variables: variables,
-                content: content,
-                category: "news",
-                tags: [],
-                eventDeadline: nil,
-                push: PushOptions(),
-                audience: audience
-            )
-            let outcome = try await notifications.send(draft, idempotency: nil) { _ in StoredResponse(status: 201, body: []) }
-            guard case .created(let stored, _) = outcome else { throw CancellationError() }
-            return stored
-        }
-
-        /// The user's unread count in the channel, as the store answers it.
-        func unread(_ user: String, in channel: String = "feed") async throws -> Int64 {
-            try await collections.liveState(userKey: try key(user), channelKey: try channelKey(channel)).state.unreadCount
-        }
-
-        /// Every user's unread count in `feed`, and their badge.
-        func counts() async throws -> [String: Int64] {
-            var counts: [String: Int64] = [:]
-            for (user, userKey) in users {
-                counts[user] = try await unread(user)
-                counts[user + " badge"] = try await collections.unread(userKey: userKey).total
-            }
-            return counts
-        }
-
-        /// A query's rows of (user key, number), as a dictionary.
-        func byUser(_ query: PostgresQuery) async throws -> [Int64: Int64] {
-            try await Dictionary(uniqueKeysWithValues: db.client.query(query).map { try $0.decode((Int64, Int64).self) })
-        }
-
-        /// A broadcast's progress: the last user keys its fan-out reached and must reach, and its folding passed.
-        func progress(of id: Int64) async throws -> (reached: Int64, through: Int64, folded: Int64) {
-            try await db.client.query("SELECT fanout_after, fanout_through, folded_through FROM notifications WHERE id = \(id)")[0]
-                .decode((Int64, Int64, Int64).self)
-        }
-    }
 
     @Test func aTargetedSendMakesOneCopyPerListedUserAndCountsItUnreadForEachOfThem() async throws {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
-            let world = try await Fixture.make(db, users: ["u1", "u2", "u3", "u4"])
+            let world = try await StoreWorld.make(db, channels: [("feed", nil), ("other", nil)], users: ["u1", "u2", "u3", "u4"])
             let (u1, u3) = try (world.key("u1"), world.key("u3"))
             let sent = try await world.send("hello", to: .targets(["u1", "u3"]))
             #expect(sent.audienceSize == 2 && sent.recipientCount == 2)
@@ -119,7 +33,7 @@ struct FanoutTests {
 
     @Test func aBroadcastReachesEveryUserOfItsTimeExactlyOnceAcrossBatchesWithProgressOnlyMovingForward() async throws {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
-            var world = try await Fixture.make(db, users: (1...11).map { "u\($0)" })
+            var world = try await StoreWorld.make(db, channels: [("feed", nil), ("other", nil)], users: (1...11).map { "u\($0)" })
             // u5 has variables of their own: their copy is made at send time, and the batches pass over it.
             let sent = try await world.send("all", to: .all, ownTitles: ["u5": "mine"])
             #expect(sent.fanoutState == .running && sent.audienceSize == 11 && sent.recipientCount == 1)
@@ -162,7 +76,7 @@ struct FanoutTests {
 
     @Test func aBroadcastIsCountedPerChannelWithoutCounterWritesUntilFoldedAndFoldingMovesNoCount() async throws {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
-            let world = try await Fixture.make(db, users: (1...6).map { "u\($0)" })
+            let world = try await StoreWorld.make(db, channels: [("feed", nil), ("other", nil)], users: (1...6).map { "u\($0)" })
             let feed = try world.channelKey("feed")
             let (u1, u2) = try (world.key("u1"), world.key("u2"))
             let sent = try await world.send("all", to: .all)
@@ -197,5 +111,28 @@ struct FanoutTests {
             #expect(adjustments[u2] == 0 && adjustments[u1] == 1)
             #expect(try await db.client.query("SELECT count(*) FROM notifications WHERE folded_through < fanout_through")[0].decode(Int64.self) == 0)
         }
+    }
+}
+
+extension StoreWorld {
+    /// Every user's unread count in `feed`, and their badge.
+    fileprivate func counts() async throws -> [String: Int64] {
+        var counts: [String: Int64] = [:]
+        for (user, userKey) in users {
+            counts[user] = try await unread(user)
+            counts[user + " badge"] = try await collections.unread(userKey: userKey).total
+        }
+        return counts
+    }
+
+    /// A query's rows of (user key, number), as a dictionary.
+    fileprivate func byUser(_ query: PostgresQuery) async throws -> [Int64: Int64] {
+        try await Dictionary(uniqueKeysWithValues: db.client.query(query).map { try $0.decode((Int64, Int64).self) })
+    }
+
+    /// A broadcast's progress: the last user keys its fan-out reached and must reach, and its folding passed.
+    fileprivate func progress(of id: Int64) async throws -> (reached: Int64, through: Int64, folded: Int64) {
+        try await db.client.query("SELECT fanout_after, fanout_through, folded_through FROM notifications WHERE id = \(id)")[0]
+            .decode((Int64, Int64, Int64).self)
     }
 }

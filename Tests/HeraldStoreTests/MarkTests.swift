@@ -13,75 +13,10 @@ import Testing
 /// new change position of every copy it marked.
 @Suite("Marks")
 struct MarkTests {
-    static let template = Template(
-        key: "plain",
-        name: "Plain",
-        variables: [.init(name: "title", type: .string, required: true)],
-        data: .object(["title": .string("{{title}}")])
-    )
-
-    /// The template, the channels `feed` and `other`, and the users `u1` and `u2`, with the stores the tests drive.
-    struct Fixture {
-        let db: TestDatabase
-        let notifications: NotificationStore
-        let collections: CollectionStore
-        var users: [String: Int64] = [:]
-        var channels: [String: Int64] = [:]
-
-        static func make(_ db: TestDatabase) async throws -> Fixture {
-            var fixture = Fixture(db: db, notifications: NotificationStore(client: db.client), collections: CollectionStore(client: db.client))
-            _ = try await TemplateStore(client: db.client).put(MarkTests.template)
-            for url in ["feed", "other"] {
-                let category = HeraldCore.Channel.Category(id: "news", name: "News", isDefault: true)
-                _ = try await ChannelStore(client: db.client).put(HeraldCore.Channel(url: url, kind: .feed, name: url, categories: [category]))
-                fixture.channels[url] = try #require(try await fixture.collections.channel(url)).key
-            }
-            for user in ["u1", "u2"] {
-                _ = try await UserStore(client: db.client).upsert(id: user, nickname: nil, profileURL: nil)
-                let key: Int64 = try #require(try await UserStore(client: db.client).key(user))
-                fixture.users[user] = key
-            }
-            return fixture
-        }
-
-        func key(_ user: String) throws -> Int64 { try #require(users[user]) }
-        func channelKey(_ url: String) throws -> Int64 { try #require(channels[url]) }
-
-        /// Sends `title` to `users` in `channel`; returns its id.
-        func send(_ title: String, to users: [String], in channel: String = "feed") async throws -> Int64 {
-            let variables: [String: JSONValue] = ["title": .string(title)]
-            let draft = NotificationDraft(
-                channelURL: channel,
-                templateKey: "plain",
-                templateVersion: 1,
-                variables: variables,
-                content: try MarkTests.template.renderNotification(variables: variables, userVariables: [:]),
-                category: "news",
-                tags: [],
-                eventDeadline: nil,
-                push: PushOptions(),
-                audience: .targets(users)
-            )
-            let outcome = try await notifications.send(draft, idempotency: nil) { _ in StoredResponse(status: 201, body: []) }
-            guard case .created(let stored, _) = outcome else { throw CancellationError() }
-            return stored.id
-        }
-
-        /// The user's unread count in the channel, as the store answers it.
-        func unread(_ user: String, in channel: String = "feed") async throws -> Int64 {
-            try await collections.liveState(userKey: try key(user), channelKey: try channelKey(channel)).state.unreadCount
-        }
-
-        /// The user's live copies in the channel with their status, by notification id.
-        func statuses(_ user: String, in channel: String = "feed") async throws -> [Int64: CollectionItem.Status] {
-            let items = try await collections.page(userKey: key(user), channelKey: channelKey(channel), category: nil, before: nil, limit: 100)
-            return Dictionary(uniqueKeysWithValues: items.map { ($0.id, $0.status) })
-        }
-    }
 
     @Test func aReadMarkOfIdsCountsDownOnlyTheCallersUnreadCopiesInThatChannelAndOnlyOnce() async throws {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
-            let world = try await Fixture.make(db)
+            let world = try await StoreWorld.make(db, channels: [("feed", nil), ("other", nil)], users: ["u1", "u2"])
             let (u1, feed) = try (world.key("u1"), world.channelKey("feed"))
             var both: [Int64] = []
             for title in ["one", "two", "three"] { both.append(try await world.send(title, to: ["u1", "u2"])) }
@@ -116,7 +51,7 @@ struct MarkTests {
 
     @Test func aReadMarkOfEverythingEmptiesTheChannelNeverBelowZeroAndLastReadOnlyMovesForward() async throws {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
-            let world = try await Fixture.make(db)
+            let world = try await StoreWorld.make(db, channels: [("feed", nil), ("other", nil)], users: ["u1", "u2"])
             let (u1, feed) = try (world.key("u1"), world.channelKey("feed"))
             for title in ["one", "two"] { _ = try await world.send(title, to: ["u1", "u2"]) }
             _ = try await world.send("elsewhere", to: ["u1"], in: "other")
@@ -156,7 +91,7 @@ struct MarkTests {
 
     @Test func aSeenMarkOnlyMovesLastSeenForwardAndLeavesUnreadAndOtherUsersAlone() async throws {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
-            let world = try await Fixture.make(db)
+            let world = try await StoreWorld.make(db, channels: [("feed", nil), ("other", nil)], users: ["u1", "u2"])
             let (u1, feed) = try (world.key("u1"), world.channelKey("feed"))
             let sent = try await world.send("one", to: ["u1", "u2"])
             let seenAt = Date(timeIntervalSince1970: 1_800_000_000)
@@ -178,5 +113,18 @@ struct MarkTests {
             let elsewhere = try await world.collections.liveState(userKey: u1, channelKey: try world.channelKey("other")).state
             #expect(elsewhere.lastSeenAt == nil)
         }
+    }
+}
+
+extension StoreWorld {
+    /// The user's live copies in the channel with their status, by notification id.
+    fileprivate func statuses(_ user: String, in channel: String = "feed") async throws -> [Int64: CollectionItem.Status] {
+        let items = try await collections.page(userKey: key(user), channelKey: channelKey(channel), category: nil, before: nil, limit: 100)
+        return Dictionary(uniqueKeysWithValues: items.map { ($0.id, $0.status) })
+    }
+
+    /// Sends `title` to `users` in `channel`; returns its id.
+    fileprivate func send(_ title: String, to users: [String], in channel: String = "feed") async throws -> Int64 {
+        try await send(title, to: .targets(users), in: channel).id
     }
 }

@@ -15,92 +15,10 @@ import Testing
 /// Time passes by moving the rows' times back, as expiry only compares them with `now()`.
 @Suite("Retention")
 struct RetentionTests {
-    static let template = Template(
-        key: "plain",
-        name: "Plain",
-        variables: [.init(name: "title", type: .string, required: true)],
-        data: .object(["title": .string("{{title}}")])
-    )
-
-    /// The template, the channels `feed` (kept for ever) and `short` (a retention of 1d), and the users
-    /// `u1`…`u3`, with the stores the tests drive.
-    struct Fixture {
-        let db: TestDatabase
-        let notifications: NotificationStore
-        let collections: CollectionStore
-        var users: [String: Int64] = [:]
-        var channels: [String: Int64] = [:]
-
-        static func make(_ db: TestDatabase) async throws -> Fixture {
-            var fixture = Fixture(db: db, notifications: NotificationStore(client: db.client), collections: CollectionStore(client: db.client))
-            _ = try await TemplateStore(client: db.client).put(RetentionTests.template)
-            for (url, retention) in [("feed", nil), ("short", "1d")] as [(String, String?)] {
-                let category = HeraldCore.Channel.Category(id: "news", name: "News", isDefault: true)
-                let channel = HeraldCore.Channel(url: url, kind: .feed, name: url, categories: [category], retention: retention)
-                _ = try await ChannelStore(client: db.client).put(channel)
-                fixture.channels[url] = try #require(try await fixture.collections.channel(url)).key
-            }
-            for user in ["u1", "u2", "u3"] {
-                _ = try await UserStore(client: db.client).upsert(id: user, nickname: nil, profileURL: nil)
-                let key: Int64 = try #require(try await UserStore(client: db.client).key(user))
-                fixture.users[user] = key
-            }
-            return fixture
-        }
-
-        func key(_ user: String) throws -> Int64 { try #require(users[user]) }
-        func channelKey(_ url: String) throws -> Int64 { try #require(channels[url]) }
-
-        /// Sends `title` to `audience` in `channel`.
-        func send(_ title: String, to audience: Audience, in channel: String = "feed", expiresAt: Date? = nil) async throws -> StoredNotification {
-            let variables: [String: JSONValue] = ["title": .string(title)]
-            let draft = NotificationDraft(
-                channelURL: channel,
-                templateKey: "plain",
-                templateVersion: 1,
-                variables: variables,
-                content: try RetentionTests.template.renderNotification(variables: variables, userVariables: [:]),
-                category: "news",
-                tags: [],
-                eventDeadline: nil,
-                push: PushOptions(),
-                audience: audience,
-                expiresAt: expiresAt
-            )
-            let outcome = try await notifications.send(draft, idempotency: nil) { _ in StoredResponse(status: 201, body: []) }
-            guard case .created(let stored, _) = outcome else { throw CancellationError() }
-            return stored
-        }
-
-        /// Every user's unread count in the channel, as the store answers it.
-        func counts(in channel: String = "feed") async throws -> [String: Int64] {
-            var counts: [String: Int64] = [:]
-            for (user, userKey) in users {
-                counts[user] = try await collections.liveState(userKey: userKey, channelKey: try channelKey(channel)).state.unreadCount
-            }
-            return counts
-        }
-
-        /// Every user's unread count in every channel is exactly their live unread copies there.
-        func expectCountsMatchCopies() async throws {
-            for (url, channel) in channels {
-                let copies: [String: Int64] = try await Dictionary(
-                    uniqueKeysWithValues: db.client.query(
-                        """
-                        SELECT u.id, count(r.user_key) FROM users u LEFT JOIN notification_recipients r
-                            ON r.user_key = u.key AND r.channel_key = \(channel) AND NOT r.deleted AND r.status < 2
-                        GROUP BY u.id
-                        """
-                    ).map { try $0.decode((String, Int64).self) }
-                )
-                #expect(try await counts(in: url) == copies, "\(url)")
-            }
-        }
-    }
 
     @Test func aNotificationPastItsExpiryLeavesEveryCollectionAsADeletionAndCountsDownWhoHadItUnread() async throws {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
-            let world = try await Fixture.make(db)
+            let world = try await StoreWorld.make(db, channels: [("feed", nil), ("short", "1d")], users: ["u1", "u2", "u3"])
             let (u1, u2, feed) = try (world.key("u1"), world.key("u2"), world.channelKey("feed"))
             let expiring = try await world.send("soon", to: .targets(["u1", "u2"]), expiresAt: Date().addingTimeInterval(3600))
             let kept = try await world.send("kept", to: .targets(["u1", "u2"]))
@@ -144,7 +62,7 @@ struct RetentionTests {
 
     @Test func aNotificationOlderThanItsChannelsRetentionExpiresAndEveryWayItWasCountedIsTakenBack() async throws {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
-            let world = try await Fixture.make(db)
+            let world = try await StoreWorld.make(db, channels: [("feed", nil), ("short", "1d")], users: ["u1", "u2", "u3"])
             let short = try world.channelKey("short")
             // A broadcast, fanned out and folded for its first user only: both ways of counting it are in play.
             let broadcast = try await world.send("all", to: .all, in: "short")
@@ -170,6 +88,33 @@ struct RetentionTests {
             )[0].decode(Int64.self)
             #expect(tombstones == 3)
             #expect(try await world.notifications.foldNextBatch(size: 10) == nil, "an expired broadcast is folded no further")
+        }
+    }
+}
+
+extension StoreWorld {
+    /// Every user's unread count in the channel, as the store answers it.
+    fileprivate func counts(in channel: String = "feed") async throws -> [String: Int64] {
+        var counts: [String: Int64] = [:]
+        for (user, userKey) in users {
+            counts[user] = try await collections.liveState(userKey: userKey, channelKey: try channelKey(channel)).state.unreadCount
+        }
+        return counts
+    }
+
+    /// Every user's unread count in every channel is exactly their live unread copies there.
+    fileprivate func expectCountsMatchCopies() async throws {
+        for (url, channel) in channels {
+            let copies: [String: Int64] = try await Dictionary(
+                uniqueKeysWithValues: db.client.query(
+                    """
+                    SELECT u.id, count(r.user_key) FROM users u LEFT JOIN notification_recipients r
+                        ON r.user_key = u.key AND r.channel_key = \(channel) AND NOT r.deleted AND r.status < 2
+                    GROUP BY u.id
+                    """
+                ).map { try $0.decode((String, Int64).self) }
+            )
+            #expect(try await counts(in: url) == copies, "\(url)")
         }
     }
 }
