@@ -16,9 +16,11 @@ import Testing
 struct ConsoleBrowserTests {
     static let adminToken = "console-browser-admin-token-0123456789"
     static let tools = ["/usr/bin/chromium", "/usr/bin/chromedriver", "/usr/bin/python3"]
+    /// Where Debian's python3-selenium puts the module the walk imports.
+    static let selenium = "/usr/lib/python3/dist-packages/selenium"
     static var canRun: Bool {
         ProcessInfo.processInfo.environment["HERALD_REQUIRE_BROWSER"] == "1"
-            || tools.allSatisfy { FileManager.default.isExecutableFile(atPath: $0) }
+            || (tools.allSatisfy { FileManager.default.isExecutableFile(atPath: $0) } && FileManager.default.fileExists(atPath: selenium))
     }
 
     @Test(.enabled(if: canRun, "Chromium, chromium-driver or Selenium is missing: `scripts/bootstrap test` installs them"))

@@ -216,6 +216,8 @@ struct CollectionController: Sendable {
 
     func olderPage(_ request: Request, _ input: ChannelInput, answer: CollectionChannel??, context: HeraldRequestContext) async throws -> PageBody {
         let user = try Self.user(context)
+        // An unknown channel is a 404 before anything about the query is judged.
+        let channel = try await channel(input.url, answered: answer, context: context)
         let query = request.uri.queryParameters
         let limit = try Self.limit(query)
         let category = try Self.category(query)
@@ -226,7 +228,6 @@ struct CollectionController: Sendable {
             }
             before = value
         }
-        let channel = try await channel(input.url, answered: answer, context: context)
         let page = try await context.reads.read { standby in
             try await reader(standby).page(userKey: user.key, channelKey: channel.key, category: category, before: before, limit: limit + 1)
         }
