@@ -88,7 +88,6 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
@@ -313,7 +312,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // The console at its own layer: its routes on a plain router, over a real store, with the admin
-        // API's actions recorded (HeraldServerTests holds the console wired to the API).
+        // API's side answered by stand-ins (HeraldServerTests holds the console wired to the API).
         .testTarget(
             name: "HeraldConsoleTests",
             dependencies: [

@@ -44,11 +44,7 @@ func errorCode(_ response: TestResponse) throws -> String? {
 }
 
 extension Template {
-    /// The tests' template `plain`: one required string variable, `title`, shown as the data's title.
-    static let plain = Template(
-        key: "plain",
-        name: "Plain",
-        variables: [.init(name: "title", type: .string, required: true)],
-        data: .object(["title": .string("{{title}}")])
-    )
+    /// The tests' template `plain`: one required string variable, `title`, shown as the data's title
+    /// (the test support's, which the store tests send with too).
+    static let plain = StoreWorld.template
 }
