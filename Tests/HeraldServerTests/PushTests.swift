@@ -644,7 +644,7 @@ struct PushTests {
             // u1's device syncs while the push is in flight; u2's does not.
             let u1 = try #require(try await UserStore(client: db.client).key("u1"))
             let horizon = try await world.query("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")[0].decode(Int64.self)
-            #expect(try await store.markSynced(userKey: u1, device: .token(Self.token(1)), horizon: horizon))
+            #expect(try await store.markSynced(userKey: u1, device: .token(Self.token(1)), horizon: horizon) != nil)
             try await store.recordDelivered(claims)
             let outstanding = try await world.query(
                 "SELECT token, p.outstanding FROM devices JOIN device_push_state p ON p.device_id = devices.id ORDER BY token"

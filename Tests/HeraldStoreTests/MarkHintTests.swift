@@ -35,11 +35,11 @@ struct MarkHintTests {
                 _ = try await store.markRead(userKey: user, channelKey: channelKey, ids: nil)  // moves last_read_at
                 expected += 1
                 try await db.client.query("SELECT pg_notify(\(LiveHint.channel), 'end')")
-                var payloads: [String] = []
+                var hints: [LiveHint?] = []
                 while case .notification(let notification) = await events.next(), notification.payload != "end" {
-                    payloads.append(notification.payload)
+                    hints.append(LiveHint.Received(payload: notification.payload)?.hint)
                 }
-                #expect(payloads == Array(repeating: LiveHint.channelState(userKey: user, channelKey: channelKey).payload, count: expected))
+                #expect(hints == Array(repeating: LiveHint.channelState(userKey: user, channelKey: channelKey), count: expected))
             }
         }
     }

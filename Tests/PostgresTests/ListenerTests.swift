@@ -20,8 +20,9 @@ struct ListenerTests {
                 let first = await events.next()
                 #expect(first == .notification(PostgresNotification(channel: channel, payload: "hello", senderPID: senderPID(first))))
 
-                // Kill the listener's backend: the listener must reconnect and LISTEN again.
+                // Kill the listener's backend: the listener says so, then reconnects and LISTENs again.
                 try await db.client.query("SELECT pg_terminate_backend(\(firstPID))")
+                #expect(await events.next() == .disconnected)
                 guard case .listening(let secondPID) = await events.next() else {
                     Issue.record("expected .listening after reconnect")
                     return

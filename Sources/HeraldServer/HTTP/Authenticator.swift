@@ -9,6 +9,9 @@ struct Authenticator: Sendable {
     /// The admin token; `nil` refuses every admin request.
     let adminToken: String?
     let sessions: SessionStore
+    /// Vouches for sessions it has seen live, until it hears of a revocation; `nil` asks the database
+    /// every time.
+    var notifier: ChangeNotifier?
 
     /// Who may call a route.
     enum Access: Sendable {
@@ -47,9 +50,22 @@ struct Authenticator: Sendable {
         reads: RequestReads
     ) async throws -> (AuthenticatedUser, Answer?) {
         let token = try Self.sessionToken(request)
+        let hash = notifier == nil ? [] : token.hash
+        if let session = notifier?.session(userID: token.userID, hash: hash) {
+            // Memory vouches for the session; the route runs its lookup on its own.
+            return (AuthenticatedUser(id: token.userID, key: session.userKey), nil)
+        }
         return try await reads.read { standby in
-            let (user, answer) = try await Self.check(token, alongside: companion, in: standby.map { SessionStore(client: $0.client) } ?? sessions)
-            if let user { return (user, answer) }
+            let (session, answer) = try await Self.check(token, alongside: companion, in: standby.map { SessionStore(client: $0.client) } ?? sessions)
+            if let session {
+                notifier?.remember(
+                    session: ChangeNotifier.Session(userKey: session.userKey, expiresAt: session.expiresAt),
+                    userID: token.userID,
+                    hash: hash,
+                    horizon: session.horizon
+                )
+                return (AuthenticatedUser(id: session.userID, key: session.userKey), answer)
+            }
             guard let standby else { throw Self.invalidSession }
             standby.fellBack(.unknownSession)
             throw ReadReplica.Behind()
@@ -60,12 +76,9 @@ struct Authenticator: Sendable {
         _ token: SessionToken,
         alongside companion: SessionCompanion<Answer>?,
         in sessions: SessionStore
-    ) async throws -> (AuthenticatedUser?, Answer?) {
-        guard let companion else {
-            return (try await sessions.authenticate(token).map { AuthenticatedUser(id: $0.userID, key: $0.userKey) }, nil)
-        }
-        let (session, answer) = try await sessions.authenticate(token, alongside: companion)
-        return (session.map { AuthenticatedUser(id: $0.userID, key: $0.userKey) }, answer)
+    ) async throws -> (LiveSession?, Answer?) {
+        guard let companion else { return (try await sessions.authenticateWithExpiry(token), nil) }
+        return try await sessions.authenticate(token, alongside: companion)
     }
 
     /// Admin routes: the admin token passes; a valid user session is recognised and refused (403);

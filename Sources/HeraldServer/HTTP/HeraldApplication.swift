@@ -33,6 +33,9 @@ public enum HeraldApplication {
         public var console: ConsoleSite?
         /// The hot standby that sync reads go to; `nil` reads everything on `client`.
         public var replica: ReadReplica?
+        /// Answers quiet polls and session checks from memory; `nil` asks the database every time.
+        /// Fed by the hub's listener, so it needs a hub with one.
+        public var notifier: ChangeNotifier?
 
         public init(
             client: PostgresClient,
@@ -46,7 +49,8 @@ public enum HeraldApplication {
             hub: LiveHub? = nil,
             limits: RequestLimits = RequestLimits(.off),
             console: ConsoleSite? = nil,
-            replica: ReadReplica? = nil
+            replica: ReadReplica? = nil,
+            notifier: ChangeNotifier? = nil
         ) {
             self.client = client
             self.migrator = migrator
@@ -60,6 +64,7 @@ public enum HeraldApplication {
             self.limits = limits
             self.console = console
             self.replica = replica
+            self.notifier = notifier
         }
     }
 
@@ -82,7 +87,7 @@ public enum HeraldApplication {
         let sessions = SessionStore(client: dependencies.client)
         let registry = RouteRegistry(
             router: router,
-            authenticator: Authenticator(adminToken: dependencies.adminToken, sessions: sessions),
+            authenticator: Authenticator(adminToken: dependencies.adminToken, sessions: sessions, notifier: dependencies.notifier),
             limits: dependencies.limits,
             replica: dependencies.replica
         )
@@ -113,7 +118,8 @@ public enum HeraldApplication {
             settings: SettingsStore(client: dependencies.client),
             sync: dependencies.sync,
             push: PushStore(client: dependencies.client),
-            devices: DeviceStore(client: dependencies.client)
+            devices: DeviceStore(client: dependencies.client),
+            notifier: dependencies.notifier
         ).register(in: registry)
         DevicesController(devices: DeviceStore(client: dependencies.client))
             .register(in: registry)

@@ -67,6 +67,7 @@ final class RouteRegistry {
             }
             let response = try await handler(request, context).response(from: request, context: context)
             context.reads.finish()
+            await Self.caughtUp(after: method, authenticator.notifier)
             return response
         }
         routes.append(RouteDescription(method: method.rawValue.lowercased(), path: path))
@@ -99,9 +100,17 @@ final class RouteRegistry {
             let input = try parsed.get()
             let response = try await handler(request, context, input, answer).response(from: request, context: context)
             context.reads.finish()
+            await Self.caughtUp(after: method, authenticator.notifier)
             return response
         }
         routes.append(RouteDescription(method: method.rawValue.lowercased(), path: path))
+    }
+
+    /// A write answers once memory has heard of it (`ChangeNotifier.catchUp`): a client that writes
+    /// and then polls this process sees its write.
+    static func caughtUp(after method: HTTPRequest.Method, _ notifier: ChangeNotifier?) async {
+        guard let notifier, method != .get, method != .head else { return }
+        await notifier.catchUp()
     }
 
     /// Where a request on a route with these reads starts reading: the standby when one is configured

@@ -79,19 +79,19 @@ struct LiveController {
                 message: "The stream needs 'Authorization: Bearer <session token>' or ?access_token=."
             )
         }
-        guard let token = SessionToken(parsing: presented), let (id, key, expiresAt) = try await sessions.authenticateWithExpiry(token) else {
+        guard let token = SessionToken(parsing: presented), let session = try await sessions.authenticateWithExpiry(token) else {
             throw APIError(.unauthorized, code: "unauthorized", message: "The session token is not valid (unknown, revoked or expired).")
         }
         var deviceID: Int64?
         if let reference = try DeviceNaming.reference(header: device, query: query["device"].map(String.init)) {
-            guard let found = try await devices.find(userKey: key, reference: reference) else { throw DeviceNaming.notFound }
+            guard let found = try await devices.find(userKey: session.userKey, reference: reference) else { throw DeviceNaming.notFound }
             deviceID = found
         }
         return LiveClient(
-            user: AuthenticatedUser(id: id, key: key),
+            user: AuthenticatedUser(id: session.userID, key: session.userKey),
             deviceID: deviceID,
             sessionHash: Hex.encode(token.hash),
-            sessionExpiresAt: expiresAt
+            sessionExpiresAt: session.expiresAt
         )
     }
 }

@@ -28,6 +28,8 @@ public final class LiveHub: Service, Sendable {
     /// The `herald_live` listener; `nil` hears nothing from the database (hints can still be
     /// handed to `handle(_:)`).
     let listener: PostgresListener?
+    /// Hears every event of the listener first (see `ChangeNotifier`).
+    let notifier: ChangeNotifier?
     let logger: Logger
     /// This process's presence node: random, so that processes never need to agree on ids.
     let node: Int64
@@ -48,7 +50,7 @@ public final class LiveHub: Service, Sendable {
         var byUser: [Int64: [Int64]] = [:]
     }
 
-    public init(client: PostgresClient, settings: LiveSettings, listener: PostgresListener?, logger: Logger) {
+    public init(client: PostgresClient, settings: LiveSettings, listener: PostgresListener?, notifier: ChangeNotifier? = nil, logger: Logger) {
         self.settings = settings
         self.collections = CollectionStore(client: client)
         self.presence = PresenceStore(client: client)
@@ -56,6 +58,7 @@ public final class LiveHub: Service, Sendable {
         self.sessions = SessionStore(client: client)
         self.executor = client.executor
         self.listener = listener
+        self.notifier = notifier
         self.logger = logger
         self.node = Int64.random(in: 1...Int64.max)
     }
@@ -210,7 +213,9 @@ public final class LiveHub: Service, Sendable {
     private func listen() async {
         guard let listener else { return }
         var listening = false  // this loop's: a second `.listening` is a reconnect
-        for await event in listener.events() {
+        var observer: (@Sendable (PostgresListenerEvent) -> Void)?
+        if let notifier { observer = { event in notifier.observe(event) } }
+        for await event in listener.events(observer: observer) {
             switch event {
             case .listening:
                 // After a reconnect, hints sent meanwhile are lost: streams must sync, and sessions
@@ -222,8 +227,10 @@ public final class LiveHub: Service, Sendable {
                 listening = true
                 self.listening.withLock { $0 = true }
                 openingsWake.signal()
+            case .disconnected:
+                continue
             case .notification(let notification):
-                guard let hint = LiveHint(payload: notification.payload) else { continue }
+                guard let hint = LiveHint.Received(payload: notification.payload)?.hint else { continue }
                 await withTaskExecutorPreference(executor) {
                     do {
                         try await self.handle(hint)
@@ -286,9 +293,8 @@ public final class LiveHub: Service, Sendable {
     /// Turns a hint into events on this process's streams.
     func handle(_ hint: LiveHint) async throws {
         switch hint {
-        case .notification(let change, let id, let channelKey, let after, let through):
-            var users = localUsers
-            if let after, let through { users.removeAll { $0 <= after || $0 > through } }
+        case .notification(let change, let id, let channelKey, let recipients):
+            let users = localUsers.filter(recipients.contains)
             guard !users.isEmpty, let url = try await channelURL(channelKey) else { return }
             let copies = try await collections.liveCopies(notificationID: id, channelKey: channelKey, userKeys: users)
             guard !copies.isEmpty else { return }
@@ -336,6 +342,8 @@ public final class LiveHub: Service, Sendable {
                     connection.send(badge)
                 }
             }
+        case .devicesChanged, .ping:
+            return  // for change notifiers only
         case .sessionsRevoked(let userKey):
             let streams = connections(of: userKey)
             let live = try await sessions.liveSessions(among: streams.map { ($0.user.id, $0.sessionHash) })

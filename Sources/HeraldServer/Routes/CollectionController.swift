@@ -15,6 +15,8 @@ struct CollectionController: Sendable {
     let sync: SyncSettings
     let push: PushStore
     let devices: DeviceStore
+    /// Answers quiet polls from memory; `nil` asks the database every time.
+    var notifier: ChangeNotifier?
     let tokenKey = TokenKeyCache()
 
     static let defaultLimit = 30
@@ -104,12 +106,22 @@ struct CollectionController: Sendable {
             var body = CollectionBody(channel: channel, snapshot: snapshot, isLive: true)
             for item in page.prefix(limit) { body.notifications.append(NotificationItem(item)) }
             body.prevCursor = page.count > limit ? page[limit - 1].id.description : nil
-            body.nextToken = CollectionSync.firstToken(userKey: user.key, channelKey: channel.key, category: category, snapshot: snapshot)
-                .encoded(key: input.key)
+            let first = CollectionSync.firstToken(userKey: user.key, channelKey: channel.key, category: category, snapshot: snapshot)
+            body.nextToken = first.encoded(key: input.key)
             try await deviceSynced(device, user: user, horizon: snapshot.horizon)
+            remember(channel: channel, category: category, snapshot: snapshot, from: first.position, user: user)
             return body
         case .invalid: token = nil
-        case .valid(let valid): token = valid
+        case .valid(let valid):
+            token = valid
+            // Unless the database's answer came with the session check, memory may know it already.
+            if answer == nil,
+                let quiet = notifier?.quietPoll(userKey: user.key, channelURL: input.url, category: category, token: valid, device: device)
+            {
+                var body = CollectionBody(channel: quiet.channel, snapshot: quiet.snapshot, isLive: true)
+                body.nextToken = valid.encoded(key: input.key)
+                return body
+            }
         }
         // A token that does not even parse needs no database work beyond the state in the answer.
         var answered: CollectionStore.Poll?? = if case .poll(let poll) = answer { .some(poll) } else { nil }
@@ -147,6 +159,7 @@ struct CollectionController: Sendable {
             }
         }
         guard let page else { return body }
+        if !page.hasMore { remember(channel: poll.channel, category: category, snapshot: poll.snapshot, from: page.next.position, user: user) }
         body.isLive = true
         body.hasMore = page.hasMore
         for (_, change) in page.changes {
@@ -204,7 +217,15 @@ struct CollectionController: Sendable {
     /// every refresh want its snapshot covers (see `PushStore.markSynced`).
     func deviceSynced(_ device: DeviceReference?, user: AuthenticatedUser, horizon: Int64) async throws {
         guard let device else { return }
-        guard try await push.markSynced(userKey: user.key, device: device, horizon: horizon) else { throw DeviceNaming.notFound }
+        guard let synced = try await push.markSynced(userKey: user.key, device: device, horizon: horizon) else { throw DeviceNaming.notFound }
+        notifier?.remember(syncedDevice: device, userKey: user.key, horizon: synced)
+    }
+
+    /// Keeps a complete answer of the database's for memory to give again (see `ChangeNotifier`).
+    func remember(channel: CollectionChannel, category: String?, snapshot: CollectionStore.Snapshot, from: ChangePosition, user: AuthenticatedUser) {
+        guard let notifier else { return }
+        let poll = QuietPoll(channel: channel, category: category, snapshot: snapshot, from: from)
+        notifier.remember(poll: poll, userKey: user.key, channelURL: channel.url)
     }
 
     /// An answer that does not count as a sync (a list token that cannot continue) still refuses a

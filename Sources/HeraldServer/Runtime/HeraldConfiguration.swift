@@ -79,6 +79,9 @@ public struct HeraldConfiguration: Sendable {
     /// Live streams and presence: `HERALD_PUSH_MULTI_DEVICE`, `HERALD_STREAM_PING_INTERVAL`,
     /// `HERALD_STREAM_QUEUE_LIMIT`, `HERALD_PRESENCE_HEARTBEAT`, `HERALD_PRESENCE_TTL`.
     public var stream = LiveSettings()
+    /// Answers from memory (see `ChangeNotifier`): `HERALD_MEMORY_ANSWERS` (`on`/`off`),
+    /// `HERALD_MEMORY_ENTRIES` (kept poll answers, and as many sessions and devices).
+    public var memory = ChangeNotifier.Settings()
     /// Alert pushes: `HERALD_APP_ID` (the payload's `app_id`), `HERALD_PUSH_BADGE` (`on`/`off`),
     /// `HERALD_PUSH_BADGE_CAP`, `HERALD_PUSH_NO_DETAIL_TEXT`.
     public var appID = "herald"
@@ -249,6 +252,16 @@ public struct HeraldConfiguration: Sendable {
             configuration.httpIdleTimeout = timeout
         }
         try resolveStream(&configuration.stream, environment: environment)
+        if let text = value(nil, "HERALD_MEMORY_ANSWERS") {
+            guard ["on", "off"].contains(text) else { throw ConfigurationError("HERALD_MEMORY_ANSWERS must be on or off, got '\(text)'") }
+            configuration.memory.enabled = text == "on"
+        }
+        if let text = value(nil, "HERALD_MEMORY_ENTRIES") {
+            guard let entries = Int(text), (1_000...10_000_000).contains(entries) else {
+                throw ConfigurationError("HERALD_MEMORY_ENTRIES must be a number from 1000 to 10000000, got '\(text)'")
+            }
+            configuration.memory.capacity = entries
+        }
         if let appID = value(nil, "HERALD_APP_ID") {
             guard appID.count <= 128 else { throw ConfigurationError("HERALD_APP_ID must be at most 128 characters") }
             configuration.appID = appID

@@ -186,6 +186,7 @@ public enum HeraldRuntime {
                 logger: logger
             )
         }
+        let notifier = configuration.memory.enabled ? ChangeNotifier(client: client, settings: configuration.memory, logger: logger) : nil
         let hub = LiveHub(
             client: client,
             settings: configuration.stream,
@@ -195,6 +196,7 @@ public enum HeraldRuntime {
                 applicationName: "herald-live",
                 logger: logger
             ),
+            notifier: notifier,
             logger: logger
         )
         let dependencies = HeraldApplication.Dependencies(
@@ -209,7 +211,8 @@ public enum HeraldRuntime {
             hub: hub,
             limits: RequestLimits(configuration.rateLimits),
             console: console,
-            replica: replica
+            replica: replica,
+            notifier: notifier
         )
         var pushSettings = PushSettings()
         pushSettings.minimumInterval = configuration.refreshMinimumInterval
@@ -245,6 +248,7 @@ public enum HeraldRuntime {
         }
         // Shut down in reverse: HTTP first, then the background work, then the pool it all uses.
         services.append(client)
+        if let notifier { services.append(notifier) }
         if let replica {
             services.append(replica.client)
             services.append(replica)

@@ -123,7 +123,7 @@ public struct ChannelStore: Sendable {
             )
             let deleted = try await connection.query("DELETE FROM channels WHERE key = \(key)").affectedRows == 1
             try await connection.query(
-                "SELECT pg_notify(\(PushStore.wakeChannel), ''), pg_notify(\(LiveHint.channel), \(LiveHint.channelDeleted(url: url, xid: xid).payload))"
+                "SELECT pg_notify(\(PushStore.wakeChannel), ''), pg_notify(\(LiveHint.channel), \(LiveHint.channelDeleted(url: url, xid: xid).payload) || ' @' || \(xid))"
             )
             return deleted
         }

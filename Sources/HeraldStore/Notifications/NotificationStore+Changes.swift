@@ -105,8 +105,7 @@ extension NotificationStore {
         if refreshDevices {
             try await PushStore.enqueue(notification: id, channelKey: locked.channelKey, change: .deleted, on: connection)
         } else {
-            try await LiveHint.notification(.deleted, id: id, channelKey: locked.channelKey, usersAfter: nil, usersThrough: nil)
-                .send(on: connection)
+            try await connection.query(LiveHint.notificationQuery(.deleted, id: id, channelKey: locked.channelKey))
         }
     }
 

@@ -42,6 +42,8 @@ public struct DeviceStore: Sendable {
         let results = try await client.transaction([
             // Lock the user's devices in one order so concurrent registrations for a user queue up.
             "SELECT 1 FROM users WHERE key = \(userKey) FOR UPDATE",
+            // The device may leave another user, and this user's others may go (below).
+            LiveHint.devicesChangedQuery("SELECT user_key FROM devices WHERE token = \(token) UNION ALL SELECT \(userKey)"),
             """
             WITH previous AS (SELECT user_key FROM devices WHERE token = \(token)),
             device AS (
@@ -70,7 +72,7 @@ public struct DeviceStore: Sendable {
                 """,
         ])
         // The INSERT … RETURNING always answers one row.
-        let row = results[1].first!
+        let row = results[2].first!
         return (try Self.decode(row), try row.decode(column: 8, as: Bool.self))
     }
 
@@ -86,12 +88,18 @@ public struct DeviceStore: Sendable {
 
     /// Removes one of the user's tokens; false when the user has no such token.
     public func unregister(userKey: Int64, token: String) async throws -> Bool {
-        try await client.query("DELETE FROM devices WHERE user_key = \(userKey) AND token = \(token.lowercased())").affectedRows > 0
+        try await client.transaction([
+            "DELETE FROM devices WHERE user_key = \(userKey) AND token = \(token.lowercased())",
+            LiveHint.devicesChangedQuery(userKeys: [userKey]),
+        ])[0].affectedRows > 0
     }
 
     /// Removes all the user's tokens; returns how many.
     public func unregisterAll(userKey: Int64) async throws -> Int {
-        try await client.query("DELETE FROM devices WHERE user_key = \(userKey)").affectedRows
+        try await client.transaction([
+            "DELETE FROM devices WHERE user_key = \(userKey)",
+            LiveHint.devicesChangedQuery(userKeys: [userKey]),
+        ])[0].affectedRows
     }
 
     /// Every device of the user, with what a push needs (for `herald push test`).

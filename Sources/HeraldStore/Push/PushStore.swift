@@ -76,7 +76,15 @@ public struct PushStore: Sendable {
         through: Int64? = nil,
         on connection: PostgresConnection
     ) async throws {
-        let hint = LiveHint.notification(change, id: notification, channelKey: channelKey, usersAfter: after, usersThrough: through)
+        // A fan-out batch names its span; a send, edit or deletion its recipients, read from its copies.
+        let hint: PostgresQuery
+        if let after, let through {
+            let payload = LiveHint.notification(change, id: notification, channelKey: channelKey, recipients: .range(after: after, through: through))
+                .payload
+            hint = "\(payload) || ' @' || \(ChangePositionSQL.currentTransactionID)"
+        } else {
+            hint = LiveHint.notificationPayload(change, id: notification, channelKey: channelKey)
+        }
         // One statement: the row and both hints (delivered at commit, dropped on rollback).
         try await connection.query(
             """
@@ -89,7 +97,7 @@ public struct PushStore: Sendable {
                 SELECT id, \(after), \(through) FROM notifications
                 WHERE id = \(notification) AND \(change == .created) AND (push->>'alert')::boolean IS TRUE
             )
-            SELECT pg_notify(\(Self.wakeChannel), ''), pg_notify(\(LiveHint.channel), \(hint.payload)) FROM queued
+            SELECT pg_notify(\(Self.wakeChannel), ''), pg_notify(\(LiveHint.channel), \(hint)) FROM queued
             """
         )
     }
@@ -305,6 +313,8 @@ public struct PushStore: Sendable {
             WHERE p.device_id = c.id
             """,
             Self.countPushes(notificationIDs: claims.compactMap(\.notificationID)),
+            // A push now outstanding: the next sync naming the device must record that it answered it.
+            LiveHint.devicesChangedQuery(userKeys: claims.map(\.userKey)),
         ])
     }
 
@@ -382,6 +392,7 @@ public struct PushStore: Sendable {
                         AND (\(invalidSince)::timestamptz IS NULL OR registered_at <= \(invalidSince))
                     """
                 ).affectedRows > 0
+            if removed { try await connection.query(LiveHint.devicesChangedQuery(userKeys: [userKey])) }
         }
         try await connection.query(
             """
@@ -416,9 +427,11 @@ public struct PushStore: Sendable {
     /// written only when the sync answers something, or when `last_synced_at` is older than
     /// `syncedAtResolution`.
     ///
-    /// Returns `false` when the user has no such device (nothing is written).
-    public func markSynced(userKey: Int64, device: DeviceReference, horizon: Int64) async throws -> Bool {
-        try await client.query(
+    /// Returns `nil` when the user has no such device (nothing is written), else the horizon of the
+    /// statement's snapshot: a push recorded as delivered after it has a transaction id at or above it
+    /// (see `ChangeRecord`).
+    public func markSynced(userKey: Int64, device: DeviceReference, horizon: Int64) async throws -> Int64? {
+        let row = try await client.query(
             """
             WITH device AS (
                 SELECT id FROM devices WHERE user_key = \(userKey) AND (id = \(device.id) OR token = \(device.token))
@@ -430,9 +443,11 @@ public struct PushStore: Sendable {
                     AND (p.outstanding OR p.wanted_xid < \(horizon) OR p.last_synced_at IS NULL
                         OR p.last_synced_at < now() - \(TimeSQL.interval(Self.syncedAtResolution))::interval)
             )
-            SELECT EXISTS (SELECT 1 FROM device)
+            SELECT EXISTS (SELECT 1 FROM device), pg_snapshot_xmin(pg_current_snapshot())::text::bigint
             """
-        )[0].decode(Bool.self)
+        )[0]
+        let (found, snapshotHorizon) = try row.decode((Bool, Int64).self)
+        return found ? snapshotHorizon : nil
     }
 
     /// How stale a device's `last_synced_at` may be when nothing else about the device changed.

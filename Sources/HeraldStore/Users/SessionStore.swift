@@ -2,6 +2,16 @@ import Foundation
 import HeraldCore
 import Postgres
 
+/// A live session, as one snapshot found it.
+public struct LiveSession: Sendable, Equatable {
+    public var userID: String
+    public var userKey: Int64
+    public var expiresAt: Date
+    /// The snapshot's horizon: a revocation that this answer did not see has a transaction id at or
+    /// above it (see `ChangeRecord`).
+    public var horizon: Int64
+}
+
 /// Session tokens: issued by admins for a user, stored only as hashes, valid until they expire or are
 /// revoked.
 public struct SessionStore: Sendable {
@@ -45,8 +55,9 @@ public struct SessionStore: Sendable {
         try await authenticateWithExpiry(token).map { ($0.userID, $0.userKey) }
     }
 
-    /// `authenticate`, with the session's expiry (live streams close when it passes).
-    public func authenticateWithExpiry(_ token: SessionToken) async throws -> (userID: String, userKey: Int64, expiresAt: Date)? {
+    /// `authenticate`, with the session's expiry (live streams close when it passes) and the horizon
+    /// of the snapshot that found it.
+    public func authenticateWithExpiry(_ token: SessionToken) async throws -> LiveSession? {
         try Self.decodeSession(token, try await client.pipelinedQuery(Self.sessionQuery(token)))
     }
 
@@ -57,26 +68,26 @@ public struct SessionStore: Sendable {
     public func authenticate<Answer>(
         _ token: SessionToken,
         alongside companion: SessionCompanion<Answer>
-    ) async throws -> (user: (userID: String, userKey: Int64)?, answer: Answer?) {
+    ) async throws -> (session: LiveSession?, answer: Answer?) {
         let outcomes = try await client.pipelinedQueries([Self.sessionQuery(token), companion.query])
-        guard let (userID, userKey, _) = try Self.decodeSession(token, try outcomes[0].get()) else { return (nil, nil) }
-        guard companion.userKey == nil || companion.userKey == userKey, case .success(let rows) = outcomes[1] else {
-            return ((userID, userKey), nil)
+        guard let session = try Self.decodeSession(token, try outcomes[0].get()) else { return (nil, nil) }
+        guard companion.userKey == nil || companion.userKey == session.userKey, case .success(let rows) = outcomes[1] else {
+            return (session, nil)
         }
-        return ((userID, userKey), try companion.decode(rows))
+        return (session, try companion.decode(rows))
     }
 
     private static func sessionQuery(_ token: SessionToken) -> PostgresQuery {
         """
-        SELECT u.key, s.expires_at FROM sessions s JOIN users u ON u.id = s.user_id
+        SELECT u.key, s.expires_at, pg_snapshot_xmin(pg_current_snapshot())::text::bigint FROM sessions s JOIN users u ON u.id = s.user_id
         WHERE s.user_id = \(token.userID) AND s.token_hash = \(PostgresBytes(token.hash)) AND s.expires_at > now()
         """
     }
 
-    private static func decodeSession(_ token: SessionToken, _ rows: PostgresResult) throws -> (userID: String, userKey: Int64, expiresAt: Date)? {
+    private static func decodeSession(_ token: SessionToken, _ rows: PostgresResult) throws -> LiveSession? {
         try rows.first.map { row in
-            let (key, expiresAt) = try row.decode((Int64, Date).self)
-            return (token.userID, key, expiresAt)
+            let (key, expiresAt, horizon) = try row.decode((Int64, Date, Int64).self)
+            return LiveSession(userID: token.userID, userKey: key, expiresAt: expiresAt, horizon: horizon)
         }
     }
 

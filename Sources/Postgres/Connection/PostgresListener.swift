@@ -9,6 +9,9 @@ public enum PostgresListenerEvent: Sendable, Equatable {
     /// after every reconnect: notifications sent while disconnected are lost, so a consumer that uses
     /// them as wake-up hints should poll for work when it sees this.
     case listening(backendPID: Int32)
+    /// The connection was lost (a reconnect follows): notifications sent from now until the next
+    /// `.listening` are lost.
+    case disconnected
     case notification(PostgresNotification)
 }
 
@@ -37,14 +40,18 @@ public struct PostgresListener: Sendable {
 
     /// Starts listening. Iterating the stream receives events; dropping or cancelling the iteration
     /// stops the thread and closes the connection.
-    public func events() -> AsyncStream<PostgresListenerEvent> {
+    ///
+    /// `observer`, when given, sees every event first, on the listener's thread, as it arrives: for
+    /// bookkeeping that must never lag behind or lose an event (the stream drops the oldest events
+    /// beyond its buffer when its consumer falls behind). It must return quickly.
+    public func events(observer: (@Sendable (PostgresListenerEvent) -> Void)? = nil) -> AsyncStream<PostgresListenerEvent> {
         let (stream, continuation) = AsyncStream.makeStream(
             of: PostgresListenerEvent.self,
             bufferingPolicy: .bufferingNewest(10_000)
         )
         let stop = StopFlag()
         continuation.onTermination = { _ in stop.set() }
-        let loop = ListenLoop(listener: self, continuation: continuation, stop: stop)
+        let loop = ListenLoop(listener: self, continuation: continuation, observer: observer, stop: stop)
         let thread = Thread { loop.run() }
         thread.name = "herald-pg-listen"
         thread.start()
@@ -62,7 +69,13 @@ private final class StopFlag: Sendable {
 private struct ListenLoop: Sendable {
     let listener: PostgresListener
     let continuation: AsyncStream<PostgresListenerEvent>.Continuation
+    let observer: (@Sendable (PostgresListenerEvent) -> Void)?
     let stop: StopFlag
+
+    private func deliver(_ event: PostgresListenerEvent) {
+        observer?(event)
+        continuation.yield(event)
+    }
 
     /// How long one `poll(2)` waits, which bounds how late a stop request is noticed.
     static let pollMilliseconds: Int32 = 200
@@ -73,8 +86,14 @@ private struct ListenLoop: Sendable {
             do {
                 let connection = try subscribe()
                 backoffMilliseconds = 50
-                continuation.yield(.listening(backendPID: connection.backendPID))
-                try pump(connection)
+                deliver(.listening(backendPID: connection.backendPID))
+                do {
+                    try pump(connection)
+                } catch {
+                    connection.close()
+                    deliver(.disconnected)
+                    throw error
+                }
                 connection.close()
             } catch {
                 listener.logger.warning(
@@ -114,7 +133,7 @@ private struct ListenLoop: Sendable {
             }
             guard ready > 0 else { continue }
             for notification in try connection.drainNotifications() {
-                continuation.yield(.notification(notification))
+                deliver(.notification(notification))
             }
             if !connection.isOpen {
                 throw PostgresError(code: .connectionLost, serverMessage: "the server closed the connection")

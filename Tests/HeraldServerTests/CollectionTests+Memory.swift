@@ -1,0 +1,181 @@
+import Foundation
+import HTTPTypes
+import HeraldCore
+import HeraldServer
+import HeraldStore
+import HeraldTesting
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+import Postgres
+import Prometheus
+import Testing
+
+@testable import HeraldServices
+
+/// Quiet polls answered from memory, through HTTP with a real listener (`ChangeNotifier`): the answer
+/// the database would give, with the token the client sent; never a change skipped, a write unseen by
+/// the process that made it, a revoked session let in, or an answer given while the listener is down.
+extension CollectionTests {
+    /// The application with live streams and the change notifier, on a loopback port, for `body`.
+    func withMemory(
+        _ db: TestDatabase,
+        hugeGap: Int = 300,
+        _ body: @escaping @Sendable (_ client: any TestClientProtocol, _ notifier: ChangeNotifier) async throws -> Void
+    ) async throws {
+        let logger = Logger(label: "test.memory")
+        var settings = ChangeNotifier.Settings()
+        settings.pingInterval = .milliseconds(200)
+        let notifier = ChangeNotifier(client: db.client, settings: settings, logger: logger)
+        let hub = LiveHub(
+            client: db.client,
+            settings: LiveSettings(),
+            listener: PostgresListener(
+                conninfo: db.directConninfo,
+                channels: [LiveHint.channel],
+                applicationName: Self.listenerName,
+                logger: logger
+            ),
+            notifier: notifier,
+            logger: logger
+        )
+        let dependencies = HeraldApplication.Dependencies(
+            client: db.client,
+            migrator: Migrator(client: db.client, migrations: try TestPostgres.repositoryMigrations()),
+            metricsRegistry: PrometheusCollectorRegistry(),
+            adminToken: Self.adminToken,
+            sync: SyncSettings(hugeGap: hugeGap),
+            hub: hub,
+            notifier: notifier
+        )
+        let app = HeraldApplication.build(dependencies, host: "127.0.0.1", port: 0, logger: logger, services: [hub, notifier])
+        try await app.test(.live) { client in
+            try await waitUntil("memory to answer") { notifier.isAnswering }
+            try await body(client, notifier)
+        }
+    }
+
+    static let listenerName = "herald-live-memory-test"
+
+    func poll(_ client: some TestClientProtocol, _ session: String, token: String, device: String? = nil) async throws -> TestResponse {
+        var headers = jsonHeaders(bearer: session)
+        if let device { headers[HTTPField.Name("Herald-Device")!] = device }
+        return try await client.execute(uri: "/v1/me/channels/feed/collection?token=\(escaped(token))", method: .get, headers: headers)
+    }
+
+    @Test func aQuietPollIsAnsweredFromMemoryWithItsOwnToken() async throws {
+        try await TestPostgres.withDatabase(cluster: .horizonSensitive) { (db: TestDatabase) async throws in
+            let world = try await world(db)
+            let first = try await world.send("one", to: ["u1"])
+            try await withMemory(db) { client, notifier in
+                let session = world.sessions["u1"]!
+                let load = try await collection(client, session)
+                let token = try #require(load["next_token"] as? String)
+                let before = notifier.tallies
+
+                let quiet = try jsonObject(try await poll(client, session, token: token))
+                #expect(notifier.tallies.pollHits == before.pollHits + 1)
+                #expect(notifier.tallies.sessionHits > before.sessionHits)
+                #expect(quiet["is_live"] as? Bool == true)
+                #expect(quiet["next_token"] as? String == token, "an answer from memory never moves the token")
+                #expect(ids(quiet).isEmpty && ids(quiet, "deleted").isEmpty && quiet["has_more"] as? Bool == false)
+                // What a fresh read shows.
+                #expect(quiet["badge"] as? Int == 1)
+                let state = (quiet["channel"] as? [String: Any])?["state"] as? [String: Any]
+                #expect(state?["unread_count"] as? Int == 1)
+                #expect((quiet["channel"] as? [String: Any])?["channel_url"] as? String == "feed")
+                #expect(quiet["horizon"] as? String == load["horizon"] as? String, "the answer's own snapshot")
+
+                // A change heard: the database answers, with the change, and memory takes over again.
+                let second = try await world.send("two", to: ["u1"])
+                await notifier.catchUp()
+                let changed = try jsonObject(try await poll(client, session, token: token))
+                #expect(ids(changed) == ["\(second)"])
+                let next = try #require(changed["next_token"] as? String)
+                #expect(next != token)
+                let hits = notifier.tallies.pollHits
+                let again = try jsonObject(try await poll(client, session, token: next))
+                #expect(notifier.tallies.pollHits == hits + 1)
+                #expect(ids(again).isEmpty && again["next_token"] as? String == next && again["badge"] as? Int == 2)
+
+                // The user's own write through this process is seen by the next poll, at once.
+                let read = try await client.execute(
+                    uri: "/v1/me/channels/feed/read",
+                    method: .post,
+                    headers: jsonHeaders(bearer: session),
+                    body: ByteBuffer(string: #"{"notification_ids":["\#(first)"]}"#)
+                )
+                #expect(read.status == .ok)
+                let afterRead = try jsonObject(try await poll(client, session, token: next))
+                #expect(ids(afterRead) == ["\(first)"])
+                #expect(afterRead["badge"] as? Int == 1)
+            }
+        }
+    }
+
+    @Test func aRevokedSessionOrARemovedDeviceIsRefusedAtOnce() async throws {
+        try await TestPostgres.withDatabase(cluster: .horizonSensitive) { (db: TestDatabase) async throws in
+            let world = try await world(db)
+            try await world.send("one", to: ["u1"])
+            try await withMemory(db) { client, notifier in
+                let session = world.sessions["u1"]!
+                let device = String(repeating: "ab", count: 32)
+                let registered = try await client.execute(
+                    uri: "/v1/me/devices/\(device)",
+                    method: .put,
+                    headers: jsonHeaders(bearer: session),
+                    body: ByteBuffer(string: #"{"environment":"sandbox","topic":"com.example.app"}"#)
+                )
+                #expect(registered.status == .ok || registered.status == .created, "\(String(buffer: registered.body))")
+                let token = try #require(try await collection(client, session)["next_token"] as? String)
+                #expect(try await poll(client, session, token: token, device: device).status == .ok)
+                let hits = notifier.tallies.pollHits
+                #expect(try await poll(client, session, token: token, device: device).status == .ok)
+                #expect(notifier.tallies.pollHits == hits + 1, "the device known synced: from memory")
+
+                let removed = try await client.execute(uri: "/v1/me/devices/\(device)", method: .delete, headers: jsonHeaders(bearer: session))
+                #expect(removed.status == .noContent)
+                let gone = try await poll(client, session, token: token, device: device)
+                #expect(gone.status == .notFound)
+                #expect(try errorCode(gone) == "device_not_found")
+
+                let revoked = try await client.execute(uri: "/v1/users/u1/sessions", method: .delete, headers: jsonHeaders(bearer: Self.adminToken))
+                #expect(revoked.status == .ok)
+                #expect(try await poll(client, session, token: token).status == .unauthorized)
+            }
+        }
+    }
+
+    @Test func nothingComesFromMemoryWhileTheListenerIsDownAndNoChangeMadeMeanwhileIsLost() async throws {
+        try await TestPostgres.withDatabase(cluster: .horizonSensitive) { (db: TestDatabase) async throws in
+            let world = try await world(db)
+            try await world.send("one", to: ["u1"])
+            try await withMemory(db) { client, notifier in
+                let session = world.sessions["u1"]!
+                let token = try #require(try await collection(client, session)["next_token"] as? String)
+                _ = try await poll(client, session, token: token)
+                #expect(notifier.tallies.pollHits == 1)
+                // The listener cannot come back until the change below has committed unheard.
+                let unheard = try await db.refusingNewConnections {
+                    try await db.client.query(
+                        "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE application_name = \(Self.listenerName)"
+                    )
+                    try await waitUntil("memory to stop answering") { !notifier.isAnswering }
+                    let unheard = try await world.send("while down", to: ["u1"])
+                    let down = try await poll(client, session, token: token)
+                    #expect(ids(try jsonObject(down)) == ["\(unheard)"])
+                    #expect(notifier.tallies.pollHits == 1, "answered by the database")
+                    return unheard
+                }
+                try await waitUntil("memory to answer again") { notifier.isAnswering }
+                // Back: what was kept before is gone, the database answers, then memory again.
+                let back = try jsonObject(try await poll(client, session, token: token))
+                #expect(ids(back) == ["\(unheard)"])
+                let next = try #require(back["next_token"] as? String)
+                _ = try await poll(client, session, token: next)
+                #expect(notifier.tallies.pollHits == 2)
+            }
+        }
+    }
+}
