@@ -3,6 +3,7 @@ import HeraldCore
 import HeraldTesting
 import Logging
 import Postgres
+import ServiceLifecycle
 import Synchronization
 import Testing
 
@@ -57,8 +58,8 @@ struct ChangeNotifierTests {
         let notifier = ChangeNotifier(client: db.client, settings: settings, logger: Logger(label: "test.notifier")) { clock.now }
         notifier.observe(.listening(backendPID: 1))
         #expect(!notifier.isAnswering, "nothing before a ping comes back")
-        await notifier.ping()
-        notifier.observe(hint(.ping(node: notifier.node, sequence: 1), floor))
+        let sequence = await notifier.ping()
+        notifier.observe(hint(.ping(node: notifier.node, sequence: sequence), floor))
         #expect(notifier.isAnswering)
         return notifier
     }
@@ -179,31 +180,102 @@ struct ChangeNotifierTests {
             clock.advance(by: notifier.settings.staleAfter + .milliseconds(1))
             #expect(!notifier.isAnswering)
             #expect(!quiet(notifier, token: Self.token(at: 149)))
-            await notifier.ping()
-            notifier.observe(Self.hint(.ping(node: notifier.node, sequence: 2), 200))
+            let second = await notifier.ping()
+            notifier.observe(Self.hint(.ping(node: notifier.node, sequence: second), 200))
             #expect(quiet(notifier, token: Self.token(at: 149)))
             // Another process's ping proves nothing about this one's listener.
             clock.advance(by: notifier.settings.staleAfter + .milliseconds(1))
-            notifier.observe(Self.hint(.ping(node: notifier.node &+ 1, sequence: 3), 201))
+            notifier.observe(Self.hint(.ping(node: notifier.node &+ 1, sequence: second + 1), 201))
             #expect(!notifier.isAnswering)
-            await notifier.ping()
-            notifier.observe(Self.hint(.ping(node: notifier.node, sequence: 3), 202))
+            let third = await notifier.ping()
+            notifier.observe(Self.hint(.ping(node: notifier.node, sequence: third), 202))
             #expect(notifier.isAnswering)
 
             notifier.observe(.disconnected)
             #expect(!quiet(notifier, token: Self.token(at: 149)))
             let before = notifier.tallies
             // Back, with everything forgotten: hints sent meanwhile are lost.
+            let early = await notifier.ping()
             notifier.observe(.listening(backendPID: 2))
-            await notifier.ping()
+            let fourth = await notifier.ping()
             // A ping sent before the reconnect proves nothing.
-            notifier.observe(Self.hint(.ping(node: notifier.node, sequence: 3), 203))
+            notifier.observe(Self.hint(.ping(node: notifier.node, sequence: early), 203))
             #expect(!notifier.isAnswering)
-            notifier.observe(Self.hint(.ping(node: notifier.node, sequence: 4), 210))
+            notifier.observe(Self.hint(.ping(node: notifier.node, sequence: fourth), 210))
             #expect(notifier.isAnswering)
             #expect(!quiet(notifier, token: Self.token(at: 149)), "the answer kept before is gone")
             #expect(notifier.tallies.pollBypasses == before.pollBypasses)
             #expect(notifier.tallies.pollMisses == before.pollMisses + 1)
+
+            // A hint it cannot read (another version's, without its transaction id): start over.
+            notifier.remember(poll: Self.poll(horizon: 250), userKey: 1, channelURL: "feed")
+            #expect(quiet(notifier, token: Self.token(at: 249)))
+            notifier.observe(.notification(PostgresNotification(channel: LiveHint.channel, payload: "s 1 3", senderPID: 1)))
+            #expect(!notifier.isAnswering)
+            let sequence = await notifier.ping()
+            notifier.observe(Self.hint(.ping(node: notifier.node, sequence: sequence), 260))
+            #expect(!quiet(notifier, token: Self.token(at: 249)))
+        }
+    }
+
+    @Test func aWaitEndsOnAChangeOfItsOwnAndNoOther() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            let notifier = try await Self.answering(db, clock: TestClock())
+            let waiting = Task { await notifier.waitForChange(userKey: 1, channelKey: 3, horizon: 150, timeout: .seconds(60)) }
+            try await waitUntil("the poll to wait") { notifier.waiting == 1 }
+            // Another user's change, or another channel's definition, leaves it waiting.
+            notifier.observe(Self.hint(.channelState(userKey: 2, channelKey: 3), 160))
+            notifier.observe(Self.hint(.channelChanged(channelKey: 4), 161))
+            notifier.observe(Self.hint(.devicesChanged(userKeys: [1]), 162))
+            #expect(notifier.waiting == 1)
+            // One of the user's, in any channel (the badge), ends it.
+            notifier.observe(Self.hint(.notification(.created, id: 5, channelKey: 8, recipients: .range(after: 0, through: 5)), 163))
+            #expect(await waiting.value == .changed)
+            #expect(notifier.waiting == 0)
+
+            // A list's wait ends on any channel's definition.
+            let list = Task { await notifier.waitForChange(userKey: 1, channelKey: nil, horizon: 170, timeout: .seconds(60)) }
+            try await waitUntil("the list to wait") { notifier.waiting == 1 }
+            notifier.observe(Self.hint(.channelChanged(channelKey: 4), 171))
+            #expect(await list.value == .changed)
+        }
+    }
+
+    @Test func aWaitEndsAtOnceWhenItCannotBeTrusted() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            let clock = TestClock()
+            let notifier = try await Self.answering(db, clock: clock) { $0.maximumWaitsPerUser = 1 }
+            // A change heard since the answer's snapshot: nothing to wait for.
+            notifier.observe(Self.hint(.channelState(userKey: 1, channelKey: 3), 155))
+            #expect(await notifier.waitForChange(userKey: 1, channelKey: 3, horizon: 150, timeout: .seconds(60)) == .changed)
+            // Past the per-user cap: answer at once.
+            let first = Task { await notifier.waitForChange(userKey: 1, channelKey: 3, horizon: 160, timeout: .seconds(60)) }
+            try await waitUntil("the poll to wait") { notifier.waiting == 1 }
+            #expect(await notifier.waitForChange(userKey: 1, channelKey: 3, horizon: 160, timeout: .seconds(60)) == .refused)
+            // The listener lost: every wait looks again, and none starts while nothing is proven.
+            notifier.observe(.disconnected)
+            #expect(await first.value == .changed)
+            #expect(await notifier.waitForChange(userKey: 1, channelKey: 3, horizon: 160, timeout: .seconds(60)) == .refused)
+            // Its time runs out.
+            notifier.observe(.listening(backendPID: 2))
+            let sequence = await notifier.ping()
+            notifier.observe(Self.hint(.ping(node: notifier.node, sequence: sequence), 300))
+            #expect(await notifier.waitForChange(userKey: 1, channelKey: 3, horizon: 310, timeout: .milliseconds(20)) == .timedOut)
+            #expect(notifier.waiting == 0)
+        }
+    }
+
+    @Test func shuttingDownAnswersEveryWait() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            let notifier = try await Self.answering(db, clock: TestClock())
+            let group = ServiceGroup(services: [notifier], logger: Logger(label: "test.notifier"))
+            let running = Task { try await group.run() }
+            let waiting = Task { await notifier.waitForChange(userKey: 1, channelKey: 3, horizon: 150, timeout: .seconds(60)) }
+            try await waitUntil("the poll to wait") { notifier.waiting == 1 }
+            await group.triggerGracefulShutdown()
+            #expect(await waiting.value == .timedOut)
+            try await running.value
+            #expect(await notifier.waitForChange(userKey: 2, channelKey: 3, horizon: 150, timeout: .seconds(60)) == .refused)
         }
     }
 
@@ -214,8 +286,8 @@ struct ChangeNotifierTests {
             notifier.remember(poll: Self.poll(horizon: 150), userKey: 1, channelURL: "feed")
             clock.advance(by: notifier.settings.maximumAge + .seconds(1))
             // Proven again, so only the age refuses it.
-            await notifier.ping()
-            notifier.observe(Self.hint(.ping(node: notifier.node, sequence: 2), 300))
+            let sequence = await notifier.ping()
+            notifier.observe(Self.hint(.ping(node: notifier.node, sequence: sequence), 300))
             #expect(!quiet(notifier, token: Self.token(at: 149)))
             for user in Int64(1)...1_000 {
                 notifier.remember(poll: Self.poll(horizon: 400), userKey: user, channelURL: "feed")

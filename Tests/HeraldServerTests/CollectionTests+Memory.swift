@@ -114,6 +114,67 @@ extension CollectionTests {
         }
     }
 
+    @Test func aLongPollWaitsForAChangeOfItsOwn() async throws {
+        try await TestPostgres.withDatabase(cluster: .horizonSensitive) { (db: TestDatabase) async throws in
+            let world = try await world(db)
+            try await world.send("one", to: ["u1"])
+            try await withMemory(db) { client, notifier in
+                let session = world.sessions["u1"]!
+                let token = try #require(try await collection(client, session)["next_token"] as? String)
+                let waiting = Task {
+                    try await client.execute(
+                        uri: "/v1/me/channels/feed/collection?wait=30&token=\(self.escaped(token))",
+                        method: .get,
+                        headers: jsonHeaders(bearer: session)
+                    )
+                }
+                try await waitUntil("the long poll to wait") { notifier.waiting == 1 }
+                // Another user's notification does not end it.
+                try await world.send("for u2", to: ["u2"])
+                await notifier.catchUp()
+                #expect(notifier.waiting == 1)
+                let mine = try await world.send("for u1", to: ["u1"])
+                let answer = try jsonObject(try await waiting.value)
+                #expect(ids(answer) == ["\(mine)"])
+                #expect(answer["next_token"] as? String != token)
+
+                // The channel list waits the same way.
+                let list = try jsonObject(try await client.execute(uri: "/v1/me/channels", method: .get, headers: jsonHeaders(bearer: session)))
+                let listToken = try #require(list["next_token"] as? String)
+                let listWaiting = Task {
+                    try await client.execute(
+                        uri: "/v1/me/channels?wait=30&token=\(self.escaped(listToken))",
+                        method: .get,
+                        headers: jsonHeaders(bearer: session)
+                    )
+                }
+                try await waitUntil("the list to wait") { notifier.waiting == 1 }
+                try await world.send("in other", to: ["u1"], channel: "other")
+                let changed = try jsonObject(try await listWaiting.value)
+                let feed = changed["feed"] as? [[String: Any]] ?? []
+                #expect(feed.contains { $0["channel_url"] as? String == "other" }, "\(changed)")
+
+                // A quiet long poll whose time runs out answers as the poll would have (the send to
+                // `other` moved the badge since `next`: the database answers, quiet, its token moved up).
+                let next = try #require(answer["next_token"] as? String)
+                let quiet = try await client.execute(
+                    uri: "/v1/me/channels/feed/collection?wait=1&token=\(escaped(next))",
+                    method: .get,
+                    headers: jsonHeaders(bearer: session)
+                )
+                let quietBody = try jsonObject(quiet)
+                #expect(ids(quietBody).isEmpty && quietBody["is_live"] as? Bool == true && quietBody["badge"] as? Int == 3)
+                let invalid = try await client.execute(
+                    uri: "/v1/me/channels/feed/collection?wait=61&token=\(escaped(next))",
+                    method: .get,
+                    headers: jsonHeaders(bearer: session)
+                )
+                #expect(invalid.status == .badRequest)
+                #expect(try errorCode(invalid) == "invalid_wait")
+            }
+        }
+    }
+
     @Test func aRevokedSessionOrARemovedDeviceIsRefusedAtOnce() async throws {
         try await TestPostgres.withDatabase(cluster: .horizonSensitive) { (db: TestDatabase) async throws in
             let world = try await world(db)

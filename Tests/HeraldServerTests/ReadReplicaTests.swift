@@ -23,6 +23,8 @@ struct ReadReplicaTests {
     /// sends reads there.
     struct Replicated {
         var primary: PostgresClient
+        /// The primary's own server (for a listener).
+        var primaryConninfo: String
         var standby: PostgresClient
         var standbyCluster: PostgresCluster
         var replica: ReadReplica
@@ -50,7 +52,16 @@ struct ReadReplicaTests {
                     try await !standby.query("SELECT 1 FROM pg_class WHERE relname = 'console_sessions'").isEmpty
                 }
                 let world = try await collections.world(client: primary, users: ["u1"])
-                try await body(Replicated(primary: primary, standby: standby, standbyCluster: standbyCluster, replica: replica, world: world))
+                try await body(
+                    Replicated(
+                        primary: primary,
+                        primaryConninfo: primaryCluster.conninfo(),
+                        standby: standby,
+                        standbyCluster: standbyCluster,
+                        replica: replica,
+                        world: world
+                    )
+                )
             } catch {
                 await standby.shutdown()
                 await primary.shutdown()
@@ -273,6 +284,74 @@ struct RequestReadsTests {
             second.finish()
             #expect(replica.statistics.standbyReads == 1)
             await standby.shutdown()
+        }
+    }
+}
+
+extension ReadReplicaTests {
+    /// Herald on the primary with the change notifier (its listener on the primary), reading on the
+    /// standby, on a loopback port for `body`.
+    func withMemory(
+        _ world: Replicated,
+        _ body: @escaping @Sendable (any TestClientProtocol, ChangeNotifier) async throws -> Void
+    ) async throws {
+        var logger = Logger(label: "herald.test.replica.memory")
+        logger.logLevel = .critical
+        var settings = ChangeNotifier.Settings()
+        settings.pingInterval = .milliseconds(200)
+        let notifier = ChangeNotifier(client: world.primary, settings: settings, logger: logger)
+        let hub = LiveHub(
+            client: world.primary,
+            settings: LiveSettings(),
+            listener: PostgresListener(conninfo: world.primaryConninfo, channels: [LiveHint.channel], logger: logger),
+            notifier: notifier,
+            logger: logger
+        )
+        let dependencies = HeraldApplication.Dependencies(
+            client: world.primary,
+            migrator: Migrator(client: world.primary, migrations: try TestPostgres.repositoryMigrations()),
+            metricsRegistry: PrometheusCollectorRegistry(),
+            adminToken: Self.adminToken,
+            hub: hub,
+            replica: world.replica,
+            notifier: notifier
+        )
+        let app = HeraldApplication.build(dependencies, host: "127.0.0.1", port: 0, logger: logger, services: [hub, notifier])
+        try await app.test(.live) { client in
+            try await waitUntil("memory to answer") { notifier.isAnswering }
+            try await body(client, notifier)
+        }
+    }
+
+    /// A change heard from the primary before the lagging standby has replayed it: the standby's quiet
+    /// answer is not kept, so the change arrives once replayed, and memory answers only after that.
+    @Test func aStandbysAnswerOlderThanAHeardChangeIsNeverKept() async throws {
+        try await withReplicated(applyDelay: .seconds(2)) { world in
+            await world.replica.probe()
+            try await withMemory(world) { client, notifier in
+                let first = try await collections.collection(client, world.session)
+                var token = try #require(first["next_token"] as? String)
+                try await waitUntil("the standby replays the session") { try await world.standbyKnowsSession() }
+                let sent = try await world.world.send("late on the standby", to: ["u1"])
+                await notifier.catchUp()
+                var received: [String] = []
+                try await waitUntil("the send through the standby", timeout: .seconds(60)) {
+                    await world.replica.probe()
+                    let answer = try await poll(client, world.session, token)
+                    received += collections.ids(answer)
+                    token = try #require(answer["next_token"] as? String)
+                    return !received.isEmpty
+                }
+                #expect(received == ["\(sent)"])
+                // Replayed and quiet: from memory now.
+                let hits = notifier.tallies.pollHits
+                try await waitUntil("a quiet poll from memory") {
+                    let answer = try await poll(client, world.session, token)
+                    #expect(collections.ids(answer).isEmpty)
+                    token = try #require(answer["next_token"] as? String)
+                    return notifier.tallies.pollHits > hits
+                }
+            }
         }
     }
 }

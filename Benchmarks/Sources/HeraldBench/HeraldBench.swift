@@ -8,6 +8,7 @@ struct HeraldBench: AsyncParsableCommand {
         abstract: "Measure Herald against reference tools on this machine.",
         subcommands: [
             PGBenchmark.self, FanoutBenchmark.self, SyncBenchmark.self, AbuseBenchmark.self, PushBenchmark.self, SocketsBenchmark.self,
+            LongPollBenchmark.self,
             ClientBenchmark.self, RetentionBenchmark.self, WebhookBenchmark.self, ExportBenchmark.self, SoakBenchmark.self,
             CurvesBenchmark.self,
         ]

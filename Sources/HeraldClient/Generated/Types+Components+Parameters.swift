@@ -14,6 +14,10 @@ extension Components {
         ///
         /// - Remark: Generated from `#/components/parameters/DeviceHeader`.
         internal typealias DeviceHeader = Swift.String
+        /// A long poll: with a token whose answer would be quiet (nothing changed), wait up to this many seconds for a change to the user's collections or list, then answer as a poll does (the same quiet answer if the time runs out). The answer may come sooner for a change that turns out not to concern it, and at once when the server cannot wait (shutting down, too many waiting, or answering only from the database). A long poll counts once against the rate limits.
+        ///
+        /// - Remark: Generated from `#/components/parameters/Wait`.
+        internal typealias Wait = Swift.Int
         /// The same as `Herald-Device`, for clients that cannot set headers (a browser's WebSocket); if both are given they must agree.
         ///
         /// - Remark: Generated from `#/components/parameters/DeviceQuery`.

@@ -10,7 +10,10 @@ internal enum Operations {
     /// Without `token`: the newest `limit` notifications (newest first), `prev_cursor` for older pages,
     /// and `next_token` for incremental sync. With `token`: the changes after it in order — changed
     /// notifications as full objects, `deleted` ids — with `next_token` and `has_more` (call again).
-    /// Every answer carries the channel state and `badge` (the user's total unread).
+    /// Every answer carries the channel state and `badge` (the user's total unread). A quiet answer
+    /// (nothing changed) may come from the server's memory and then returns the same token it was
+    /// given, with the state and `horizon` of the snapshot it was read from; a client always continues
+    /// from the `next_token` of the last answer.
     ///
     /// `is_live: false` (with no changes and no `next_token`) means the token cannot continue: it is
     /// malformed or forged, belongs to another user, channel or category filter, is older than the kept
@@ -48,6 +51,10 @@ internal enum Operations {
                 internal var limit: Swift.Int?
                 /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/collection/GET/query/category`.
                 internal var category: Swift.String?
+                /// A long poll: with a token whose answer would be quiet (nothing changed), wait up to this many seconds for a change to the user's collections or list, then answer as a poll does (the same quiet answer if the time runs out). The answer may come sooner for a change that turns out not to concern it, and at once when the server cannot wait (shutting down, too many waiting, or answering only from the database). A long poll counts once against the rate limits.
+                ///
+                /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/collection/GET/query/wait`.
+                internal var wait: Components.Parameters.Wait?
                 /// The same as `Herald-Device`, for clients that cannot set headers (a browser's WebSocket); if both are given they must agree.
                 ///
                 /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/collection/GET/query/device`.
@@ -58,16 +65,19 @@ internal enum Operations {
                 ///   - token:
                 ///   - limit:
                 ///   - category:
+                ///   - wait: A long poll: with a token whose answer would be quiet (nothing changed), wait up to this many seconds for a change to the user's collections or list, then answer as a poll does (the same quiet answer if the time runs out). The answer may come sooner for a change that turns out not to concern it, and at once when the server cannot wait (shutting down, too many waiting, or answering only from the database). A long poll counts once against the rate limits.
                 ///   - device: The same as `Herald-Device`, for clients that cannot set headers (a browser's WebSocket); if both are given they must agree.
                 internal init(
                     token: Swift.String? = nil,
                     limit: Swift.Int? = nil,
                     category: Swift.String? = nil,
+                    wait: Components.Parameters.Wait? = nil,
                     device: Components.Parameters.DeviceQuery? = nil
                 ) {
                     self.token = token
                     self.limit = limit
                     self.category = category
+                    self.wait = wait
                     self.device = device
                 }
             }
@@ -1346,6 +1356,10 @@ internal enum Operations {
                 ///
                 /// - Remark: Generated from `#/paths/v1/me/channels/GET/query/token`.
                 internal var token: Swift.String?
+                /// A long poll: with a token whose answer would be quiet (nothing changed), wait up to this many seconds for a change to the user's collections or list, then answer as a poll does (the same quiet answer if the time runs out). The answer may come sooner for a change that turns out not to concern it, and at once when the server cannot wait (shutting down, too many waiting, or answering only from the database). A long poll counts once against the rate limits.
+                ///
+                /// - Remark: Generated from `#/paths/v1/me/channels/GET/query/wait`.
+                internal var wait: Components.Parameters.Wait?
                 /// The same as `Herald-Device`, for clients that cannot set headers (a browser's WebSocket); if both are given they must agree.
                 ///
                 /// - Remark: Generated from `#/paths/v1/me/channels/GET/query/device`.
@@ -1354,12 +1368,15 @@ internal enum Operations {
                 ///
                 /// - Parameters:
                 ///   - token: The `next_token` of an earlier answer.
+                ///   - wait: A long poll: with a token whose answer would be quiet (nothing changed), wait up to this many seconds for a change to the user's collections or list, then answer as a poll does (the same quiet answer if the time runs out). The answer may come sooner for a change that turns out not to concern it, and at once when the server cannot wait (shutting down, too many waiting, or answering only from the database). A long poll counts once against the rate limits.
                 ///   - device: The same as `Herald-Device`, for clients that cannot set headers (a browser's WebSocket); if both are given they must agree.
                 internal init(
                     token: Swift.String? = nil,
+                    wait: Components.Parameters.Wait? = nil,
                     device: Components.Parameters.DeviceQuery? = nil
                 ) {
                     self.token = token
+                    self.wait = wait
                     self.device = device
                 }
             }

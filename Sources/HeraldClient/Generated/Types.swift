@@ -10,7 +10,10 @@ internal protocol APIProtocol: Sendable {
     /// Without `token`: the newest `limit` notifications (newest first), `prev_cursor` for older pages,
     /// and `next_token` for incremental sync. With `token`: the changes after it in order — changed
     /// notifications as full objects, `deleted` ids — with `next_token` and `has_more` (call again).
-    /// Every answer carries the channel state and `badge` (the user's total unread).
+    /// Every answer carries the channel state and `badge` (the user's total unread). A quiet answer
+    /// (nothing changed) may come from the server's memory and then returns the same token it was
+    /// given, with the state and `horizon` of the snapshot it was read from; a client always continues
+    /// from the `next_token` of the last answer.
     ///
     /// `is_live: false` (with no changes and no `next_token`) means the token cannot continue: it is
     /// malformed or forged, belongs to another user, channel or category filter, is older than the kept
@@ -140,7 +143,10 @@ extension APIProtocol {
     /// Without `token`: the newest `limit` notifications (newest first), `prev_cursor` for older pages,
     /// and `next_token` for incremental sync. With `token`: the changes after it in order — changed
     /// notifications as full objects, `deleted` ids — with `next_token` and `has_more` (call again).
-    /// Every answer carries the channel state and `badge` (the user's total unread).
+    /// Every answer carries the channel state and `badge` (the user's total unread). A quiet answer
+    /// (nothing changed) may come from the server's memory and then returns the same token it was
+    /// given, with the state and `horizon` of the snapshot it was read from; a client always continues
+    /// from the `next_token` of the last answer.
     ///
     /// `is_live: false` (with no changes and no `next_token`) means the token cannot continue: it is
     /// malformed or forged, belongs to another user, channel or category filter, is older than the kept

@@ -12,6 +12,8 @@ extension CollectionController {
         var limit: Int
         var category: String?
         var device: DeviceReference?
+        /// How long a quiet poll may wait for a change (`?wait=`, seconds); zero answers at once.
+        var wait: Duration
         /// The sync token key.
         var key: [UInt8]
         /// What the request's `token` parameter holds.
@@ -34,6 +36,7 @@ extension CollectionController {
             let query = request.uri.queryParameters
             limit = try CollectionController.limit(query)
             category = try CollectionController.category(query)
+            wait = try CollectionController.wait(query)
             key = try await tokenKey()
             device = try DeviceNaming.reference(in: request)
             url = try CollectionController.channelURL(context)

@@ -120,7 +120,7 @@ struct CollectionController: Sendable {
             {
                 var body = CollectionBody(channel: quiet.channel, snapshot: quiet.snapshot, isLive: true)
                 body.nextToken = valid.encoded(key: input.key)
-                return body
+                return try await waited(input, quiet: body, user: user, channelKey: quiet.channel.key, context: context)
             }
         }
         // A token that does not even parse needs no database work beyond the state in the answer.
@@ -169,7 +169,26 @@ struct CollectionController: Sendable {
             }
         }
         body.nextToken = page.next.encoded(key: input.key)
-        return body
+        guard page.changes.isEmpty, !page.hasMore else { return body }
+        return try await waited(input, quiet: body, user: user, channelKey: poll.channel.key, context: context)
+    }
+
+    /// A quiet answer to a long poll (`?wait=`): waits until a change may have reached the collection
+    /// (or the time runs out), then answers as a poll does. Without memory answers (whose hints tell
+    /// of changes) it answers at once.
+    func waited(
+        _ input: CollectionInput,
+        quiet body: CollectionBody,
+        user: AuthenticatedUser,
+        channelKey: Int64,
+        context: HeraldRequestContext
+    ) async throws -> CollectionBody {
+        guard input.wait > .zero, let notifier else { return body }
+        let outcome = await notifier.waitForChange(userKey: user.key, channelKey: channelKey, horizon: body.horizon, timeout: input.wait)
+        guard case .changed = outcome else { return body }
+        var again = input
+        again.wait = .zero
+        return try await collection(again, answer: nil, context: context)
     }
 
     // MARK: - Channel list
@@ -178,12 +197,13 @@ struct CollectionController: Sendable {
     /// and the URLs of the channels that left the list. A token that cannot continue — malformed,
     /// forged, another user's or another kind, from the future, or older than the retained history —
     /// answers `is_live: false` and nothing else; the client loads the list afresh.
-    func channelList(_ request: Request, context: HeraldRequestContext) async throws -> ChannelListBody {
+    func channelList(_ request: Request, context: HeraldRequestContext, waiting: Bool = true) async throws -> ChannelListBody {
         let user = try Self.user(context)
         let key = try await tokenKey.get(settings)
         // A list that names its device answers its refresh push like a collection sync: a push about a
         // deleted channel can only be answered here (its collection is gone).
         let device = try DeviceNaming.reference(in: request)
+        let wait = waiting ? try Self.wait(request.uri.queryParameters) : .zero
         guard let tokenText = request.uri.queryParameters["token"] else {
             let list = try await context.reads.read { try await reader($0).channelList(userKey: user.key) }
             try await deviceSynced(device, user: user, horizon: list.horizon)
@@ -210,6 +230,12 @@ struct CollectionController: Sendable {
         try await deviceSynced(device, user: user, horizon: list.horizon)
         // Never backwards, should a snapshot ever see an older horizon than the token's.
         let next = ChannelListToken(userKey: user.key, horizon: max(token.horizon, list.horizon))
+        if wait > .zero, list.entries.isEmpty, list.removed.isEmpty, let notifier,
+            case .changed = await notifier.waitForChange(userKey: user.key, channelKey: nil, horizon: list.horizon, timeout: wait)
+        {
+            // Something may have changed: the list since the same token, at once.
+            return try await channelList(request, context: context, waiting: false)
+        }
         return ChannelListBody(list, nextToken: next.encoded(key: key))
     }
 
@@ -338,6 +364,17 @@ struct CollectionController: Sendable {
 
     static func limit(_ query: FlatDictionary<Substring, Substring>) throws -> Int {
         try PageRequest(query: query, maximum: maximumLimit, default: defaultLimit).limit
+    }
+
+    /// The longest `?wait=` a long poll may ask for, in seconds.
+    static let maximumWait = 60
+
+    static func wait(_ query: FlatDictionary<Substring, Substring>) throws -> Duration {
+        guard let text = query["wait"] else { return .zero }
+        guard let seconds = CanonicalInteger.parse(text), (0...Int64(maximumWait)).contains(seconds) else {
+            throw APIError(.badRequest, code: "invalid_wait", message: "wait must be a whole number of seconds from 0 to \(maximumWait).")
+        }
+        return .seconds(seconds)
     }
 
     static func category(_ query: FlatDictionary<Substring, Substring>) throws -> String? {

@@ -79,8 +79,9 @@ public struct HeraldConfiguration: Sendable {
     /// Live streams and presence: `HERALD_PUSH_MULTI_DEVICE`, `HERALD_STREAM_PING_INTERVAL`,
     /// `HERALD_STREAM_QUEUE_LIMIT`, `HERALD_PRESENCE_HEARTBEAT`, `HERALD_PRESENCE_TTL`.
     public var stream = LiveSettings()
-    /// Answers from memory (see `ChangeNotifier`): `HERALD_MEMORY_ANSWERS` (`on`/`off`),
-    /// `HERALD_MEMORY_ENTRIES` (kept poll answers, and as many sessions and devices).
+    /// Answers from memory and long polls (see `ChangeNotifier`): `HERALD_MEMORY_ANSWERS` (`on`/`off`),
+    /// `HERALD_MEMORY_ENTRIES` (kept poll answers, and as many sessions and devices),
+    /// `HERALD_LONG_POLL_MAX_PER_USER`, `HERALD_LONG_POLL_MAX`.
     public var memory = ChangeNotifier.Settings()
     /// Alert pushes: `HERALD_APP_ID` (the payload's `app_id`), `HERALD_PUSH_BADGE` (`on`/`off`),
     /// `HERALD_PUSH_BADGE_CAP`, `HERALD_PUSH_NO_DETAIL_TEXT`.
@@ -261,6 +262,18 @@ public struct HeraldConfiguration: Sendable {
                 throw ConfigurationError("HERALD_MEMORY_ENTRIES must be a number from 1000 to 10000000, got '\(text)'")
             }
             configuration.memory.capacity = entries
+        }
+        if let text = value(nil, "HERALD_LONG_POLL_MAX_PER_USER") {
+            guard let count = Int(text), (1...1_000).contains(count) else {
+                throw ConfigurationError("HERALD_LONG_POLL_MAX_PER_USER must be a number from 1 to 1000, got '\(text)'")
+            }
+            configuration.memory.maximumWaitsPerUser = count
+        }
+        if let text = value(nil, "HERALD_LONG_POLL_MAX") {
+            guard let count = Int(text), (1...1_000_000).contains(count) else {
+                throw ConfigurationError("HERALD_LONG_POLL_MAX must be a number from 1 to 1000000, got '\(text)'")
+            }
+            configuration.memory.maximumWaits = count
         }
         if let appID = value(nil, "HERALD_APP_ID") {
             guard appID.count <= 128 else { throw ConfigurationError("HERALD_APP_ID must be at most 128 characters") }

@@ -37,6 +37,10 @@ public final class ChangeNotifier: Service, Sendable {
         public var maximumAge: Duration = .seconds(300)
         /// A device's sync is recorded in the database at least this often (`PushStore.syncedAtResolution`).
         public var deviceResolution: Duration = PushStore.syncedAtResolution
+        /// Long polls one user may have waiting on this process (`HERALD_LONG_POLL_MAX_PER_USER`) and
+        /// the process in all (`HERALD_LONG_POLL_MAX`); past either, a long poll answers at once.
+        public var maximumWaitsPerUser = 10
+        public var maximumWaits = 20_000
 
         public init() {}
     }
@@ -106,6 +110,15 @@ public final class ChangeNotifier: Service, Sendable {
         var device: DeviceReference
     }
 
+    /// A long poll waiting for a change: of its user's collection of a channel, or of their list.
+    private struct Wait {
+        var channelKey: Int64?
+        /// Set once the waiting task has suspended.
+        var waiter: CheckedContinuation<WaitOutcome, Never>?
+        /// How it ended, when that happened before the task suspended.
+        var ended: WaitOutcome?
+    }
+
     private struct KeptPoll {
         var poll: QuietPoll
         var storedAt: ContinuousClock.Instant
@@ -131,6 +144,11 @@ public final class ChangeNotifier: Service, Sendable {
         var pingsSent: [Int64: ContinuousClock.Instant] = [:]
         /// When the newest ping heard was sent: every hint committed before then has been heard.
         var provenAt: ContinuousClock.Instant?
+        /// Long polls waiting for a change, by user.
+        var waits: [Int64: [Int: Wait]] = [:]
+        var waitCount = 0
+        /// Shutting down: no long poll waits any more.
+        var closed = false
         /// Callers of `catchUp`, each waiting for the ping of a sequence or later.
         var catchingUp: [(id: Int, sequence: Int64, waiter: CheckedContinuation<Void, Never>)] = []
         var nextWaiter = 0
@@ -146,6 +164,7 @@ public final class ChangeNotifier: Service, Sendable {
             var fresh = State(capacity: capacity)
             fresh.nextPing = nextPing
             fresh.nextWaiter = nextWaiter
+            fresh.closed = closed
             self = fresh
         }
     }
@@ -158,6 +177,7 @@ public final class ChangeNotifier: Service, Sendable {
         let sessionMisses = Counter(label: "herald_memory_answers_total", dimensions: [("kind", "session"), ("outcome", "miss")])
         let sessionBypasses = Counter(label: "herald_memory_answers_total", dimensions: [("kind", "session"), ("outcome", "bypass")])
         let entries = Gauge(label: "herald_memory_entries")
+        let waits = Gauge(label: "herald_long_polls_waiting")
     }
 
     public init(
@@ -183,40 +203,69 @@ public final class ChangeNotifier: Service, Sendable {
         case .listening:
             // Hints sent while the connection was down are lost: start over, and answer again once a
             // ping sent from now on comes back.
-            let waiting = state.withLock { state in
-                defer {
-                    state.forgetAll(capacity: settings.capacity)
-                    state.listening = .starting(firstPing: state.nextPing)
-                }
-                return state.catchingUp.map(\.waiter)
-            }
-            // Memory answers nothing older than this, so whoever waited to catch up has.
-            for waiter in waiting { waiter.resume() }
-            pingWake.signal()
+            startOver()
         case .disconnected:
-            let waiting = state.withLock { state in
+            let (waiting, waits) = state.withLock { state in
                 defer {
                     state.listening = .down
                     state.catchingUp = []
                 }
-                return state.catchingUp.map(\.waiter)
+                return (state.catchingUp.map(\.waiter), Self.takeWaits(from: &state) { _, _ in true })
             }
             for waiter in waiting { waiter.resume() }
+            for wait in waits { wait.resume(returning: .changed) }
         case .notification(let notification):
-            guard let received = LiveHint.Received(payload: notification.payload) else { return }
-            state.withLock { state -> [CheckedContinuation<Void, Never>] in
-                if case .ping(let node, let sequence) = received.hint {
-                    guard node == self.node else { return [] }
-                    heardPing(sequence, xid: received.transactionID, in: &state)
-                    let caughtUp = state.catchingUp.filter { $0.sequence <= sequence }
-                    state.catchingUp.removeAll { $0.sequence <= sequence }
-                    return caughtUp.map(\.waiter)
-                } else {
-                    state.record.record(received)
-                    return []
-                }
-            }.forEach { $0.resume() }
+            guard let received = LiveHint.Received(payload: notification.payload) else {
+                // A hint this process cannot read (another version's) still changed something, and
+                // says neither what nor when: nothing kept can be vouched for.
+                startOver()
+                return
+            }
+            hear(received)
         }
+    }
+
+    /// Forgets everything and answers again once a ping sent from now on comes back (its transaction
+    /// id then sets the floor).
+    private func startOver() {
+        let (waiting, waits) = state.withLock { state in
+            defer {
+                state.forgetAll(capacity: settings.capacity)
+                state.listening = .starting(firstPing: state.nextPing)
+            }
+            return (state.catchingUp.map(\.waiter), Self.takeWaits(from: &state) { _, _ in true })
+        }
+        // Memory answers nothing older than this, so whoever waited to catch up has.
+        for waiter in waiting { waiter.resume() }
+        // Hints may have been lost: every long poll looks again.
+        for wait in waits { wait.resume(returning: .changed) }
+        pingWake.signal()
+    }
+
+    private func hear(_ received: LiveHint.Received) {
+        let (caughtUp, woken) = state.withLock { state -> ([CheckedContinuation<Void, Never>], [CheckedContinuation<WaitOutcome, Never>]) in
+            if case .ping(let node, let sequence) = received.hint {
+                guard node == self.node else { return ([], []) }
+                heardPing(sequence, xid: received.transactionID, in: &state)
+                let caughtUp = state.catchingUp.filter { $0.sequence <= sequence }
+                state.catchingUp.removeAll { $0.sequence <= sequence }
+                return (caughtUp.map(\.waiter), [])
+            }
+            switch state.record.record(received) {
+            case .nobody:
+                return ([], [])
+            case .users(let keys):
+                return ([], Self.takeWaits(from: &state, users: keys))
+            case .span(let after, let through):
+                return ([], Self.takeWaits(from: &state) { user, _ in user > after && user <= through })
+            case .channel(let channel):
+                return ([], Self.takeWaits(from: &state) { _, wait in wait.channelKey == nil || wait.channelKey == channel })
+            case .everyone:
+                return ([], Self.takeWaits(from: &state) { _, _ in true })
+            }
+        }
+        for waiter in caughtUp { waiter.resume() }
+        for wait in woken { wait.resume(returning: .changed) }
     }
 
     private func heardPing(_ sequence: Int64, xid: Int64, in state: inout State) {
@@ -272,6 +321,129 @@ public final class ChangeNotifier: Service, Sendable {
             if waits { pingWake.signal() } else { continuation.resume() }
         }
         timeout.cancel()
+    }
+
+    // MARK: - Long polls
+
+    /// How a long poll's wait ended.
+    public enum WaitOutcome: Sendable, Equatable {
+        /// Something it shows may have changed: look again.
+        case changed
+        /// Its time ran out, or the server is shutting down: answer what it has.
+        case timedOut
+        /// It did not wait: memory is not answering (its hints may be lost), or too many wait.
+        case refused
+    }
+
+    /// Waits up to `timeout` until a hint may have changed what `userKey`'s poll read from a snapshot
+    /// with `horizon` shows — of channel `channelKey`, or of the channel list when `nil`. A change
+    /// heard since that snapshot ends it at once, so none falls between the answer and the wait. Ends
+    /// early, as `.timedOut`, when the server shuts down.
+    public func waitForChange(userKey: Int64, channelKey: Int64?, horizon: Int64, timeout: Duration) async -> WaitOutcome {
+        let now = self.now()
+        let reserved = state.withLock { state -> Result<Int, Refusal> in
+            guard !state.closed, isAnswering(state, now: now) else { return .failure(Refusal(outcome: .refused)) }
+            let changed =
+                if let channelKey {
+                    state.record.collectionsChanged(userKey: userKey, channelKey: channelKey)
+                } else {
+                    state.record.listChanged(userKey: userKey)
+                }
+            if changed >= horizon { return .failure(Refusal(outcome: .changed)) }
+            guard state.waitCount < settings.maximumWaits, (state.waits[userKey]?.count ?? 0) < settings.maximumWaitsPerUser else {
+                return .failure(Refusal(outcome: .refused))
+            }
+            let id = state.nextWaiter
+            state.nextWaiter += 1
+            state.waits[userKey, default: [:]][id] = Wait(channelKey: channelKey)
+            state.waitCount += 1
+            return .success(id)
+        }
+        let id: Int
+        switch reserved {
+        case .failure(let refusal): return refusal.outcome
+        case .success(let reserved): id = reserved
+        }
+        counters.waits.record(waiting)
+        defer { counters.waits.record(waiting) }
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            guard !Task.isCancelled else { return }
+            self.end(id, userKey: userKey, .timedOut)
+        }
+        defer { timer.cancel() }
+        return await withGracefulShutdownHandler {
+            await withCheckedContinuation { continuation in
+                let ended = state.withLock { state -> WaitOutcome? in
+                    guard let wait = state.waits[userKey]?[id] else { return .changed }
+                    if let ended = wait.ended {
+                        Self.remove(id, userKey: userKey, from: &state)
+                        return ended
+                    }
+                    state.waits[userKey]?[id]?.waiter = continuation
+                    return nil
+                }
+                if let ended { continuation.resume(returning: ended) }
+            }
+        } onGracefulShutdown: {
+            self.end(id, userKey: userKey, .timedOut)
+        }
+    }
+
+    private struct Refusal: Error {
+        var outcome: WaitOutcome
+    }
+
+    /// Long polls waiting now (tests and benchmarks read it).
+    public var waiting: Int {
+        state.withLock { $0.waitCount }
+    }
+
+    /// Ends one wait: resumes it, or records how it ended for when it suspends.
+    private func end(_ id: Int, userKey: Int64, _ outcome: WaitOutcome) {
+        let waiter = state.withLock { state -> CheckedContinuation<WaitOutcome, Never>? in
+            guard let wait = state.waits[userKey]?[id], wait.ended == nil else { return nil }
+            guard let waiter = wait.waiter else {
+                state.waits[userKey]?[id]?.ended = outcome
+                return nil
+            }
+            Self.remove(id, userKey: userKey, from: &state)
+            return waiter
+        }
+        waiter?.resume(returning: outcome)
+    }
+
+    private static func remove(_ id: Int, userKey: Int64, from state: inout State) {
+        guard state.waits[userKey]?.removeValue(forKey: id) != nil else { return }
+        if state.waits[userKey]?.isEmpty == true { state.waits[userKey] = nil }
+        state.waitCount -= 1
+    }
+
+    /// Ends the waits of `users` with `.changed`: returns those to resume (the others are marked).
+    private static func takeWaits(from state: inout State, users: [Int64]) -> [CheckedContinuation<WaitOutcome, Never>] {
+        takeWaits(from: &state, among: users) { _, _ in true }
+    }
+
+    /// Ends the waits that `matches` picks with `.changed`: returns those to resume (the others, not
+    /// yet suspended, are marked).
+    private static func takeWaits(
+        from state: inout State,
+        among users: [Int64]? = nil,
+        where matches: (_ userKey: Int64, Wait) -> Bool
+    ) -> [CheckedContinuation<WaitOutcome, Never>] {
+        var taken: [CheckedContinuation<WaitOutcome, Never>] = []
+        for user in users ?? Array(state.waits.keys) {
+            guard let waits = state.waits[user] else { continue }
+            for (id, wait) in waits where wait.ended == nil && matches(user, wait) {
+                if let waiter = wait.waiter {
+                    taken.append(waiter)
+                    remove(id, userKey: user, from: &state)
+                } else {
+                    state.waits[user]?[id]?.ended = .changed
+                }
+            }
+        }
+        return taken
     }
 
     // MARK: - Sessions
@@ -385,18 +557,27 @@ public final class ChangeNotifier: Service, Sendable {
                 await self.pingWake.wait(timeout: self.settings.pingInterval)
             }
         }
+        // Long polls still waiting answer now (the HTTP server's own shutdown has usually ended them).
+        let waits = state.withLock { state in
+            state.closed = true
+            return Self.takeWaits(from: &state) { _, _ in true }
+        }
+        for wait in waits { wait.resume(returning: .timedOut) }
     }
 
-    func ping() async {
+    @discardableResult
+    func ping() async -> Int64 {
         let sequence = state.withLock { state in
             defer { state.nextPing += 1 }
             state.pingsSent[state.nextPing] = self.now()
             return state.nextPing
         }
         do {
-            try await client.query(LiveHint.ping(node: node, sequence: sequence).query)
+            // Nothing to keep: its commit need not wait for the WAL to reach the disk.
+            try await client.transaction(["SET LOCAL synchronous_commit = off", LiveHint.ping(node: node, sequence: sequence).query])
         } catch {
             logger.warning("could not ping the change listener", metadata: ["error": logger.describe(error)])
         }
+        return sequence
     }
 }

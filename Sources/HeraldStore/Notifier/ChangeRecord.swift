@@ -96,6 +96,12 @@ public struct ChangeRecord: Sendable {
         return newest
     }
 
+    /// The newest transaction that may have changed `userKey`'s channel list: their collections, or
+    /// any channel's definition.
+    public func listChanged(userKey: Int64) -> Int64 {
+        max(collectionsChanged(userKey: userKey, channelKey: -1), channels.values.max() ?? 0)
+    }
+
     /// The newest transaction that may have revoked a session of `userKey`.
     public func sessionsChanged(userKey: Int64) -> Int64 {
         max(floor, users.peek(userKey)?.sessions ?? 0)
