@@ -24,39 +24,23 @@ extension CollectionTests {
         hugeGap: Int = 300,
         _ body: @escaping @Sendable (_ client: any TestClientProtocol, _ notifier: ChangeNotifier) async throws -> Void
     ) async throws {
-        let logger = Logger(label: "test.memory")
-        var settings = ChangeNotifier.Settings()
-        settings.pingInterval = .milliseconds(200)
-        let notifier = ChangeNotifier(client: db.client, settings: settings, logger: logger)
-        let hub = LiveHub(
+        try await withMemoryApplication(
             client: db.client,
-            settings: LiveSettings(),
-            listener: PostgresListener(
-                conninfo: db.directConninfo,
-                channels: [LiveHint.channel],
-                applicationName: Self.listenerName,
-                logger: logger
-            ),
-            notifier: notifier,
-            logger: logger
-        )
-        let dependencies = HeraldApplication.Dependencies(
-            client: db.client,
-            migrator: Migrator(client: db.client, migrations: try TestPostgres.repositoryMigrations()),
-            metricsRegistry: PrometheusCollectorRegistry(),
+            listenerConninfo: db.directConninfo,
+            listenerName: Self.listenerName,
             adminToken: Self.adminToken,
             sync: SyncSettings(hugeGap: hugeGap),
-            hub: hub,
-            notifier: notifier
+            body
         )
-        let app = HeraldApplication.build(dependencies, host: "127.0.0.1", port: 0, logger: logger, services: [hub, notifier])
-        try await app.test(.live) { client in
-            try await waitUntil("memory to answer") { notifier.isAnswering }
-            try await body(client, notifier)
-        }
     }
 
     static let listenerName = "herald-live-memory-test"
+
+    /// Starts a long poll of `path` (with `wait=30` and the token escaped) in a task of its own.
+    func longPoll(_ client: any TestClientProtocol, _ session: String, _ path: String, token: String) -> Task<TestResponse, any Error> {
+        let uri = "\(path)?wait=30&token=\(escaped(token))"
+        return Task { try await client.execute(uri: uri, method: .get, headers: jsonHeaders(bearer: session)) }
+    }
 
     func poll(_ client: some TestClientProtocol, _ session: String, token: String, device: String? = nil) async throws -> TestResponse {
         var headers = jsonHeaders(bearer: session)
@@ -121,13 +105,7 @@ extension CollectionTests {
             try await withMemory(db) { client, notifier in
                 let session = world.sessions["u1"]!
                 let token = try #require(try await collection(client, session)["next_token"] as? String)
-                let waiting = Task {
-                    try await client.execute(
-                        uri: "/v1/me/channels/feed/collection?wait=30&token=\(self.escaped(token))",
-                        method: .get,
-                        headers: jsonHeaders(bearer: session)
-                    )
-                }
+                let waiting = longPoll(client, session, "/v1/me/channels/feed/collection", token: token)
                 try await waitUntil("the long poll to wait") { notifier.waiting == 1 }
                 // Another user's notification does not end it.
                 try await world.send("for u2", to: ["u2"])
@@ -141,13 +119,7 @@ extension CollectionTests {
                 // The channel list waits the same way.
                 let list = try jsonObject(try await client.execute(uri: "/v1/me/channels", method: .get, headers: jsonHeaders(bearer: session)))
                 let listToken = try #require(list["next_token"] as? String)
-                let listWaiting = Task {
-                    try await client.execute(
-                        uri: "/v1/me/channels?wait=30&token=\(self.escaped(listToken))",
-                        method: .get,
-                        headers: jsonHeaders(bearer: session)
-                    )
-                }
+                let listWaiting = longPoll(client, session, "/v1/me/channels", token: listToken)
                 try await waitUntil("the list to wait") { notifier.waiting == 1 }
                 try await world.send("in other", to: ["u1"], channel: "other")
                 let changed = try jsonObject(try await listWaiting.value)

@@ -1,10 +1,13 @@
 import Foundation
 import HeraldCore
 import HeraldServer
+import HeraldServices
 import HeraldStore
 import HeraldTesting
 import Hummingbird
 import HummingbirdTesting
+import Logging
+import Postgres
 import Prometheus
 import Testing
 
@@ -23,6 +26,47 @@ func heraldDependencies(_ db: TestDatabase, adminToken: String?, secrets: Secret
 /// Herald's router on a test database, as the HTTP tests drive it.
 func heraldApplication(_ db: TestDatabase, adminToken: String?) throws -> some ApplicationProtocol {
     Application(router: HeraldApplication.buildRouter(try heraldDependencies(db, adminToken: adminToken)).router)
+}
+
+/// Herald with live streams and the change notifier — its listener on `listenerConninfo` (the
+/// primary's own server), pinging every 200 ms — on a loopback port, reading on `replica` when given;
+/// `body` runs once memory answers.
+func withMemoryApplication(
+    client: PostgresClient,
+    listenerConninfo: String,
+    listenerName: String = "herald-live-test",
+    adminToken: String,
+    sync: SyncSettings = SyncSettings(),
+    replica: ReadReplica? = nil,
+    _ body: @escaping @Sendable (_ client: any TestClientProtocol, _ notifier: ChangeNotifier) async throws -> Void
+) async throws {
+    var logger = Logger(label: "test.memory")
+    logger.logLevel = .warning
+    var settings = ChangeNotifier.Settings()
+    settings.pingInterval = .milliseconds(200)
+    let notifier = ChangeNotifier(client: client, settings: settings, logger: logger)
+    let hub = LiveHub(
+        client: client,
+        settings: LiveSettings(),
+        listener: PostgresListener(conninfo: listenerConninfo, channels: [LiveHint.channel], applicationName: listenerName, logger: logger),
+        notifier: notifier,
+        logger: logger
+    )
+    let dependencies = HeraldApplication.Dependencies(
+        client: client,
+        migrator: Migrator(client: client, migrations: try TestPostgres.repositoryMigrations()),
+        metricsRegistry: PrometheusCollectorRegistry(),
+        adminToken: adminToken,
+        sync: sync,
+        hub: hub,
+        replica: replica,
+        notifier: notifier
+    )
+    let app = HeraldApplication.build(dependencies, host: "127.0.0.1", port: 0, logger: logger, services: [hub, notifier])
+    try await app.test(.live) { client in
+        try await waitUntil("memory to answer") { notifier.isAnswering }
+        try await body(client, notifier)
+    }
 }
 
 /// JSON request headers, with a bearer token when given.

@@ -291,36 +291,14 @@ struct RequestReadsTests {
 extension ReadReplicaTests {
     /// Herald on the primary with the change notifier (its listener on the primary), reading on the
     /// standby, on a loopback port for `body`.
-    func withMemory(
-        _ world: Replicated,
-        _ body: @escaping @Sendable (any TestClientProtocol, ChangeNotifier) async throws -> Void
-    ) async throws {
-        var logger = Logger(label: "herald.test.replica.memory")
-        logger.logLevel = .critical
-        var settings = ChangeNotifier.Settings()
-        settings.pingInterval = .milliseconds(200)
-        let notifier = ChangeNotifier(client: world.primary, settings: settings, logger: logger)
-        let hub = LiveHub(
+    func withMemory(_ world: Replicated, _ body: @escaping @Sendable (any TestClientProtocol, ChangeNotifier) async throws -> Void) async throws {
+        try await withMemoryApplication(
             client: world.primary,
-            settings: LiveSettings(),
-            listener: PostgresListener(conninfo: world.primaryConninfo, channels: [LiveHint.channel], logger: logger),
-            notifier: notifier,
-            logger: logger
-        )
-        let dependencies = HeraldApplication.Dependencies(
-            client: world.primary,
-            migrator: Migrator(client: world.primary, migrations: try TestPostgres.repositoryMigrations()),
-            metricsRegistry: PrometheusCollectorRegistry(),
+            listenerConninfo: world.primaryConninfo,
             adminToken: Self.adminToken,
-            hub: hub,
             replica: world.replica,
-            notifier: notifier
+            body
         )
-        let app = HeraldApplication.build(dependencies, host: "127.0.0.1", port: 0, logger: logger, services: [hub, notifier])
-        try await app.test(.live) { client in
-            try await waitUntil("memory to answer") { notifier.isAnswering }
-            try await body(client, notifier)
-        }
     }
 
     /// A change heard from the primary before the lagging standby has replayed it: the standby's quiet

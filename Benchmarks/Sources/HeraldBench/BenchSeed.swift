@@ -1,3 +1,4 @@
+import ArgumentParser
 import HeraldCore
 import HeraldStore
 import Postgres
@@ -17,6 +18,20 @@ enum BenchSeed {
                 data: .object(["title": .string("{{title}}"), "body": .string("{{body}}"), "url": .string("{{url}}")])
             )
         )
+    }
+
+    /// Users `bench-1` … `bench-<count>`, each with a session a day long; returns their session
+    /// tokens in that order.
+    static func usersWithSessions(_ client: PostgresClient, count: Int) async throws -> [String] {
+        try await client.query("INSERT INTO users (id) SELECT 'bench-' || i FROM generate_series(1, \(count)) AS i")
+        var sessions: [String] = []
+        for index in 1...count {
+            guard let session = try await SessionStore(client: client).create(userID: "bench-\(index)", lifetime: 86_400) else {
+                throw ValidationError("no user bench-\(index)")
+            }
+            sessions.append(session.token.text)
+        }
+        return sessions
     }
 
     /// `INSERT INTO notifications` of `count` typical notifications of `plain` in a channel (`feed`,

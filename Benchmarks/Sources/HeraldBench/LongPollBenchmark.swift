@@ -6,6 +6,7 @@ import HeraldStore
 import HeraldTesting
 import Logging
 import NIOCore
+import NIOHTTP1
 import Postgres
 import Synchronization
 
@@ -33,6 +34,9 @@ struct LongPollBenchmark: AsyncParsableCommand {
     @Option(help: "PostgreSQL URI or conninfo; default: a private cluster in a temporary directory.")
     var databaseURL: String?
 
+    @Option(name: .customLong("server-env"), help: "NAME=VALUE for the herald process (repeatable), e.g. MALLOC_ARENA_MAX=2.")
+    var serverEnvironment: [String] = []
+
     static let adminToken = "herald-bench-admin-token-0123456789"
 
     func run() async throws {
@@ -40,61 +44,76 @@ struct LongPollBenchmark: AsyncParsableCommand {
         let database = try await BenchDatabase.open(databaseURL: databaseURL)
         defer { database.close() }
         var configuration = HTTPClient.Configuration()
-        configuration.connectionPool = .init(idleTimeout: .seconds(120), concurrentHTTP1ConnectionsPerHostSoftLimit: users + 16)
+        configuration.connectionPool = .init(idleTimeout: .seconds(120), concurrentHTTP1ConnectionsPerHostSoftLimit: parallel)
+        // The long polls on a client of their own: one connection each, and nothing else queued
+        // behind them (the metrics reads and the sends go through the other).
+        var pollConfiguration = HTTPClient.Configuration()
+        pollConfiguration.connectionPool = .init(idleTimeout: .seconds(120), concurrentHTTP1ConnectionsPerHostSoftLimit: users + 16)
+        let pollClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: pollConfiguration)
+        do {
+            try await measure(database, configuration: configuration, pollClient: pollClient)
+        } catch {
+            try? await pollClient.shutdown()
+            throw error
+        }
+        try await pollClient.shutdown()
+    }
+
+    private func measure(_ database: BenchDatabase, configuration: HTTPClient.Configuration, pollClient: HTTPClient) async throws {
         try await database.withFreshHeraldDatabase("herald_longpoll_bench", connections: 4, http: configuration) { client, http, conninfo, _ in
-            _ = try await ChannelStore(client: client).put(Channel(url: "feed", kind: .feed, name: "Feed"))
-            _ = try await TemplateStore(client: client).put(
-                Template(
-                    key: "plain",
-                    name: "Plain",
-                    variables: [.init(name: "title", type: .string, required: true)],
-                    data: .object(["title": .string("{{title}}")])
-                )
-            )
-            try await client.query("INSERT INTO users (id) SELECT 'bench-' || i FROM generate_series(1, \(users)) AS i")
-            var sessions: [String] = []
-            for index in 1...users {
-                guard let session = try await SessionStore(client: client).create(userID: "bench-\(index)", lifetime: 86_400) else {
-                    throw ValidationError("no user bench-\(index)")
-                }
-                sessions.append(session.token.text)
-            }
+            try await BenchSeed.feedAndPlainTemplate(client)
+            let sessions = try await BenchSeed.usersWithSessions(client, count: users)
             let serve = try await ServeProcess.start(
                 conninfo: conninfo,
                 adminToken: Self.adminToken,
-                environment: ["HERALD_RATE_LIMIT_SESSION": "off", "HERALD_RATE_LIMIT_ADDRESS": "off", "HERALD_LONG_POLL_MAX": String(users + 100)]
+                environment: [
+                    "HERALD_RATE_LIMIT_SESSION": "off", "HERALD_RATE_LIMIT_ADDRESS": "off", "HERALD_LONG_POLL_MAX": String(users + 100),
+                ].merging(
+                    serverEnvironment.map { entry -> (String, String) in
+                        let parts = entry.split(separator: "=", maxSplits: 1)
+                        return (String(parts[0]), parts.count > 1 ? String(parts[1]) : "")
+                    }
+                ) { $1 }
             )
             let (server, port) = (serve.process, serve.port)
             defer { server.signal(SIGKILL) }
             let idleRSS = ServeProcess.residentMegabytes(server.pid)
 
             // Every user's token, from a first load.
-            let tokens = Mutex([String](repeating: "", count: users))
-            try await withThrowingTaskGroup(of: Void.self) { group in
+            let tokens = try await withThrowingTaskGroup(of: (Int, String).self) { group in
+                var tokens = [String](repeating: "", count: users)
                 for index in 0..<users {
-                    if index >= parallel { try await group.next() }
+                    if index >= parallel, let (done, token) = try await group.next() { tokens[done] = token }
                     group.addTask {
                         let body = try await Self.get(http, port: port, path: "/v1/me/channels/feed/collection?limit=1", session: sessions[index])
                         guard let token = body["next_token"] as? String else { throw ValidationError("no token for user \(index + 1)") }
-                        tokens.withLock { $0[index] = token }
+                        return (index, token)
                     }
                 }
-                try await group.waitForAll()
+                for try await (done, token) in group { tokens[done] = token }
+                return tokens
             }
 
+            let loadedRSS = ServeProcess.residentMegabytes(server.pid)
             let clock = ContinuousClock()
             let tally = LongPollTally(users: users)
             let polls = Task {
                 await withTaskGroup(of: Void.self) { group in
                     for index in 0..<users {
-                        let token = tokens.withLock { $0[index] }
+                        let token = tokens[index]
                         group.addTask {
                             let path = "/v1/me/channels/feed/collection?wait=60&token=" + Self.escaped(token)
                             do {
-                                let body = try await Self.get(http, port: port, path: path, session: sessions[index])
+                                let body = try await Self.get(pollClient, port: port, path: path, session: sessions[index])
                                 tally.answered(index, changes: (body["notifications"] as? [Any])?.count ?? 0, at: clock.now)
                             } catch {
                                 tally.failed()
+                            }
+                        }
+                        // A batch at a time, each once the server holds the ones before it.
+                        if (index + 1) % parallel == 0 || index + 1 == users {
+                            while (try? await Self.waiting(http, port: port)) ?? 0 < index + 1 - tally.failures, tally.failures == 0 {
+                                try? await Task.sleep(for: .milliseconds(20))
                             }
                         }
                     }
@@ -104,7 +123,9 @@ struct LongPollBenchmark: AsyncParsableCommand {
             let setUp = clock.now
             while try await Self.waiting(http, port: port) < users {
                 guard tally.failures == 0 else { throw ValidationError("\(tally.failures) long polls failed") }
-                guard clock.now - setUp < .seconds(120) else { throw ValidationError("the long polls did not all start waiting") }
+                guard clock.now - setUp < .seconds(300) else {
+                    throw ValidationError("the long polls did not all start waiting")
+                }
                 try await Task.sleep(for: .milliseconds(50))
             }
             let waitingRSS = ServeProcess.residentMegabytes(server.pid)
@@ -130,9 +151,9 @@ struct LongPollBenchmark: AsyncParsableCommand {
             func milliseconds(_ duration: Duration) -> String { format(elapsedSeconds(duration) * 1000, digits: 1) }
             print(
                 """
-                | long polls waiting | herald RSS: before | waiting | sends | send to answer: p50 | p90 | p99 | max |
-                | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
-                | \(users) | \(idleRSS) MB | \(waitingRSS) MB | \(sends) | \(milliseconds(latencies[sends / 2])) ms | \
+                | long polls waiting | herald RSS: before | after every user's first load | waiting | sends | send to answer: p50 | p90 | p99 | max |
+                | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
+                | \(users) | \(idleRSS) MB | \(loadedRSS) MB | \(waitingRSS) MB | \(sends) | \(milliseconds(latencies[sends / 2])) ms | \
                 \(milliseconds(latencies[sends * 9 / 10])) ms | \(milliseconds(latencies[min(sends - 1, sends * 99 / 100)])) ms | \
                 \(milliseconds(latencies[sends - 1])) ms |
                 """

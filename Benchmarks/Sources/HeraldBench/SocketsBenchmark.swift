@@ -46,23 +46,8 @@ struct SocketsBenchmark: AsyncParsableCommand {
         let database = try await BenchDatabase.open(databaseURL: databaseURL)
         defer { database.close() }
         try await database.withFreshHeraldDatabase("herald_sockets_bench", connections: 4) { client, http, conninfo, _ in
-            _ = try await ChannelStore(client: client).put(Channel(url: "feed", kind: .feed, name: "Feed"))
-            _ = try await TemplateStore(client: client).put(
-                Template(
-                    key: "plain",
-                    name: "Plain",
-                    variables: [.init(name: "title", type: .string, required: true)],
-                    data: .object(["title": .string("{{title}}")])
-                )
-            )
-            try await client.query("INSERT INTO users (id) SELECT 'bench-' || i FROM generate_series(1, \(users)) AS i")
-            var sessions: [String] = []
-            for index in 1...users {
-                guard let session = try await SessionStore(client: client).create(userID: "bench-\(index)", lifetime: 86_400) else {
-                    throw ValidationError("no user bench-\(index)")
-                }
-                sessions.append(session.token.text)
-            }
+            try await BenchSeed.feedAndPlainTemplate(client)
+            let sessions = try await BenchSeed.usersWithSessions(client, count: users)
 
             let serve = try await ServeProcess.start(
                 conninfo: conninfo,
