@@ -29,7 +29,7 @@ struct CollectionController: Sendable {
         routes.add(.get, "/v1/me/channels/{channel_url}/collection", reads: .standby) { request, context in
             try await CollectionInput(parsing: request, context: context) { try await tokenKey.get(settings) }
         } use: { _, context, input, answer in
-            try await collection(input, answer: answer, context: context)
+            try await collectionAnswer(input, answer: answer, context: context)
         }
         routes.add(.get, "/v1/me/channels/{channel_url}/notifications", reads: .standby, parse: ChannelInput.init) {
             request,
@@ -45,7 +45,7 @@ struct CollectionController: Sendable {
             try await seen(request, channel: try await Self.channel(input, answer: answer, collections), context: context)
         }
         routes.add(.get, "/v1/me/channels", access: .user, reads: .standby) { request, context in
-            try await channelList(request, context: context)
+            try await channelListAnswer(request, context: context)
         }
         routes.add(.post, "/v1/users/{user_id}/channels/{channel_url}/reset", access: .admin) { _, context in
             // Percent-decoded and checked like every `{user_id}`: `a%2Fb` is the user `a/b`.
@@ -89,7 +89,32 @@ struct CollectionController: Sendable {
 
     // MARK: - Collection
 
-    func collection(_ input: CollectionInput, answer: CollectionInput.Answer?, context: HeraldRequestContext) async throws -> CollectionBody {
+    /// The route's answer: `collection`'s, or for a long poll whose answer is quiet, that answer held
+    /// back until a change may have reached the collection (then read again) or the time runs out.
+    /// Without memory answers (whose hints tell of changes) it answers at once.
+    func collectionAnswer(
+        _ input: CollectionInput,
+        answer: CollectionInput.Answer?,
+        context: HeraldRequestContext
+    ) async throws -> LongPollAnswer<CollectionBody> {
+        let (body, quietIn) = try await collection(input, answer: answer, context: context)
+        guard input.wait > .zero, let notifier, let channelKey = quietIn, let user = context.user else { return .now(body) }
+        return .later {
+            let outcome = await notifier.waitForChange(userKey: user.key, channelKey: channelKey, horizon: body.horizon, timeout: input.wait)
+            guard case .changed = outcome else { return body }
+            var again = input
+            again.wait = .zero
+            return (try? await collection(again, answer: nil, context: context).body) ?? body
+        }
+    }
+
+    /// The answer to a collection request, and — when it is a live answer with nothing to send — the
+    /// key of its channel (a long poll may wait on it).
+    func collection(
+        _ input: CollectionInput,
+        answer: CollectionInput.Answer?,
+        context: HeraldRequestContext
+    ) async throws -> (body: CollectionBody, quietIn: Int64?) {
         let user = try Self.user(context)
         let (limit, category, device) = (input.limit, input.category, input.device)
         let token: SyncToken?
@@ -110,7 +135,7 @@ struct CollectionController: Sendable {
             body.nextToken = first.encoded(key: input.key)
             try await deviceSynced(device, user: user, horizon: snapshot.horizon)
             remember(channel: channel, category: category, snapshot: snapshot, from: first.position, user: user)
-            return body
+            return (body, nil)
         case .invalid: token = nil
         case .valid(let valid):
             token = valid
@@ -120,7 +145,7 @@ struct CollectionController: Sendable {
             {
                 var body = CollectionBody(channel: quiet.channel, snapshot: quiet.snapshot, isLive: true)
                 body.nextToken = valid.encoded(key: input.key)
-                return try await waited(input, quiet: body, user: user, channelKey: quiet.channel.key, context: context)
+                return (body, quiet.channel.key)
             }
         }
         // A token that does not even parse needs no database work beyond the state in the answer.
@@ -144,7 +169,7 @@ struct CollectionController: Sendable {
         if standbyBehind, let token {
             body.isLive = true
             body.nextToken = token.encoded(key: input.key)
-            return body
+            return (body, nil)
         }
         let rules = CollectionSync(hugeGap: sync.hugeGap, limit: limit)
         let page = try await rules.page(after: token, userKey: user.key, category: category, poll: poll) { cap in
@@ -158,7 +183,7 @@ struct CollectionController: Sendable {
                 )
             }
         }
-        guard let page else { return body }
+        guard let page else { return (body, nil) }
         if !page.hasMore { remember(channel: poll.channel, category: category, snapshot: poll.snapshot, from: page.next.position, user: user) }
         body.isLive = true
         body.hasMore = page.hasMore
@@ -169,26 +194,7 @@ struct CollectionController: Sendable {
             }
         }
         body.nextToken = page.next.encoded(key: input.key)
-        guard page.changes.isEmpty, !page.hasMore else { return body }
-        return try await waited(input, quiet: body, user: user, channelKey: poll.channel.key, context: context)
-    }
-
-    /// A quiet answer to a long poll (`?wait=`): waits until a change may have reached the collection
-    /// (or the time runs out), then answers as a poll does. Without memory answers (whose hints tell
-    /// of changes) it answers at once.
-    func waited(
-        _ input: CollectionInput,
-        quiet body: CollectionBody,
-        user: AuthenticatedUser,
-        channelKey: Int64,
-        context: HeraldRequestContext
-    ) async throws -> CollectionBody {
-        guard input.wait > .zero, let notifier else { return body }
-        let outcome = await notifier.waitForChange(userKey: user.key, channelKey: channelKey, horizon: body.horizon, timeout: input.wait)
-        guard case .changed = outcome else { return body }
-        var again = input
-        again.wait = .zero
-        return try await collection(again, answer: nil, context: context)
+        return (body, page.changes.isEmpty && !page.hasMore ? poll.channel.key : nil)
     }
 
     // MARK: - Channel list
@@ -197,21 +203,35 @@ struct CollectionController: Sendable {
     /// and the URLs of the channels that left the list. A token that cannot continue — malformed,
     /// forged, another user's or another kind, from the future, or older than the retained history —
     /// answers `is_live: false` and nothing else; the client loads the list afresh.
-    func channelList(_ request: Request, context: HeraldRequestContext, waiting: Bool = true) async throws -> ChannelListBody {
+    /// The route's answer: `channelList`'s, or for a long poll whose change log is empty, that answer
+    /// held back until a change may have reached the list (then read again) or the time runs out.
+    func channelListAnswer(_ request: Request, context: HeraldRequestContext) async throws -> LongPollAnswer<ChannelListBody> {
+        let wait = try Self.wait(request.uri.queryParameters)
+        let (body, quietFrom) = try await channelList(request, context: context)
+        guard wait > .zero, let notifier, let horizon = quietFrom, let user = context.user else { return .now(body) }
+        return .later {
+            let outcome = await notifier.waitForChange(userKey: user.key, channelKey: nil, horizon: horizon, timeout: wait)
+            guard case .changed = outcome else { return body }
+            return (try? await channelList(request, context: context).body) ?? body
+        }
+    }
+
+    /// The list or its change log, and — when the change log is empty — the horizon of its snapshot (a
+    /// long poll may wait from there).
+    func channelList(_ request: Request, context: HeraldRequestContext) async throws -> (body: ChannelListBody, quietFrom: Int64?) {
         let user = try Self.user(context)
         let key = try await tokenKey.get(settings)
         // A list that names its device answers its refresh push like a collection sync: a push about a
         // deleted channel can only be answered here (its collection is gone).
         let device = try DeviceNaming.reference(in: request)
-        let wait = waiting ? try Self.wait(request.uri.queryParameters) : .zero
         guard let tokenText = request.uri.queryParameters["token"] else {
             let list = try await context.reads.read { try await reader($0).channelList(userKey: user.key) }
             try await deviceSynced(device, user: user, horizon: list.horizon)
-            return ChannelListBody(list, nextToken: ChannelListToken(userKey: user.key, horizon: list.horizon).encoded(key: key))
+            return (ChannelListBody(list, nextToken: ChannelListToken(userKey: user.key, horizon: list.horizon).encoded(key: key)), nil)
         }
         guard let token = ChannelListToken(decoding: String(tokenText), key: key), token.userKey == user.key else {
             try await deviceKnown(device, user: user)
-            return ChannelListBody()
+            return (ChannelListBody(), nil)
         }
         let (list, standbyBehind) = try await context.reads.read { standby in
             let list = try await reader(standby).channelList(userKey: user.key, changedSince: token.horizon)
@@ -224,19 +244,13 @@ struct CollectionController: Sendable {
         if !standbyBehind {
             guard token.horizon >= list.compactedThrough, token.horizon <= list.nextXID else {
                 try await deviceKnown(device, user: user)
-                return ChannelListBody()
+                return (ChannelListBody(), nil)
             }
         }
         try await deviceSynced(device, user: user, horizon: list.horizon)
         // Never backwards, should a snapshot ever see an older horizon than the token's.
         let next = ChannelListToken(userKey: user.key, horizon: max(token.horizon, list.horizon))
-        if wait > .zero, list.entries.isEmpty, list.removed.isEmpty, let notifier,
-            case .changed = await notifier.waitForChange(userKey: user.key, channelKey: nil, horizon: list.horizon, timeout: wait)
-        {
-            // Something may have changed: the list since the same token, at once.
-            return try await channelList(request, context: context, waiting: false)
-        }
-        return ChannelListBody(list, nextToken: next.encoded(key: key))
+        return (ChannelListBody(list, nextToken: next.encoded(key: key)), list.entries.isEmpty && list.removed.isEmpty ? list.horizon : nil)
     }
 
     /// A sync that names its device (`DeviceNaming`) answers that device's outstanding refresh push and
