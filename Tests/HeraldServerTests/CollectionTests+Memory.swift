@@ -42,6 +42,14 @@ extension CollectionTests {
         return Task { try await client.execute(uri: uri, method: .get, headers: jsonHeaders(bearer: session)) }
     }
 
+    /// A first load, then a first poll, which the database answers (a first load is not kept for
+    /// memory): the answer memory keeps, and its token.
+    func settled(_ client: some TestClientProtocol, _ session: String, device: String? = nil) async throws -> (answer: [String: Any], token: String) {
+        let loaded = try #require(try await collection(client, session)["next_token"] as? String)
+        let answer = try jsonObject(try await poll(client, session, token: loaded, device: device))
+        return (answer, try #require(answer["next_token"] as? String))
+    }
+
     func poll(_ client: some TestClientProtocol, _ session: String, token: String, device: String? = nil) async throws -> TestResponse {
         var headers = jsonHeaders(bearer: session)
         if let device { headers[HTTPField.Name("Herald-Device")!] = device }
@@ -54,8 +62,7 @@ extension CollectionTests {
             let first = try await world.send("one", to: ["u1"])
             try await withMemory(db) { client, notifier in
                 let session = world.sessions["u1"]!
-                let load = try await collection(client, session)
-                let token = try #require(load["next_token"] as? String)
+                let (load, token) = try await settled(client, session)
                 let before = notifier.tallies
 
                 let quiet = try jsonObject(try await poll(client, session, token: token))
@@ -104,7 +111,7 @@ extension CollectionTests {
             try await world.send("one", to: ["u1"])
             try await withMemory(db) { client, notifier in
                 let session = world.sessions["u1"]!
-                let token = try #require(try await collection(client, session)["next_token"] as? String)
+                let token = try await settled(client, session).token
                 let waiting = longPoll(client, session, "/v1/me/channels/feed/collection", token: token)
                 try await waitUntil("the long poll to wait") { notifier.waiting == 1 }
                 // Another user's notification does not end it.
@@ -137,7 +144,7 @@ extension CollectionTests {
                 let quietBody = try jsonObject(quiet)
                 #expect(ids(quietBody).isEmpty && quietBody["is_live"] as? Bool == true && quietBody["badge"] as? Int == 3)
                 let invalid = try await client.execute(
-                    uri: "/v1/me/channels/feed/collection?wait=61&token=\(escaped(next))",
+                    uri: "/v1/me/channels/feed/collection?wait=51&token=\(escaped(next))",
                     method: .get,
                     headers: jsonHeaders(bearer: session)
                 )
@@ -161,8 +168,7 @@ extension CollectionTests {
                     body: ByteBuffer(string: #"{"environment":"sandbox","topic":"com.example.app"}"#)
                 )
                 #expect(registered.status == .ok || registered.status == .created, "\(String(buffer: registered.body))")
-                let token = try #require(try await collection(client, session)["next_token"] as? String)
-                #expect(try await poll(client, session, token: token, device: device).status == .ok)
+                let token = try await settled(client, session, device: device).token
                 let hits = notifier.tallies.pollHits
                 #expect(try await poll(client, session, token: token, device: device).status == .ok)
                 #expect(notifier.tallies.pollHits == hits + 1, "the device known synced: from memory")
@@ -186,7 +192,7 @@ extension CollectionTests {
             try await world.send("one", to: ["u1"])
             try await withMemory(db) { client, notifier in
                 let session = world.sessions["u1"]!
-                let token = try #require(try await collection(client, session)["next_token"] as? String)
+                let token = try await settled(client, session).token
                 _ = try await poll(client, session, token: token)
                 #expect(notifier.tallies.pollHits == 1)
                 // The listener cannot come back until the change below has committed unheard.

@@ -10,7 +10,7 @@ import NIOHTTP1
 import Postgres
 import Synchronization
 
-/// The `longpoll` case: one quiet long poll (`?wait=60`) per user waiting on one `herald serve`
+/// The `longpoll` case: one quiet long poll (`?wait=50`) per user waiting on one `herald serve`
 /// process — its resident memory with them all waiting — then notifications sent one at a time, each
 /// to one waiting user, and the time from each send until that user's poll answers with it.
 struct LongPollBenchmark: AsyncParsableCommand {
@@ -102,7 +102,7 @@ struct LongPollBenchmark: AsyncParsableCommand {
                     for index in 0..<users {
                         let token = tokens[index]
                         group.addTask {
-                            let path = "/v1/me/channels/feed/collection?wait=60&token=" + Self.escaped(token)
+                            let path = "/v1/me/channels/feed/collection?wait=50&token=" + Self.escaped(token)
                             do {
                                 let body = try await Self.get(pollClient, port: port, path: path, session: sessions[index])
                                 tally.answered(index, changes: (body["notifications"] as? [Any])?.count ?? 0, at: clock.now)

@@ -119,6 +119,7 @@ public enum HeraldApplication {
             sync: dependencies.sync,
             push: PushStore(client: dependencies.client),
             devices: DeviceStore(client: dependencies.client),
+            sessions: sessions,
             notifier: dependencies.notifier
         ).register(in: registry)
         DevicesController(devices: DeviceStore(client: dependencies.client))

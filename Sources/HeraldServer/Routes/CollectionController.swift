@@ -15,6 +15,7 @@ struct CollectionController: Sendable {
     let sync: SyncSettings
     let push: PushStore
     let devices: DeviceStore
+    let sessions: SessionStore
     /// Answers quiet polls from memory; `nil` asks the database every time.
     var notifier: ChangeNotifier?
     let tokenKey = TokenKeyCache()
@@ -28,8 +29,8 @@ struct CollectionController: Sendable {
         let tokenKey = self.tokenKey
         routes.add(.get, "/v1/me/channels/{channel_url}/collection", reads: .standby) { request, context in
             try await CollectionInput(parsing: request, context: context) { try await tokenKey.get(settings) }
-        } use: { _, context, input, answer in
-            try await collectionAnswer(input, answer: answer, context: context)
+        } use: { request, context, input, answer in
+            try await collectionAnswer(request, input, answer: answer, context: context)
         }
         routes.add(.get, "/v1/me/channels/{channel_url}/notifications", reads: .standby, parse: ChannelInput.init) {
             request,
@@ -93,6 +94,7 @@ struct CollectionController: Sendable {
     /// back until a change may have reached the collection (then read again) or the time runs out.
     /// Without memory answers (whose hints tell of changes) it answers at once.
     func collectionAnswer(
+        _ request: Request,
         _ input: CollectionInput,
         answer: CollectionInput.Answer?,
         context: HeraldRequestContext
@@ -101,7 +103,7 @@ struct CollectionController: Sendable {
         guard input.wait > .zero, let notifier, let channelKey = quietIn, let user = context.user else { return .now(body) }
         return .later {
             let outcome = await notifier.waitForChange(userKey: user.key, channelKey: channelKey, horizon: body.horizon, timeout: input.wait)
-            guard case .changed = outcome else { return body }
+            guard case .changed = outcome, await sessionStillLive(request) else { return body }
             var again = input
             again.wait = .zero
             return (try? await collection(again, answer: nil, context: context).body) ?? body
@@ -131,10 +133,12 @@ struct CollectionController: Sendable {
             var body = CollectionBody(channel: channel, snapshot: snapshot, isLive: true)
             for item in page.prefix(limit) { body.notifications.append(NotificationItem(item)) }
             body.prevCursor = page.count > limit ? page[limit - 1].id.description : nil
-            let first = CollectionSync.firstToken(userKey: user.key, channelKey: channel.key, category: category, snapshot: snapshot)
-            body.nextToken = first.encoded(key: input.key)
+            body.nextToken = CollectionSync.firstToken(userKey: user.key, channelKey: channel.key, category: category, snapshot: snapshot)
+                .encoded(key: input.key)
+            // Not kept for memory: the channel was read by an earlier statement than the snapshot, so
+            // a change to it in between (below the horizon) would go unnoticed. The first poll keeps
+            // its answer (one statement).
             try await deviceSynced(device, user: user, horizon: snapshot.horizon)
-            remember(channel: channel, category: category, snapshot: snapshot, from: first.position, user: user)
             return (body, nil)
         case .invalid: token = nil
         case .valid(let valid):
@@ -211,9 +215,17 @@ struct CollectionController: Sendable {
         guard wait > .zero, let notifier, let horizon = quietFrom, let user = context.user else { return .now(body) }
         return .later {
             let outcome = await notifier.waitForChange(userKey: user.key, channelKey: nil, horizon: horizon, timeout: wait)
-            guard case .changed = outcome else { return body }
+            guard case .changed = outcome, await sessionStillLive(request) else { return body }
             return (try? await channelList(request, context: context).body) ?? body
         }
+    }
+
+    /// Whether the request's session is still live: a long poll's wait may have ended with its
+    /// revocation, and what it read after that would go to a client no longer signed in.
+    func sessionStillLive(_ request: Request) async -> Bool {
+        guard let token = try? Authenticator.sessionToken(request) else { return false }
+        if notifier?.session(userID: token.userID, hash: token.hash) != nil { return true }
+        return (try? await sessions.authenticate(token)) != nil
     }
 
     /// The list or its change log, and — when the change log is empty — the horizon of its snapshot (a
@@ -381,7 +393,9 @@ struct CollectionController: Sendable {
     }
 
     /// The longest `?wait=` a long poll may ask for, in seconds.
-    static let maximumWait = 60
+    /// Below the 60 s idle timeouts common in front of servers (nginx's `proxy_read_timeout`, load
+    /// balancers'): the status line goes out when the wait starts, the body when it ends.
+    static let maximumWait = 50
 
     static func wait(_ query: FlatDictionary<Substring, Substring>) throws -> Duration {
         guard let text = query["wait"] else { return .zero }

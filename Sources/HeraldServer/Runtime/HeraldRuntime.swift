@@ -186,7 +186,10 @@ public enum HeraldRuntime {
                 logger: logger
             )
         }
-        let notifier = configuration.memory.enabled ? ChangeNotifier(client: client, settings: configuration.memory, logger: logger) : nil
+        var memory = configuration.memory
+        // A token kept by answers from memory must not fall below the compaction bound in between.
+        memory.maximumAge = min(memory.maximumAge, configuration.changeRetention / 4)
+        let notifier = memory.enabled ? ChangeNotifier(client: client, settings: memory, logger: logger) : nil
         let hub = LiveHub(
             client: client,
             settings: configuration.stream,

@@ -312,8 +312,10 @@ public final class ChangeNotifier: Service, Sendable {
         }
         await withCheckedContinuation { continuation in
             let waits = state.withLock { state -> Bool in
-                // Not answering: memory gives nothing that could be older than the write.
-                guard settings.enabled, case .answering = state.listening else { return false }
+                // Down: memory gives nothing that could be older than the write. Starting: the ping
+                // that opens answering is one sent after this call, so waiting for it covers the write.
+                guard settings.enabled else { return false }
+                if case .down = state.listening { return false }
                 // The next ping the loop sends is one sent after this call.
                 state.catchingUp.append((id, state.nextPing, continuation))
                 return true
@@ -373,17 +375,22 @@ public final class ChangeNotifier: Service, Sendable {
         }
         defer { timer.cancel() }
         return await withGracefulShutdownHandler {
-            await withCheckedContinuation { continuation in
-                let ended = state.withLock { state -> WaitOutcome? in
-                    guard let wait = state.waits[userKey]?[id] else { return .changed }
-                    if let ended = wait.ended {
-                        Self.remove(id, userKey: userKey, from: &state)
-                        return ended
+            // A client that has gone frees its place at once, if its task is cancelled.
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { continuation in
+                    let ended = state.withLock { state -> WaitOutcome? in
+                        guard let wait = state.waits[userKey]?[id] else { return .changed }
+                        if let ended = wait.ended {
+                            Self.remove(id, userKey: userKey, from: &state)
+                            return ended
+                        }
+                        state.waits[userKey]?[id]?.waiter = continuation
+                        return nil
                     }
-                    state.waits[userKey]?[id]?.waiter = continuation
-                    return nil
+                    if let ended { continuation.resume(returning: ended) }
                 }
-                if let ended { continuation.resume(returning: ended) }
+            } onCancel: {
+                self.end(id, userKey: userKey, .timedOut)
             }
         } onGracefulShutdown: {
             self.end(id, userKey: userKey, .timedOut)
@@ -570,6 +577,8 @@ public final class ChangeNotifier: Service, Sendable {
         let sequence = state.withLock { state in
             defer { state.nextPing += 1 }
             state.pingsSent[state.nextPing] = self.now()
+            // Pings never heard (a listener down for long) are forgotten past a few minutes' worth.
+            if state.pingsSent.count > 256, let oldest = state.pingsSent.keys.min() { state.pingsSent[oldest] = nil }
             return state.nextPing
         }
         do {

@@ -155,8 +155,13 @@ public struct PushStore: Sendable {
                     WHERE p.device_id = d.id
                     RETURNING d.id, d.user_key, d.token, d.environment, d.topic, p.wanted_xid, p.notification_id,
                         p.attempts, p.claimed_until IS NOT DISTINCT FROM now() + \(lease)::interval AS claimed
+                ), hinted AS (
+                    -- A want is answered by the device's next sync, which must then reach the
+                    -- database rather than be answered from memory (see `ChangeNotifier`).
+                    \(LiveHint.devicesChangedQuery("SELECT user_key FROM wanted"))
                 )
-                SELECT (SELECT count(*) FROM next), (SELECT count(*) FROM slice),
+                -- `hinted` is read so that it runs (a plain SELECT in WITH runs only when read).
+                SELECT (SELECT count(*) FROM next) + 0 * (SELECT count(*) FROM hinted), (SELECT count(*) FROM slice),
                     w.id, w.user_key, w.token, w.environment, w.topic, w.wanted_xid, w.notification_id, w.attempts,
                     \(TimeSQL.nowMicroseconds)
                 FROM (SELECT 1) AS always LEFT JOIN wanted w ON w.claimed
