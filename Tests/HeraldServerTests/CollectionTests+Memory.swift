@@ -154,6 +154,31 @@ extension CollectionTests {
         }
     }
 
+    @Test func aLongPollWhoseSessionIsRevokedMeanwhileGetsNothingNew() async throws {
+        try await TestPostgres.withDatabase(cluster: .horizonSensitive) { (db: TestDatabase) async throws in
+            let world = try await world(db)
+            let sent = try await world.send("one", to: ["u1"])
+            try await withMemory(db) { client, notifier in
+                let session = world.sessions["u1"]!
+                let token = try await settled(client, session).token
+                let waiting = longPoll(client, session, "/v1/me/channels/feed/collection", token: token)
+                try await waitUntil("the long poll to wait") { notifier.waiting == 1 }
+                // The revocation and a change of the user's commit together: the wait ends, and what
+                // changed must not reach a client that is no longer signed in.
+                let key = try #require(try await UserStore(client: db.client).key("u1"))
+                try await db.client.transaction([
+                    "DELETE FROM sessions WHERE user_id = 'u1'",
+                    "UPDATE notification_recipients SET status = 2, change_xid = pg_current_xact_id()::text::bigint WHERE user_key = \(key)",
+                    LiveHint.sessionsRevoked(userKey: key).query,
+                ])
+                let answer = try await waiting.value
+                #expect(answer.status == .ok)
+                #expect(ids(try jsonObject(answer)).isEmpty, "\(sent) read after the revocation")
+                #expect(try await poll(client, session, token: token).status == .unauthorized)
+            }
+        }
+    }
+
     @Test func aRevokedSessionOrARemovedDeviceIsRefusedAtOnce() async throws {
         try await TestPostgres.withDatabase(cluster: .horizonSensitive) { (db: TestDatabase) async throws in
             let world = try await world(db)

@@ -292,6 +292,8 @@ public enum HeraldRuntime {
         // pool does, and HTTP stops accepting new streams first.
         services.append(hub)
         services.append(application)
+        // Last, so first to shut down: waiting long polls answer before HTTP waits for them.
+        if let notifier { services.append(notifier.waitCloser) }
         let group = ServiceGroup(
             configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         )

@@ -564,12 +564,30 @@ public final class ChangeNotifier: Service, Sendable {
                 await self.pingWake.wait(timeout: self.settings.pingInterval)
             }
         }
-        // Long polls still waiting answer now (the HTTP server's own shutdown has usually ended them).
+        endWaits()
+    }
+
+    /// Answers every waiting long poll with what it has, and lets none wait from now on.
+    public func endWaits() {
         let waits = state.withLock { state in
             state.closed = true
             return Self.takeWaits(from: &state) { _, _ in true }
         }
         for wait in waits { wait.resume(returning: .timedOut) }
+    }
+
+    /// A service to run after the HTTP server in the `ServiceGroup` (so that it shuts down first):
+    /// on graceful shutdown it answers every waiting long poll at once, which the HTTP server's own
+    /// shutdown waits for.
+    public var waitCloser: some Service { WaitCloser(notifier: self) }
+
+    private struct WaitCloser: Service {
+        let notifier: ChangeNotifier
+
+        func run() async throws {
+            try? await gracefulShutdown()
+            notifier.endWaits()
+        }
     }
 
     @discardableResult
