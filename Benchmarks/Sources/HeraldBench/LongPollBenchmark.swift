@@ -68,12 +68,7 @@ struct LongPollBenchmark: AsyncParsableCommand {
                 adminToken: Self.adminToken,
                 environment: [
                     "HERALD_RATE_LIMIT_SESSION": "off", "HERALD_RATE_LIMIT_ADDRESS": "off", "HERALD_LONG_POLL_MAX": String(users + 100),
-                ].merging(
-                    serverEnvironment.map { entry -> (String, String) in
-                        let parts = entry.split(separator: "=", maxSplits: 1)
-                        return (String(parts[0]), parts.count > 1 ? String(parts[1]) : "")
-                    }
-                ) { $1 }
+                ].merging(ServeProcess.environment(serverEnvironment)) { $1 }
             )
             let (server, port) = (serve.process, serve.port)
             defer { server.signal(SIGKILL) }

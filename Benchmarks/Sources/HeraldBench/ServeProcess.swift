@@ -39,6 +39,16 @@ struct ServeProcess {
         }
     }
 
+    /// `NAME=VALUE` entries (a case's `--server-env`) as an environment.
+    static func environment(_ entries: [String]) -> [String: String] {
+        Dictionary(
+            entries.map { entry -> (String, String) in
+                let parts = entry.split(separator: "=", maxSplits: 1)
+                return (String(parts[0]), parts.count > 1 ? String(parts[1]) : "")
+            }
+        ) { $1 }
+    }
+
     /// `VmRSS` of the process, in kB.
     static func residentKilobytes(_ pid: pid_t) -> Int {
         let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""

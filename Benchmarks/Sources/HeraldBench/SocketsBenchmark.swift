@@ -52,12 +52,7 @@ struct SocketsBenchmark: AsyncParsableCommand {
             let serve = try await ServeProcess.start(
                 conninfo: conninfo,
                 adminToken: Self.adminToken,
-                environment: Dictionary(
-                    serverEnvironment.map { entry -> (String, String) in
-                        let parts = entry.split(separator: "=", maxSplits: 1)
-                        return (String(parts[0]), parts.count > 1 ? String(parts[1]) : "")
-                    }
-                ) { $1 },
+                environment: ServeProcess.environment(serverEnvironment),
                 launcher: launcher.map { $0.split(separator: " ").map(String.init) } ?? []
             )
             let (server, port) = (serve.process, serve.port)
