@@ -14,15 +14,20 @@ public enum Hex {
 
     /// Decodes an even-length string of hex digits (either case); `nil` if it is not one.
     public static func decode(_ text: String) -> [UInt8]? {
-        let characters = Array(text.utf8)
+        decode(text.utf8)
+    }
+
+    /// Decodes an even number of hex digits' bytes (either case); `nil` if they are not that.
+    public static func decode(_ characters: some Collection<UInt8>) -> [UInt8]? {
         guard characters.count.isMultiple(of: 2) else { return nil }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(characters.count / 2)
-        var index = 0
-        while index < characters.count {
-            guard let high = nibble(characters[index]), let low = nibble(characters[index + 1]) else { return nil }
+        var index = characters.startIndex
+        while index != characters.endIndex {
+            let next = characters.index(after: index)
+            guard let high = nibble(characters[index]), let low = nibble(characters[next]) else { return nil }
             bytes.append(high << 4 | low)
-            index += 2
+            index = characters.index(after: next)
         }
         return bytes
     }

@@ -12,11 +12,14 @@ public struct SessionToken: Sendable, Equatable {
         return SessionToken(userID: userID, text: text)
     }
 
-    /// Parses a presented token; `nil` when it is not of the session format.
+    /// Parses a presented token; `nil` when it is not of the session format. Reads the text's bytes in
+    /// place: every authenticated request parses one.
     public init?(parsing text: String) {
-        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 2, parts[1].count == 64, Hex.decode(String(parts[1])) != nil,
-            let idBytes = Hex.decode(String(parts[0])), !idBytes.isEmpty
+        let characters = text.utf8
+        guard let dot = characters.firstIndex(of: UInt8(ascii: ".")) else { return nil }
+        // A second dot is not a hex digit: the secret then fails to decode.
+        let secret = characters[characters.index(after: dot)...]
+        guard secret.count == 64, Hex.decode(secret) != nil, let idBytes = Hex.decode(characters[..<dot]), !idBytes.isEmpty
         else { return nil }
         let id = String(decoding: idBytes, as: UTF8.self)
         guard UserID.problem(with: id) == nil else { return nil }

@@ -40,13 +40,15 @@ struct Authenticator: Sendable {
 
     /// `requireUser`, with `companion` sent in the same round trip as the session check. Its answer
     /// comes back only when it succeeded and, if it was built for a user, the session is that user's.
+    /// The companion is built only when the database is asked: a session memory vouches for sends
+    /// nothing, and its route reads on its own (often from memory too).
     ///
     /// Both are reads of `reads`: on the standby while the request reads there. A session the standby
     /// does not know may be one issued after what it has replayed: the primary decides, and the request
     /// then reads there too.
     func requireUser<Answer>(
         _ request: Request,
-        alongside companion: SessionCompanion<Answer>?,
+        alongside companion: @autoclosure () -> SessionCompanion<Answer>?,
         reads: RequestReads
     ) async throws -> (AuthenticatedUser, Answer?) {
         let token = try Self.sessionToken(request)
@@ -55,6 +57,7 @@ struct Authenticator: Sendable {
             // Memory vouches for the session; the route runs its lookup on its own.
             return (AuthenticatedUser(id: token.userID, key: session.userKey), nil)
         }
+        let companion = companion()
         return try await reads.read { standby in
             let (session, answer) = try await Self.check(token, alongside: companion, in: standby.map { SessionStore(client: $0.client) } ?? sessions)
             if let session {

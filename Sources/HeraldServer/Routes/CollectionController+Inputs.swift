@@ -24,7 +24,8 @@ extension CollectionController {
             case none
             /// A token that does not parse, is forged, or is another kind: the poll is not live.
             case invalid
-            case valid(SyncToken)
+            /// A token this server signed, and its text as presented (what a quiet answer gives back).
+            case valid(SyncToken, presented: String)
         }
 
         enum Answer: Sendable {
@@ -41,7 +42,8 @@ extension CollectionController {
             device = try DeviceNaming.reference(in: request)
             url = try CollectionController.channelURL(context)
             if let text = query["token"] {
-                token = SyncToken(decoding: String(text), key: key).map(Token.valid) ?? .invalid
+                let text = String(text)
+                token = SyncToken(decoding: text, key: key).map { .valid($0, presented: text) } ?? .invalid
             } else {
                 token = .none
             }
@@ -62,7 +64,7 @@ extension CollectionController {
             switch token {
             case .none: return CollectionStore.channelCompanion(url).map(Answer.channel)
             case .invalid: return nil
-            case .valid(let token): return CollectionStore.pollCompanion(poll(token, userKey: token.userKey)).map(Answer.poll)
+            case .valid(let token, _): return CollectionStore.pollCompanion(poll(token, userKey: token.userKey)).map(Answer.poll)
             }
         }
     }

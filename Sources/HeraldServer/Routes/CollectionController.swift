@@ -141,14 +141,16 @@ struct CollectionController: Sendable {
             try await deviceSynced(device, user: user, horizon: snapshot.horizon)
             return (body, nil)
         case .invalid: token = nil
-        case .valid(let valid):
+        case .valid(let valid, let presented):
             token = valid
             // Unless the database's answer came with the session check, memory may know it already.
             if answer == nil,
                 let quiet = notifier?.quietPoll(userKey: user.key, channelURL: input.url, category: category, token: valid, device: device)
             {
                 var body = CollectionBody(channel: quiet.channel, snapshot: quiet.snapshot, isLive: true)
-                body.nextToken = valid.encoded(key: input.key)
+                // The token as presented: an answer from memory never moves it (and sealing it anew
+                // would only cost an HMAC).
+                body.nextToken = presented
                 return (body, quiet.channel.key)
             }
         }
