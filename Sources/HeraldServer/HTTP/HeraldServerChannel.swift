@@ -7,6 +7,7 @@ import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
 import NIOWebSocket
 import Postgres
+import ServiceLifecycle
 
 /// Herald's HTTP/1.1 connections: Hummingbird's HTTP handling, plus the WebSocket upgrade of
 /// `GET /v1/me/stream` done with NIO's typed upgrader.
@@ -30,6 +31,8 @@ struct HeraldServerChannel: ServerChildChannel, HTTPChannelHandler {
 
     struct Value: ServerChildChannelValue {
         let negotiated: EventLoopFuture<Negotiated>
+        /// Whether `negotiated` has completed (read and written on the channel's event loop).
+        let decided: NIOLoopBoundBox<Bool>
         let channel: any Channel
     }
 
@@ -117,19 +120,30 @@ struct HeraldServerChannel: ServerChildChannel, HTTPChannelHandler {
             // Until the upgrade is decided no handler watches the clock: a client that connects and
             // sends nothing (or a head a byte at a time) would hold the connection and its task forever.
             let deadline = channel.eventLoop.scheduleTask(in: TimeAmount(idleTimeout)) { channel.close(promise: nil) }
+            let decided = NIOLoopBoundBox(false, eventLoop: channel.eventLoop)
             negotiated.whenComplete { result in
+                decided.value = true
                 deadline.cancel()
                 // A negotiation that failed leaves the connection to no one (`handle` only logs the
                 // error): close it, or it stays open for as long as the client keeps it.
                 if case .failure = result { channel.close(promise: nil) }
             }
-            return Value(negotiated: negotiated, channel: channel)
+            return Value(negotiated: negotiated, decided: decided, channel: channel)
         }
     }
 
     func handle(value: Value, logger: Logger) async {
         do {
-            switch try await value.negotiated.get() {
+            // Until its first request's head is in, nothing else closes a connection when the server
+            // shuts down (Hummingbird's handling closes idle ones once it has them): one a client opened
+            // and never used would hold the shutdown until the deadline above.
+            let negotiated = try await withGracefulShutdownHandler {
+                try await value.negotiated.get()
+            } onGracefulShutdown: {
+                let (channel, decided) = (value.channel, value.decided)
+                channel.eventLoop.execute { if !decided.value { channel.close(promise: nil) } }
+            }
+            switch negotiated {
             case .stream:
                 // The channel's handlers serve the stream from here on; no task stays behind.
                 return
