@@ -100,11 +100,19 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // Our own cryptography, all through libssl: digests, MACs, random bytes, AES-GCM, HKDF, P-256
+        // (ES256 signatures and ECDH) and RS256.
+        .target(
+            name: "HeraldCrypto",
+            dependencies: ["COpenSSL"],
+            swiftSettings: swiftSettings
+        ),
+
         // Domain types and pure rules; no I/O.
         .target(
             name: "HeraldCore",
             dependencies: [
-                "COpenSSL",
+                "HeraldCrypto",
                 "HeraldWire",
                 .product(name: "Mustache", package: "swift-mustache"),
             ],
@@ -117,6 +125,7 @@ let package = Package(
             name: "APNs",
             dependencies: [
                 "COpenSSL",
+                "HeraldCrypto",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -124,6 +133,14 @@ let package = Package(
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
+            swiftSettings: swiftSettings
+        ),
+
+        // Web Push's protocol pieces (RFC 8030, 8291, 8292): subscriptions, the aes128gcm message
+        // encryption and VAPID, through HeraldCrypto.
+        .target(
+            name: "WebPush",
+            dependencies: ["HeraldCrypto"],
             swiftSettings: swiftSettings
         ),
 
@@ -296,6 +313,16 @@ let package = Package(
         .testTarget(
             name: "PostgresTests",
             dependencies: ["Postgres", "HeraldTesting", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HeraldCryptoTests",
+            dependencies: ["HeraldCrypto"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "WebPushTests",
+            dependencies: ["WebPush", "HeraldCrypto"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCrypto
 import Synchronization
 
 /// One provider token (JWT) per signing key, shared by every connection and request, made again only
@@ -16,7 +17,7 @@ public final class ProviderTokenCache: Sendable {
         public var generation: Int
     }
 
-    private let key: ES256Key
+    private let key: P256Key
     private let keyID: String
     private let teamID: String
     private let refreshAfter: Int64
@@ -25,7 +26,7 @@ public final class ProviderTokenCache: Sendable {
 
     /// `refreshAfter` must lie within APNs's window of 20 to 60 minutes; the default is 50.
     public init(
-        key: ES256Key,
+        key: P256Key,
         keyID: String,
         teamID: String,
         refreshAfter: Duration = .seconds(50 * 60),

@@ -6,10 +6,10 @@ import Glibc
 
 /// Blocking TCP sockets to a test server on 127.0.0.1, for clients that must misbehave in ways no
 /// HTTP library will (read slowly, send malformed bytes).
-enum LoopbackSocket {
+public enum LoopbackSocket {
     /// A connected socket; `configure` runs on it before the connection (buffer sizes, timeouts).
     /// The caller closes it.
-    static func connect(port: Int, configure: (Int32) -> Void = { _ in }) throws -> Int32 {
+    public static func connect(port: Int, configure: (Int32) -> Void = { _ in }) throws -> Int32 {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw HeraldProcessError(message: "socket failed: errno \(errno)") }
         configure(descriptor)

@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import HeraldCrypto
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHPACK
@@ -63,7 +64,7 @@ public final class MockAPNsServer: Sendable {
     private let channel: any Channel
     private let state: NIOLockedValueBox<State>
     private let authentication: Authentication
-    private let verifier: ES256PublicKey?
+    private let verifier: P256PublicKey?
     private let now: @Sendable () -> Date
 
     public var baseURL: String { "https://127.0.0.1:\(port)" }
@@ -156,7 +157,7 @@ public final class MockAPNsServer: Sendable {
         self.channel = channel
         self.state = state
         self.authentication = authentication
-        if case .token(let pem, _, _) = authentication { verifier = try? ES256PublicKey(pem: pem) } else { verifier = nil }
+        if case .token(let pem, _, _) = authentication { verifier = try? P256PublicKey(pem: pem) } else { verifier = nil }
         self.now = now
     }
 
@@ -256,16 +257,13 @@ public final class MockAPNsServer: Sendable {
             if let known = binding.verified(authorization) {
                 return Int(now().timeIntervalSince1970) - known > 3600 ? (403, "ExpiredProviderToken") : nil
             }
-            let parts = authorization.dropFirst("bearer ".count).split(separator: ".", omittingEmptySubsequences: false)
-            guard parts.count == 3,
-                let headerBytes = APNsJWT.decodeBase64URL(parts[0]), let claimBytes = APNsJWT.decodeBase64URL(parts[1]),
-                let signature = APNsJWT.decodeBase64URL(parts[2]),
-                let header = try? JSONSerialization.jsonObject(with: Data(headerBytes)) as? [String: Any],
-                let claims = try? JSONSerialization.jsonObject(with: Data(claimBytes)) as? [String: Any],
+            guard let token = JWT.parts(authorization.dropFirst("bearer ".count)),
+                let header = try? JSONSerialization.jsonObject(with: Data(token.header)) as? [String: Any],
+                let claims = try? JSONSerialization.jsonObject(with: Data(token.claims)) as? [String: Any],
                 header["alg"] as? String == "ES256", header["kid"] as? String == keyID,
                 let issuer = claims["iss"] as? String, issuer == teamID,
                 let issuedAt = claims["iat"] as? Int,  // a number, never a string
-                let verifier, verifier.isValidSignature(signature, for: Array((parts[0] + "." + parts[1]).utf8))
+                let verifier, verifier.isValidSignature(token.signature, for: token.signingInput)
             else { return (403, "InvalidProviderToken") }
             if Int(now().timeIntervalSince1970) - issuedAt > 3600 { return (403, "ExpiredProviderToken") }
             if !binding.bind(team: issuer) { return (403, "InvalidProviderToken") }

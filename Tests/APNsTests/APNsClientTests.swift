@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+import HeraldCrypto
 import HeraldTesting
 import NIOConcurrencyHelpers
 import NIOCore
@@ -14,7 +15,7 @@ struct APNsClientTests {
     static let token = String(repeating: "ab", count: 32)
 
     static func tokenServer(maxConcurrentStreams: Int = 100, now: @escaping @Sendable () -> Date = Date.init) async throws -> MockAPNsServer {
-        let key = try ES256Key(pem: credentials.signingKeyPEM)
+        let key = try P256Key(pem: credentials.signingKeyPEM)
         return try await MockAPNsServer.start(
             authentication: .token(publicKeyPEM: key.publicKeyPEM, keyID: credentials.keyID, teamID: credentials.teamID),
             maxConcurrentStreams: maxConcurrentStreams,
@@ -29,7 +30,7 @@ struct APNsClientTests {
         connections: Int = 2
     ) throws -> APNsClient {
         let cache =
-            try cache ?? ProviderTokenCache(key: ES256Key(pem: credentials.signingKeyPEM), keyID: credentials.keyID, teamID: credentials.teamID)
+            try cache ?? ProviderTokenCache(key: P256Key(pem: credentials.signingKeyPEM), keyID: credentials.keyID, teamID: credentials.teamID)
         return try APNsClient(
             configuration: .init(
                 baseURL: server.baseURL,
@@ -79,7 +80,7 @@ struct APNsClientTests {
         // server's SETTINGS (NIOHTTP2 on the mock refuses streams beyond them).
         let server = try await Self.tokenServer(maxConcurrentStreams: 10, now: now)
         let cache = try ProviderTokenCache(
-            key: ES256Key(pem: Self.credentials.signingKeyPEM),
+            key: P256Key(pem: Self.credentials.signingKeyPEM),
             keyID: Self.credentials.keyID,
             teamID: Self.credentials.teamID,
             refreshAfter: .seconds(40 * 60),
@@ -113,7 +114,7 @@ struct APNsClientTests {
     @Test func pushesSurviveACallerThatResumesLateAfterConnecting() async throws {
         let server = try await Self.tokenServer(maxConcurrentStreams: 10)
         let cache = try ProviderTokenCache(
-            key: ES256Key(pem: Self.credentials.signingKeyPEM),
+            key: P256Key(pem: Self.credentials.signingKeyPEM),
             keyID: Self.credentials.keyID,
             teamID: Self.credentials.teamID
         )
@@ -202,7 +203,7 @@ struct APNsClientTests {
         let client = try APNsClient(
             configuration: .init(baseURL: server.baseURL, additionalTrustRootFiles: [server.trustRootFile], timeout: .seconds(60), connections: 1),
             authentication: .token(
-                ProviderTokenCache(key: ES256Key(pem: Self.credentials.signingKeyPEM), keyID: Self.credentials.keyID, teamID: Self.credentials.teamID)
+                ProviderTokenCache(key: P256Key(pem: Self.credentials.signingKeyPEM), keyID: Self.credentials.keyID, teamID: Self.credentials.teamID)
             )
         )
         let tokens = (0..<400).map { String(format: "%064x", $0 + 1) }
@@ -284,7 +285,7 @@ struct APNsClientTests {
     /// for another host name, or a handshake below TLS 1.2.
     @Test(arguments: ["untrusted", "wrong host", "TLS 1.1"])
     func theClientRefusesAServerItCannotTrust(_ case: String) async throws {
-        let key = try ES256Key(pem: Self.credentials.signingKeyPEM)
+        let key = try P256Key(pem: Self.credentials.signingKeyPEM)
         let server = try await MockAPNsServer.start(
             authentication: .token(publicKeyPEM: key.publicKeyPEM, keyID: Self.credentials.keyID, teamID: Self.credentials.teamID),
             presentation: `case` == "wrong host" ? .wrongHost : `case` == "TLS 1.1" ? .oldTLS : .standard
@@ -317,8 +318,8 @@ struct APNsClientTests {
 
     @Test func anEncryptedKeyIsRefusedWithoutAskingForItsPassword() {
         // libssl's default would prompt on the terminal and block; the refusal comes back at once.
-        #expect(throws: APNsCredentialError.invalidKey("the key is encrypted; Apple's .p8 keys are not: upload the key as Apple issued it")) {
-            try ES256Key(pem: Self.credentials.encryptedSigningKeyPEM)
+        #expect(throws: CryptoKeyError("the key is encrypted: supply it unencrypted")) {
+            try P256Key(pem: Self.credentials.encryptedSigningKeyPEM)
         }
         #expect(Self.credentials.encryptedSigningKeyPEM.contains("ENCRYPTED PRIVATE KEY"))
         // Nothing is left in the thread's libssl error queue for the next caller to misread.
@@ -346,12 +347,12 @@ struct APNsClientTests {
     }
 
     @Test func keysAreCheckedWhenLoaded() throws {
-        #expect(throws: APNsCredentialError.self) { try ES256Key(pem: "-----BEGIN PRIVATE KEY-----\nnope\n-----END PRIVATE KEY-----\n") }
-        let key = try ES256Key(pem: Self.credentials.signingKeyPEM)
+        #expect(throws: CryptoKeyError.self) { try P256Key(pem: "-----BEGIN PRIVATE KEY-----\nnope\n-----END PRIVATE KEY-----\n") }
+        let key = try P256Key(pem: Self.credentials.signingKeyPEM)
         let message = Array("header.claims".utf8)
         let signature = key.sign(message)
         #expect(signature.count == 64)
-        let verifier = try ES256PublicKey(pem: key.publicKeyPEM)
+        let verifier = try P256PublicKey(pem: key.publicKeyPEM)
         #expect(verifier.isValidSignature(signature, for: message))
         #expect(!verifier.isValidSignature(signature, for: Array("header.claimz".utf8)))
     }

@@ -80,7 +80,7 @@ final class ServerWorld: Sendable {
         _ body: @MainActor @Sendable (ServerWorld) async throws -> Void
     ) async throws {
         let credentials = TestCredentials.shared
-        let key = try ES256Key(pem: credentials.signingKeyPEM)
+        let key = try P256Key(pem: credentials.signingKeyPEM)
         let mock = try await MockAPNsServer.start(
             authentication: .token(publicKeyPEM: key.publicKeyPEM, keyID: credentials.keyID, teamID: credentials.teamID)
         )

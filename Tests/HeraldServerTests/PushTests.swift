@@ -146,7 +146,7 @@ struct PushTests {
             _ = try await UserStore(client: db.client).upsert(id: user, nickname: nil, profileURL: nil)
             sessions[user] = try #require(try await SessionStore(client: db.client).create(userID: user, lifetime: 3600)).token.text
         }
-        let key = try ES256Key(pem: Self.credentials.signingKeyPEM)
+        let key = try P256Key(pem: Self.credentials.signingKeyPEM)
         let mock = try await MockAPNsServer.start(
             authentication: .token(publicKeyPEM: key.publicKeyPEM, keyID: Self.credentials.keyID, teamID: Self.credentials.teamID)
         )

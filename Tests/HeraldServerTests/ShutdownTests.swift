@@ -21,30 +21,45 @@ struct ShutdownTests {
             let line = try await process.waitForLine(containing: "Herald listening on")
             let port = try #require(line.split(separator: ":").last.flatMap { Int($0) })
 
-            let unused = Task { try await RawHTTPExchange.send([], port: port, timeout: .seconds(120)) }
-            let answered = Task {
-                try await RawHTTPExchange.send(Array("GET /healthz HTTP/1.1\r\nHost: herald\r\n\r\n".utf8), port: port, timeout: .seconds(120))
-            }
-            try await waitUntil("both connections to be accepted", timeout: .seconds(30)) {
-                Self.establishedConnections(toPort: port) == 2
-            }
+            // Opened first: the server accepts in order, so once the second has its answer, the
+            // first is a connection the server holds too.
+            let unused = try LoopbackSocket.connect(port: port, configure: Self.receiveTimeout)
+            defer { close(unused) }
+            let answered = try LoopbackSocket.connect(port: port, configure: Self.receiveTimeout)
+            defer { close(answered) }
+            let request = Array("GET /healthz HTTP/1.1\r\nHost: herald\r\n\r\n".utf8)
+            #expect(request.withUnsafeBytes { send(answered, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == request.count)
+            let answer = try await Self.onThread { Self.receive(answered, until: { $0.contains("\r\n\r\n") }) }
+            #expect(answer.text.hasPrefix("HTTP/1.1 200"))
+
             process.signal(SIGTERM)
             #expect(try await process.waitForExit(timeout: .seconds(30)) == 0)
-            #expect(try await unused.value.closedByServer)
-            let outcome = try await answered.value
-            #expect(outcome.closedByServer)
-            #expect(outcome.response.hasPrefix("HTTP/1.1 200"))
+            // Both end with it (end of file, not the receive timeout).
+            #expect(try await Self.onThread { Self.receive(unused, until: { _ in false }) }.closed)
+            #expect(try await Self.onThread { Self.receive(answered, until: { _ in false }) }.closed)
         }
     }
 
-    /// The established TCP connections whose local end is 127.0.0.1:`port` (the server's side), from
-    /// `/proc/net/tcp`.
-    static func establishedConnections(toPort port: Int) -> Int {
-        let table = (try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8)) ?? ""
-        let local = "0100007F:" + String(format: "%04X", port)
-        return table.split(separator: "\n").dropFirst().count { line in
-            let fields = line.split(separator: " ")
-            return fields.count > 3 && fields[1] == local && fields[3] == "01"
+    static func receiveTimeout(_ descriptor: Int32) {
+        var limit = timeval(tv_sec: 60, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    /// What `descriptor` receives until `enough` says so, or the peer closes (`closed`), or the
+    /// receive timeout ends it.
+    static func receive(_ descriptor: Int32, until enough: (String) -> Bool) -> (text: String, closed: Bool) {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if count <= 0 { return (String(decoding: received, as: UTF8.self), count == 0 || errno == ECONNRESET) }
+            received += buffer[..<count]
+            if enough(String(decoding: received, as: UTF8.self)) { return (String(decoding: received, as: UTF8.self), false) }
         }
+    }
+
+    /// Runs blocking socket reads on a thread of their own, off the cooperative pool.
+    static func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async throws -> T {
+        await withCheckedContinuation { continuation in Thread { continuation.resume(returning: body()) }.start() }
     }
 }

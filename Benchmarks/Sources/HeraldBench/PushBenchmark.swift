@@ -82,7 +82,7 @@ struct PushBenchmark: AsyncParsableCommand {
         let url = "https://127.0.0.1:\(port)"
         try await waitForServer(port: port)
 
-        let key = try ES256Key(pem: credentials.signingKeyPEM)
+        let key = try P256Key(pem: credentials.signingKeyPEM)
         let client = try APNsClient(
             configuration: .init(
                 baseURL: url,
@@ -187,7 +187,7 @@ struct PushBenchmark: AsyncParsableCommand {
             nginx = started
             target = (started.url, started.trustRootFile)
         } else {
-            let key = try ES256Key(pem: credentials.signingKeyPEM)
+            let key = try P256Key(pem: credentials.signingKeyPEM)
             let started = try await MockAPNsServer.start(
                 authentication: .token(publicKeyPEM: key.publicKeyPEM, keyID: credentials.keyID, teamID: credentials.teamID),
                 maxConcurrentStreams: 1000

@@ -61,7 +61,7 @@ final class SoakDeployment: @unchecked Sendable {
         try await standby.createStandby(of: primary)
         try await standby.start()
         let credentials = TestCredentials.shared
-        let key = try ES256Key(pem: credentials.signingKeyPEM)
+        let key = try P256Key(pem: credentials.signingKeyPEM)
         let mock = try await MockAPNsServer.start(
             authentication: .token(publicKeyPEM: key.publicKeyPEM, keyID: credentials.keyID, teamID: credentials.teamID)
         )

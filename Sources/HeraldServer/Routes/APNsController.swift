@@ -112,9 +112,9 @@ struct APNsController: Sendable {
             guard Self.isAppleID(keyID) else { throw Self.invalid("key_id must be the key's 10-character id.") }
             guard Self.isAppleID(teamID) else { throw Self.invalid("team_id must be the 10-character team id.") }
             do {
-                _ = try ES256Key(pem: key)
+                _ = try P256Key(pem: key)
             } catch {
-                throw Self.invalid("key: \(error.description).")
+                throw Self.invalid("key: \(error.description) (Apple's .p8 files are PKCS#8 P-256 keys, unencrypted).")
             }
             info.kind = .token
             info.keyID = keyID

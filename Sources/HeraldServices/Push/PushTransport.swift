@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import HeraldCrypto
 import HeraldStore
 import Logging
 import Synchronization
@@ -149,7 +150,7 @@ public final class PushTransport: Sendable {
         let authentication: APNsAuthentication
         switch info.kind {
         case .token:
-            let key = try ES256Key(pem: String(decoding: credential.secret, as: UTF8.self))
+            let key = try P256Key(pem: String(decoding: credential.secret, as: UTF8.self))
             authentication = .token(ProviderTokenCache(key: key, keyID: info.keyID ?? "", teamID: info.teamID ?? ""))
         case .certificate:
             authentication = .certificate(try PKCS12Bundle(bytes: credential.secret, password: credential.password ?? ""))

@@ -1,0 +1,52 @@
+import Foundation
+import HeraldCrypto
+
+/// What a browser's `PushSubscription` gives an application server (its `toJSON()`): where to send,
+/// and the keys to encrypt for.
+public struct WebPushSubscription: Sendable, Equatable {
+    /// The push service's URL for this subscription (HTTPS).
+    public var endpoint: URL
+    /// The user agent's P-256 public key, uncompressed (65 bytes; `keys.p256dh`).
+    public var p256dh: [UInt8]
+    /// The authentication secret (16 bytes; `keys.auth`).
+    public var auth: [UInt8]
+
+    /// Why a subscription's fields are refused: the field, as the JSON names it, and what is wrong.
+    public struct Problem: Error, Equatable, Sendable {
+        public var field: String
+        public var message: String
+    }
+
+    /// Checks the fields as a browser sends them (`p256dh` and `auth` base64url, unpadded or padded).
+    /// `allowHTTP` admits `http:` endpoints (a local push service in tests); production takes HTTPS only.
+    public init(endpoint: String, p256dh: String, auth: String, allowHTTP: Bool = false) throws(Problem) {
+        guard let url = URL(string: endpoint), let scheme = url.scheme?.lowercased(), url.host?.isEmpty == false,
+            scheme == "https" || (allowHTTP && scheme == "http"), endpoint.utf8.count <= 2048
+        else {
+            throw Problem(field: "endpoint", message: "must be the subscription's https:// URL (at most 2,048 characters)")
+        }
+        guard let point = Self.decode(p256dh), P256PublicKey(point: point) != nil else {
+            throw Problem(field: "keys.p256dh", message: "must be the base64url of an uncompressed P-256 public key (65 bytes)")
+        }
+        guard let secret = Self.decode(auth), secret.count == 16 else {
+            throw Problem(field: "keys.auth", message: "must be the base64url of the 16-byte authentication secret")
+        }
+        self.endpoint = url
+        self.p256dh = point
+        self.auth = secret
+    }
+
+    /// The origin of the endpoint (`https://host[:port]`): the audience of its VAPID token.
+    public var origin: String {
+        var origin = (endpoint.scheme ?? "https") + "://" + (endpoint.host ?? "")
+        if let port = endpoint.port { origin += ":\(port)" }
+        return origin
+    }
+
+    /// Base64url as browsers write it; some libraries pad it.
+    private static func decode(_ text: String) -> [UInt8]? {
+        var trimmed = Substring(text)
+        while trimmed.last == "=" { trimmed = trimmed.dropLast() }
+        return Base64URL.decode(String(trimmed))
+    }
+}
