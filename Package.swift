@@ -144,6 +144,21 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // The FCM HTTP v1 client: the service account, its RS256 assertion and access tokens, messages
+        // and the error taxonomy, over AsyncHTTPClient (HTTP/2).
+        .target(
+            name: "FCM",
+            dependencies: [
+                "HeraldCrypto",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // SQL, repositories and the migration runner (migrations themselves live in `sql/`).
         .target(
             name: "HeraldStore",
@@ -262,6 +277,11 @@ let package = Package(
             name: "HeraldTesting",
             dependencies: [
                 "APNs",
+                "FCM",
+                "WebPush",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 "COpenSSL",
                 "ChildProcess",
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -318,6 +338,16 @@ let package = Package(
         .testTarget(
             name: "HeraldCryptoTests",
             dependencies: ["HeraldCrypto"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "FCMTests",
+            dependencies: [
+                "FCM", "HeraldCrypto", "HeraldTesting",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -10,7 +10,7 @@ public enum VAPID {
     /// The `Authorization` value for pushes to `audience` (an origin: `https://host[:port]`), from
     /// `key`, naming the operator's contact `subject` (`mailto:` or `https:`), valid until `expiresAt`.
     public static func authorization(key: P256Key, audience: String, subject: String, expiresAt: Date) -> String {
-        let claims = #"{"aud":"\#(escaped(audience))","exp":\#(Int64(expiresAt.timeIntervalSince1970)),"sub":"\#(escaped(subject))"}"#
+        let claims = #"{"aud":\#(JSONString.quoted(audience)),"exp":\#(Int64(expiresAt.timeIntervalSince1970)),"sub":\#(JSONString.quoted(subject))}"#
         let token = JWT.make(header: #"{"typ":"JWT","alg":"ES256"}"#, claims: claims, sign: key.sign)
         return "vapid t=\(token), k=\(Base64URL.encode(key.publicPoint))"
     }
@@ -43,9 +43,5 @@ public enum VAPID {
         let expiresAt = Date(timeIntervalSince1970: TimeInterval(expiry))
         guard expiresAt > now, expiresAt.timeIntervalSince(now) <= maximumLifetime else { return nil }
         return Verified(publicKey: point, audience: audience, subject: subject, expiresAt: expiresAt)
-    }
-
-    private static func escaped(_ text: String) -> String {
-        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
     }
 }

@@ -31,25 +31,12 @@ public enum RefreshPayload {
         for (index, channel) in channels.enumerated() {
             if index > 0 { text += "," }
             text += #"{"channel_url":"#
-            text += quoted(channel.url)
+            text += JSONString.quoted(channel.url)
             text += #","unread_count":\#(channel.unread)}"#
         }
         text += #"],"badge":\#(badge)"#
         if truncated { text += #","truncated":true"# }
         text += "}}"
         return Array(text.utf8)
-    }
-
-    private static func quoted(_ value: String) -> String {
-        var result = "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            case _ where scalar.value < 0x20: result += String(format: "\\u%04x", scalar.value)
-            default: result.unicodeScalars.append(scalar)
-            }
-        }
-        return result + "\""
     }
 }

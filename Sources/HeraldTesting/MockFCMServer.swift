@@ -1,0 +1,228 @@
+import FCM
+import Foundation
+import HeraldCrypto
+import Hummingbird
+import HummingbirdHTTP2
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOSSL
+import ServiceLifecycle
+
+/// A real HTTP/2 + TLS server that behaves like FCM's HTTP v1 API and Google's OAuth token endpoint,
+/// for tests.
+///
+/// The token endpoint (`POST /token`) checks the assertion as Google does — RS256 under the service
+/// account's public key, its issuer, audience, scope and life — and issues access tokens;
+/// `POST /v1/projects/<id>/messages:send` checks the bearer token (issued here, not revoked, for
+/// the project), and the message's shape (one registration token, data values strings, a known
+/// Android priority). Answers can be scripted per registration token with FCM's documented error
+/// bodies. Every request is recorded.
+public final class MockFCMServer: Sendable {
+    /// What the mock answers a valid message with.
+    public enum Answer: Sendable, Equatable {
+        case delivered
+        /// An FCM error: HTTP status, the `FcmError` code (`UNREGISTERED`, `QUOTA_EXCEEDED`, …), and a
+        /// `Retry-After` in seconds.
+        case error(status: Int, code: String, retryAfter: Int? = nil)
+        /// `INVALID_ARGUMENT` with a field violation on `message.token`, as FCM answers a malformed token.
+        case invalidToken
+    }
+
+    /// A message as the mock received it.
+    public struct Message: Sendable {
+        public var token: String
+        /// The `message` object as JSON.
+        public var json: [UInt8]
+        public var answer: Answer?
+
+        /// The `message` object.
+        public var object: [String: Any] { (try? JSONSerialization.jsonObject(with: Data(json)) as? [String: Any]) ?? [:] }
+    }
+
+    private struct State {
+        var issued: [String: Date] = [:]
+        var tokenRequests = 0
+        var refusedAssertions = 0
+        var messages: [Message] = []
+        var scripts: [String: [Answer]] = [:]
+    }
+
+    public let port: Int
+    public let projectID: String
+    /// The certificate clients must trust (the server's self-signed one).
+    public let trustRootFile: String
+    private let state: NIOLockedValueBox<State>
+    private let group: ServiceGroup
+    private let task: Task<Void, any Error>
+
+    public var baseURL: String { "https://127.0.0.1:\(port)" }
+    public var tokenURI: String { baseURL + "/token" }
+
+    private init(
+        port: Int,
+        projectID: String,
+        trustRootFile: String,
+        state: NIOLockedValueBox<State>,
+        group: ServiceGroup,
+        task: Task<Void, any Error>
+    ) {
+        self.group = group
+        self.port = port
+        self.projectID = projectID
+        self.trustRootFile = trustRootFile
+        self.state = state
+        self.task = task
+    }
+
+    /// Starts the mock for the service account whose public key is `publicKeyPEM`, in `projectID`.
+    /// Access tokens live `accessTokenLifetime` seconds.
+    public static func start(
+        publicKeyPEM: String,
+        projectID: String,
+        accessTokenLifetime: Int = 3600,
+        credentials: TestCredentials = .shared,
+        now: @escaping @Sendable () -> Date = Date.init
+    ) async throws -> MockFCMServer {
+        let verifier = try RS256PublicKey(pem: publicKeyPEM)
+        let state = NIOLockedValueBox(State())
+        let router = Router()
+        let port = NIOLockedValueBox(0)
+        router.post("token") { request, _ -> Response in
+            let form = String(buffer: try await request.body.collect(upTo: 64 * 1024))
+            let fields = Dictionary(
+                form.split(separator: "&").map { pair -> (String, String) in
+                    let parts = pair.split(separator: "=", maxSplits: 1)
+                    return (String(parts[0]), parts.count > 1 ? String(parts[1]).removingPercentEncoding ?? "" : "")
+                }
+            ) { $1 }
+            let audience = "https://127.0.0.1:\(port.withLockedValue { $0 })/token"
+            guard fields["grant_type"] == FCMAssertion.grantType, let assertion = fields["assertion"],
+                FCMAssertion.verify(assertion, publicKey: verifier, audience: audience, now: now()) != nil
+            else {
+                state.withLockedValue { $0.refusedAssertions += 1 }
+                return json(400, #"{"error":"invalid_grant","error_description":"Invalid JWT Signature."}"#)
+            }
+            let token = "mock-access-" + SecureRandom.hexToken(byteCount: 8)
+            state.withLockedValue {
+                $0.tokenRequests += 1
+                $0.issued[token] = now() + TimeInterval(accessTokenLifetime)
+            }
+            return json(200, #"{"access_token":"\#(token)","expires_in":\#(accessTokenLifetime),"token_type":"Bearer"}"#)
+        }
+        router.post("v1/projects/:project/messages:send") { request, context -> Response in
+            let body = Array(buffer: try await request.body.collect(upTo: 64 * 1024))
+            let bearer = request.headers[.authorization].map { String($0.dropFirst("Bearer ".count)) } ?? ""
+            let live = state.withLockedValue { state in state.issued[bearer].map { $0 > now() } ?? false }
+            guard live else {
+                return fcmError(401, status: "UNAUTHENTICATED", code: nil, message: "Request had invalid authentication credentials.")
+            }
+            guard context.parameters.get("project") == projectID else {
+                return fcmError(403, status: "PERMISSION_DENIED", code: "SENDER_ID_MISMATCH", message: "SenderId mismatch")
+            }
+            guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
+                let message = object["message"] as? [String: Any], let token = message["token"] as? String, !token.isEmpty,
+                (message["data"] as? [String: Any] ?? [:]).values.allSatisfy({ $0 is String }),
+                ["NORMAL", "HIGH"].contains((message["android"] as? [String: Any])?["priority"] as? String ?? "NORMAL"),
+                (message["notification"] as? [String: Any]).map({ $0["body"] is String }) ?? true,
+                let encoded = try? JSONSerialization.data(withJSONObject: message)
+            else {
+                return fcmError(400, status: "INVALID_ARGUMENT", code: "INVALID_ARGUMENT", message: "Invalid JSON payload received.")
+            }
+            let answer = state.withLockedValue { state -> Answer in
+                let answer = state.scripts[token]?.isEmpty == false ? state.scripts[token]!.removeFirst() : .delivered
+                state.messages.append(Message(token: token, json: Array(encoded), answer: answer))
+                return answer
+            }
+            switch answer {
+            case .delivered:
+                return json(200, #"{"name":"projects/\#(projectID)/messages/\#(SecureRandom.hexToken(byteCount: 6))"}"#)
+            case .error(let status, let code, let retryAfter):
+                var response = fcmError(status, status: statusName(status), code: code, message: code)
+                if let retryAfter { response.headers[.retryAfter] = String(retryAfter) }
+                return response
+            case .invalidToken:
+                let body =
+                    #"{"error":{"code":400,"message":"The registration token is not a valid FCM registration token","status":"INVALID_ARGUMENT","#
+                    + #""details":[{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":[{"field":"message.token","#
+                    + #""description":"Invalid registration token"}]},{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","#
+                    + #""errorCode":"INVALID_ARGUMENT"}]}}"#
+                return json(400, body)
+            }
+        }
+        let tls = TLSConfiguration.makeServerConfiguration(
+            certificateChain: try NIOSSLCertificate.fromPEMFile(credentials.serverCertificateFile).map { .certificate($0) },
+            privateKey: .privateKey(try NIOSSLPrivateKey(file: credentials.serverKeyFile, format: .pem))
+        )
+        let listening = AsyncStream<Int>.makeStream()
+        let app = Application(
+            router: router,
+            server: try .http2Upgrade(tlsConfiguration: tls),
+            configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { channel in listening.continuation.yield(channel.localAddress?.port ?? 0) },
+            logger: Logger(label: "mock.fcm")
+        )
+        let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: Logger(label: "mock.fcm"))
+        let task = Task { try await group.run() }
+        var bound = 0
+        for await value in listening.stream {
+            bound = value
+            break
+        }
+        port.withLockedValue { $0 = bound }
+        return MockFCMServer(
+            port: bound,
+            projectID: projectID,
+            trustRootFile: credentials.serverCertificateFile,
+            state: state,
+            group: group,
+            task: task
+        )
+    }
+
+    /// The answers to give the next messages to `token`, in order; then `.delivered`.
+    public func script(_ token: String, _ answers: [Answer]) {
+        state.withLockedValue { $0.scripts[token] = answers }
+    }
+
+    /// Every access token issued so far stops working (as a revoked key's tokens do).
+    public func revokeAccessTokens() {
+        state.withLockedValue { $0.issued = [:] }
+    }
+
+    public var messages: [Message] { state.withLockedValue { $0.messages } }
+    /// Access tokens issued.
+    public var tokenRequests: Int { state.withLockedValue { $0.tokenRequests } }
+    /// Assertions refused.
+    public var refusedAssertions: Int { state.withLockedValue { $0.refusedAssertions } }
+
+    /// Stops accepting, and returns once the connections open now have closed.
+    public func shutdown() async {
+        await group.triggerGracefulShutdown()
+        _ = try? await task.value
+    }
+
+    private static func json(_ status: Int, _ text: String) -> Response {
+        Response(
+            status: .init(code: status),
+            headers: [.contentType: "application/json; charset=UTF-8"],
+            body: .init(byteBuffer: ByteBuffer(string: text))
+        )
+    }
+
+    private static func fcmError(_ status: Int, status name: String, code: String?, message: String) -> Response {
+        let details = code.map { #","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"\#($0)"}]"# } ?? ""
+        return json(status, #"{"error":{"code":\#(status),"message":"\#(message)","status":"\#(name)"\#(details)}}"#)
+    }
+
+    private static func statusName(_ status: Int) -> String {
+        switch status {
+        case 400: return "INVALID_ARGUMENT"
+        case 403: return "PERMISSION_DENIED"
+        case 404: return "NOT_FOUND"
+        case 429: return "RESOURCE_EXHAUSTED"
+        case 503: return "UNAVAILABLE"
+        default: return "INTERNAL"
+        }
+    }
+}
