@@ -136,11 +136,16 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
-        // Web Push's protocol pieces (RFC 8030, 8291, 8292): subscriptions, the aes128gcm message
-        // encryption and VAPID, through HeraldCrypto.
+        // Web Push (RFC 8030, 8291, 8292): subscriptions, the aes128gcm message encryption and VAPID
+        // through HeraldCrypto, and the client, over AsyncHTTPClient.
         .target(
             name: "WebPush",
-            dependencies: ["HeraldCrypto"],
+            dependencies: [
+                "HeraldCrypto",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
 
@@ -352,7 +357,11 @@ let package = Package(
         ),
         .testTarget(
             name: "WebPushTests",
-            dependencies: ["WebPush", "HeraldCrypto"],
+            dependencies: [
+                "WebPush", "HeraldCrypto", "HeraldTesting",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

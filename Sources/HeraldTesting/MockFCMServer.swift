@@ -2,12 +2,8 @@ import FCM
 import Foundation
 import HeraldCrypto
 import Hummingbird
-import HummingbirdHTTP2
-import Logging
 import NIOConcurrencyHelpers
 import NIOCore
-import NIOSSL
-import ServiceLifecycle
 
 /// A real HTTP/2 + TLS server that behaves like FCM's HTTP v1 API and Google's OAuth token endpoint,
 /// for tests.
@@ -48,31 +44,21 @@ public final class MockFCMServer: Sendable {
         var scripts: [String: [Answer]] = [:]
     }
 
-    public let port: Int
     public let projectID: String
-    /// The certificate clients must trust (the server's self-signed one).
-    public let trustRootFile: String
     private let state: NIOLockedValueBox<State>
-    private let group: ServiceGroup
-    private let task: Task<Void, any Error>
+    private let service: MockHTTPSService
+
+    public var port: Int { service.port }
+    /// The certificate clients must trust (the server's self-signed one).
+    public var trustRootFile: String { service.trustRootFile }
 
     public var baseURL: String { "https://127.0.0.1:\(port)" }
     public var tokenURI: String { baseURL + "/token" }
 
-    private init(
-        port: Int,
-        projectID: String,
-        trustRootFile: String,
-        state: NIOLockedValueBox<State>,
-        group: ServiceGroup,
-        task: Task<Void, any Error>
-    ) {
-        self.group = group
-        self.port = port
+    private init(projectID: String, state: NIOLockedValueBox<State>, service: MockHTTPSService) {
         self.projectID = projectID
-        self.trustRootFile = trustRootFile
         self.state = state
-        self.task = task
+        self.service = service
     }
 
     /// Starts the mock for the service account whose public key is `publicKeyPEM`, in `projectID`.
@@ -150,34 +136,9 @@ public final class MockFCMServer: Sendable {
                 return json(400, body)
             }
         }
-        let tls = TLSConfiguration.makeServerConfiguration(
-            certificateChain: try NIOSSLCertificate.fromPEMFile(credentials.serverCertificateFile).map { .certificate($0) },
-            privateKey: .privateKey(try NIOSSLPrivateKey(file: credentials.serverKeyFile, format: .pem))
-        )
-        let listening = AsyncStream<Int>.makeStream()
-        let app = Application(
-            router: router,
-            server: try .http2Upgrade(tlsConfiguration: tls),
-            configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { channel in listening.continuation.yield(channel.localAddress?.port ?? 0) },
-            logger: Logger(label: "mock.fcm")
-        )
-        let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: Logger(label: "mock.fcm"))
-        let task = Task { try await group.run() }
-        var bound = 0
-        for await value in listening.stream {
-            bound = value
-            break
-        }
-        port.withLockedValue { $0 = bound }
-        return MockFCMServer(
-            port: bound,
-            projectID: projectID,
-            trustRootFile: credentials.serverCertificateFile,
-            state: state,
-            group: group,
-            task: task
-        )
+        let service = try await MockHTTPSService.start(router, label: "mock.fcm", credentials: credentials)
+        port.withLockedValue { $0 = service.port }
+        return MockFCMServer(projectID: projectID, state: state, service: service)
     }
 
     /// The answers to give the next messages to `token`, in order; then `.delivered`.
@@ -198,8 +159,7 @@ public final class MockFCMServer: Sendable {
 
     /// Stops accepting, and returns once the connections open now have closed.
     public func shutdown() async {
-        await group.triggerGracefulShutdown()
-        _ = try? await task.value
+        await service.shutdown()
     }
 
     private static func json(_ status: Int, _ text: String) -> Response {

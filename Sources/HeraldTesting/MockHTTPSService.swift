@@ -1,0 +1,44 @@
+import Hummingbird
+import HummingbirdHTTP2
+import Logging
+import NIOSSL
+import ServiceLifecycle
+
+/// A Hummingbird router served over TLS (HTTP/2 by ALPN, HTTP/1.1 otherwise) on a loopback port, with
+/// the test credentials' certificate for 127.0.0.1: what the mock push services run on.
+struct MockHTTPSService: Sendable {
+    let port: Int
+    /// The certificate clients must trust.
+    let trustRootFile: String
+    private let group: ServiceGroup
+    private let task: Task<Void, any Error>
+
+    static func start(_ router: Router<BasicRequestContext>, label: String, credentials: TestCredentials) async throws -> MockHTTPSService {
+        let tls = TLSConfiguration.makeServerConfiguration(
+            certificateChain: try NIOSSLCertificate.fromPEMFile(credentials.serverCertificateFile).map { .certificate($0) },
+            privateKey: .privateKey(try NIOSSLPrivateKey(file: credentials.serverKeyFile, format: .pem))
+        )
+        let listening = AsyncStream<Int>.makeStream()
+        let app = Application(
+            router: router,
+            server: try .http2Upgrade(tlsConfiguration: tls),
+            configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { channel in listening.continuation.yield(channel.localAddress?.port ?? 0) },
+            logger: Logger(label: label)
+        )
+        let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: Logger(label: label))
+        let task = Task { try await group.run() }
+        var port = 0
+        for await bound in listening.stream {
+            port = bound
+            break
+        }
+        return MockHTTPSService(port: port, trustRootFile: credentials.serverCertificateFile, group: group, task: task)
+    }
+
+    /// Stops accepting, and returns once the connections open now have closed.
+    func shutdown() async {
+        await group.triggerGracefulShutdown()
+        _ = try? await task.value
+    }
+}
