@@ -10,11 +10,12 @@ import Synchronization
 /// Sends messages through FCM's HTTP v1 API for one service account.
 ///
 /// Requests go through AsyncHTTPClient, which speaks HTTP/2 to FCM (ALPN) and keeps its connections
-/// for reuse: FCM is one host and answers each message on its own stream, so a pool of a general
-/// client serves it as well as a hand-made HTTP/2 stack would, where APNs needed its own (the
-/// per-connection team binding, its GOAWAY reasons). The access token comes from the account's token
-/// endpoint in exchange for a signed assertion; it is kept until five minutes before it expires, and
-/// fetched again once when FCM refuses it (401).
+/// for reuse: the simplest correct client for one host with a stream per message. It writes and
+/// flushes each request's parts separately, which kept an APNs client on it far below its goal
+/// (docs/decisions/2026-11-22-apns-client-on-asynchttpclient.md); the push benchmark decides whether
+/// FCM moves onto the frame-level HTTP/2 stack APNs uses. The access token comes from the
+/// account's token endpoint in exchange for a signed assertion; it is kept until five minutes before
+/// it expires, and fetched again once when FCM refuses it (401).
 public final class FCMClient: Sendable {
     public struct Configuration: Sendable {
         /// FCM's base URL (`HERALD_FCM_URL`); messages go to `<base>/v1/projects/<id>/messages:send`.
