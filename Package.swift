@@ -143,6 +143,7 @@ let package = Package(
             dependencies: [
                 "HeraldCrypto",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
@@ -360,6 +361,7 @@ let package = Package(
             dependencies: [
                 "WebPush", "HeraldCrypto", "HeraldTesting",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: swiftSettings

@@ -38,11 +38,14 @@ public final class FCMClient: Sendable {
         case none
         case fetching(Task<AccessToken, any Error>)
         case ready(AccessToken)
+        /// The token endpoint refused the account: not asked again until `until`.
+        case refused(FCMOutcome, until: Date)
     }
 
     private enum Held {
         case token(AccessToken)
         case fetching(Task<AccessToken, any Error>)
+        case refused(FCMOutcome)
     }
 
     /// The token endpoint refused the assertion, or could not be asked.
@@ -58,6 +61,8 @@ public final class FCMClient: Sendable {
     private let tokens = Mutex(TokenState.none)
     /// Renewed this long before the token endpoint's expiry.
     static let renewalMargin: TimeInterval = 300
+    /// A refused account's sends fail this long without asking the token endpoint again.
+    static let refusalPause: TimeInterval = 60
 
     public init(
         account: FCMServiceAccount,
@@ -113,7 +118,9 @@ public final class FCMClient: Sendable {
                 return .token(token)
             case .fetching(let task):
                 return .fetching(task)
-            case .none, .ready:
+            case .refused(let outcome, let until) where until > moment:
+                return .refused(outcome)
+            case .none, .ready, .refused:
                 let task = Task { try await self.fetchToken() }
                 state = .fetching(task)
                 return .fetching(task)
@@ -123,16 +130,28 @@ public final class FCMClient: Sendable {
         switch held {
         case .token(let token): return token
         case .fetching(let fetching): task = fetching
+        case .refused(let outcome): throw TokenFailure(outcome: outcome)
         }
         do {
             let token = try await task.value
+            // Only this fetch's own result is kept: a newer fetch may have started since.
             tokens.withLock { state in
-                if case .fetching = state { state = .ready(token) }
+                if case .fetching(let current) = state, current == task { state = .ready(token) }
             }
             return token
+        } catch let failure as TokenFailure {
+            tokens.withLock { state in
+                guard case .fetching(let current) = state, current == task else { return }
+                if case .credentialRejected = failure.outcome {
+                    state = .refused(failure.outcome, until: now() + Self.refusalPause)
+                } else {
+                    state = .none
+                }
+            }
+            throw failure
         } catch {
             tokens.withLock { state in
-                if case .fetching = state { state = .none }
+                if case .fetching(let current) = state, current == task { state = .none }
             }
             throw error
         }

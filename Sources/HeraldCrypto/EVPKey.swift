@@ -69,7 +69,10 @@ enum EVPKey {
     static func verify(_ key: OpaquePointer, signature: [UInt8], message: [UInt8]) -> Bool {
         let context = EVP_MD_CTX_new()
         defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, key) == 1 else { return false }
+        guard EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, key) == 1 else {
+            ERR_clear_error()
+            return false
+        }
         let status = signature.withUnsafeBufferPointer { signatureBuffer in
             message.withUnsafeBufferPointer { messageBuffer in
                 EVP_DigestVerify(context, signatureBuffer.baseAddress, signatureBuffer.count, messageBuffer.baseAddress, messageBuffer.count)

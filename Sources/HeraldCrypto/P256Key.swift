@@ -106,7 +106,10 @@ enum P256 {
     static func isP256(_ key: OpaquePointer) -> Bool {
         var name = [CChar](repeating: 0, count: 64)
         var length = 0
-        guard EVP_PKEY_get_utf8_string_param(key, "group", &name, name.count, &length) == 1 else { return false }
+        guard EVP_PKEY_get_utf8_string_param(key, "group", &name, name.count, &length) == 1 else {
+            ERR_clear_error()
+            return false
+        }
         return String(decoding: name.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self) == groupName
     }
 
@@ -132,7 +135,12 @@ enum P256 {
                 OSSL_PARAM_BLD_push_octet_string(builder, cString(publicKey), pointBuffer.baseAddress, pointBuffer.count) == 1,
                 number.map({ OSSL_PARAM_BLD_push_BN(builder, cString(privateKey), $0) == 1 }) ?? true,
                 let parameters = OSSL_PARAM_BLD_to_param(builder)
-            else { return nil }
+            else {
+                ERR_clear_error()
+                return nil
+            }
+            // It holds a copy of the private scalar, freed without clearing (OpenSSL 3.0 has no
+            // OSSL_PARAM_clear_free): raw scalars come only from published test vectors.
             defer { OSSL_PARAM_free(parameters) }
             let context = EVP_PKEY_CTX_new_from_name(nil, "EC", nil)
             defer { EVP_PKEY_CTX_free(context) }

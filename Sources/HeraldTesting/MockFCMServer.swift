@@ -61,10 +61,12 @@ public final class MockFCMServer: Sendable {
         self.service = service
     }
 
-    /// Starts the mock for the service account whose public key is `publicKeyPEM`, in `projectID`.
-    /// Access tokens live `accessTokenLifetime` seconds.
+    /// Starts the mock for the service account `clientEmail` whose key `keyID` has the public half
+    /// `publicKeyPEM`, in `projectID`. Access tokens live `accessTokenLifetime` seconds.
     public static func start(
         publicKeyPEM: String,
+        clientEmail: String,
+        keyID: String,
         projectID: String,
         accessTokenLifetime: Int = 3600,
         credentials: TestCredentials = .shared,
@@ -84,7 +86,8 @@ public final class MockFCMServer: Sendable {
             ) { $1 }
             let audience = "https://127.0.0.1:\(port.withLockedValue { $0 })/token"
             guard fields["grant_type"] == FCMAssertion.grantType, let assertion = fields["assertion"],
-                FCMAssertion.verify(assertion, publicKey: verifier, audience: audience, now: now()) != nil
+                let verified = FCMAssertion.verify(assertion, publicKey: verifier, audience: audience, now: now()),
+                verified.issuer == clientEmail, verified.keyID == keyID
             else {
                 state.withLockedValue { $0.refusedAssertions += 1 }
                 return json(400, #"{"error":"invalid_grant","error_description":"Invalid JWT Signature."}"#)
@@ -98,7 +101,8 @@ public final class MockFCMServer: Sendable {
         }
         router.post("v1/projects/:project/messages:send") { request, context -> Response in
             let body = Array(buffer: try await request.body.collect(upTo: 64 * 1024))
-            let bearer = request.headers[.authorization].map { String($0.dropFirst("Bearer ".count)) } ?? ""
+            let authorization = request.headers[.authorization] ?? ""
+            let bearer = authorization.hasPrefix("Bearer ") ? String(authorization.dropFirst("Bearer ".count)) : ""
             let live = state.withLockedValue { state in state.issued[bearer].map { $0 > now() } ?? false }
             guard live else {
                 return fcmError(401, status: "UNAUTHENTICATED", code: nil, message: "Request had invalid authentication credentials.")
@@ -106,11 +110,14 @@ public final class MockFCMServer: Sendable {
             guard context.parameters.get("project") == projectID else {
                 return fcmError(403, status: "PERMISSION_DENIED", code: "SENDER_ID_MISMATCH", message: "SenderId mismatch")
             }
-            guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
-                let message = object["message"] as? [String: Any], let token = message["token"] as? String, !token.isEmpty,
-                (message["data"] as? [String: Any] ?? [:]).values.allSatisfy({ $0 is String }),
-                ["NORMAL", "HIGH"].contains((message["android"] as? [String: Any])?["priority"] as? String ?? "NORMAL"),
-                (message["notification"] as? [String: Any]).map({ $0["body"] is String }) ?? true,
+            guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any], object.keys.sorted() == ["message"],
+                let message = object["message"] as? [String: Any], Set(message.keys).isSubset(of: messageFields),
+                let token = message["token"] as? String, !token.isEmpty,
+                message["data"].map({ ($0 as? [String: Any])?.values.allSatisfy { $0 is String } == true }) ?? true,
+                message["android"].map({ isAndroidConfig($0) }) ?? true,
+                message["notification"].map({
+                    ($0 as? [String: Any]).map { $0["body"] is String && Set($0.keys).isSubset(of: ["title", "body", "image"]) } == true
+                }) ?? true,
                 let encoded = try? JSONSerialization.data(withJSONObject: message)
             else {
                 return fcmError(400, status: "INVALID_ARGUMENT", code: "INVALID_ARGUMENT", message: "Invalid JSON payload received.")
@@ -160,6 +167,25 @@ public final class MockFCMServer: Sendable {
     /// Stops accepting, and returns once the connections open now have closed.
     public func shutdown() async {
         await service.shutdown()
+    }
+
+    /// The fields of a v1 `Message` (FCM refuses others as "Unknown name").
+    private static let messageFields: Set<String> = [
+        "name", "data", "notification", "android", "webpush", "apns", "fcm_options", "token", "topic", "condition",
+    ]
+
+    /// An `AndroidConfig`: known fields only, a known priority, a TTL in seconds (`"86400s"`).
+    private static func isAndroidConfig(_ value: Any) -> Bool {
+        guard let android = value as? [String: Any],
+            Set(android.keys).isSubset(of: [
+                "collapse_key", "priority", "ttl", "restricted_package_name", "data", "notification", "fcm_options", "direct_boot_ok",
+            ]),
+            ["NORMAL", "HIGH"].contains(android["priority"] as? String ?? "NORMAL")
+        else { return false }
+        if let ttl = android["ttl"] {
+            guard let text = ttl as? String, text.hasSuffix("s"), Double(text.dropLast()) != nil else { return false }
+        }
+        return true
     }
 
     private static func json(_ status: Int, _ text: String) -> Response {

@@ -27,11 +27,19 @@ struct MockHTTPSService: Sendable {
             logger: Logger(label: label)
         )
         let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: Logger(label: label))
-        let task = Task { try await group.run() }
+        let task = Task {
+            // A server that fails to start ends the stream, so the caller fails instead of waiting.
+            defer { listening.continuation.finish() }
+            try await group.run()
+        }
         var port = 0
         for await bound in listening.stream {
             port = bound
             break
+        }
+        guard port > 0 else {
+            _ = try? await task.value
+            throw MockStartFailure(label: label)
         }
         return MockHTTPSService(port: port, trustRootFile: credentials.serverCertificateFile, group: group, task: task)
     }
@@ -41,4 +49,9 @@ struct MockHTTPSService: Sendable {
         await group.triggerGracefulShutdown()
         _ = try? await task.value
     }
+}
+
+struct MockStartFailure: Error, CustomStringConvertible {
+    var label: String
+    var description: String { "\(label) did not start listening" }
 }

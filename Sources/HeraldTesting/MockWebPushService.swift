@@ -40,6 +40,7 @@ public final class MockWebPushService: Sendable {
         var subscriptions: [String: Subscription] = [:]
         var scripts: [String: [(status: Int, retryAfter: Int?)]] = [:]
         var pushes: [Push] = []
+        var gone: Set<String> = []
     }
 
     private let state: NIOLockedValueBox<State>
@@ -74,6 +75,7 @@ public final class MockWebPushService: Sendable {
                 return response
             }
             guard let subscription = state.withLockedValue({ $0.subscriptions[id] }) else { return answer(404) }
+            if state.withLockedValue({ $0.gone.contains(id) }) { return answer(410) }
             guard let authorization = headers["authorization"],
                 let vapid = VAPID.verify(authorization, audience: origin.withLockedValue { $0 }, now: now())
             else { return answer(401) }
@@ -114,15 +116,15 @@ public final class MockWebPushService: Sendable {
         return subscription
     }
 
-    /// The subscription is gone (the user revoked permission): its pushes get 410.
+    /// The subscription is gone (the user revoked permission): its pushes get 410 from now on.
     public func unsubscribe(_ subscription: Subscription) {
-        script(subscription, [(410, nil)], forever: true)
+        state.withLockedValue { _ = $0.gone.insert(subscription.id) }
     }
 
     /// The statuses to answer the next pushes to `subscription` with (after decrypting them), in
-    /// order; then 201. `forever` repeats the last.
-    public func script(_ subscription: Subscription, _ answers: [(status: Int, retryAfter: Int?)], forever: Bool = false) {
-        state.withLockedValue { $0.scripts[subscription.id] = forever ? Array(repeating: answers.last!, count: 1_000) : answers }
+    /// order; then 201.
+    public func script(_ subscription: Subscription, _ answers: [(status: Int, retryAfter: Int?)]) {
+        state.withLockedValue { $0.scripts[subscription.id] = answers }
     }
 
     public var pushes: [Push] { state.withLockedValue { $0.pushes } }

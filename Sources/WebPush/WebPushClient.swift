@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import HeraldCrypto
+import Logging
 import NIOCore
 import NIOHTTP1
 import Synchronization
@@ -44,16 +45,25 @@ public final class WebPushClient: Sendable {
     /// The operator's contact in every token (`mailto:` or `https:`).
     public let subject: String
     private let http: HTTPClient
+    private let logger: Logger
     private let timeout: Duration
     private let now: @Sendable () -> Date
     private let tokens = Mutex([String: Token]())
     static let tokenLifetime: TimeInterval = 12 * 3600
     static let renewalMargin: TimeInterval = 3600
 
-    public init(key: P256Key, subject: String, http: HTTPClient, timeout: Duration = .seconds(10), now: @escaping @Sendable () -> Date = Date.init) {
+    public init(
+        key: P256Key,
+        subject: String,
+        http: HTTPClient,
+        logger: Logger,
+        timeout: Duration = .seconds(10),
+        now: @escaping @Sendable () -> Date = Date.init
+    ) {
         self.key = key
         self.subject = subject
         self.http = http
+        self.logger = logger
         self.timeout = timeout
         self.now = now
     }
@@ -65,7 +75,8 @@ public final class WebPushClient: Sendable {
         do {
             body = try WebPushPayload.encrypt(payload, p256dh: subscription.p256dh, auth: subscription.auth)
         } catch {
-            return .rejected(status: 413)
+            // Refused before sending, as the push service would: too large (413), or keys it cannot use.
+            return .rejected(status: error == .tooLarge ? 413 : 400)
         }
         var request = HTTPClientRequest(url: subscription.endpoint.absoluteString)
         request.method = .POST
@@ -81,6 +92,7 @@ public final class WebPushClient: Sendable {
             _ = try await response.body.collect(upTo: 64 * 1024)
             return WebPushOutcome(status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"))
         } catch {
+            logger.notice("a push service could not be reached", metadata: ["origin": "\(subscription.origin)", "error": "\(error)"])
             return .retry(status: 0, retryAfter: nil)
         }
     }

@@ -38,8 +38,12 @@ public struct WebPushSubscription: Sendable, Equatable {
 
     /// The origin of the endpoint (`https://host[:port]`): the audience of its VAPID token.
     public var origin: String {
-        var origin = (endpoint.scheme ?? "https") + "://" + (endpoint.host ?? "")
-        if let port = endpoint.port { origin += ":\(port)" }
+        let scheme = (endpoint.scheme ?? "https").lowercased()
+        var host = (endpoint.host ?? "").lowercased()
+        if host.contains(":") && !host.hasPrefix("[") { host = "[\(host)]" }
+        var origin = scheme + "://" + host
+        // A scheme's default port is not part of its serialized origin.
+        if let port = endpoint.port, !(scheme == "https" && port == 443), !(scheme == "http" && port == 80) { origin += ":\(port)" }
         return origin
     }
 

@@ -13,10 +13,12 @@ struct FCMClientTests {
     static let key = RS256Key()
     static let projectID = "herald-test"
 
-    static func keyFile(tokenURI: String, key: RS256Key = key, projectID: String = projectID) -> [UInt8] {
+    static let clientEmail = "herald@\(projectID).iam.gserviceaccount.com"
+
+    static func keyFile(tokenURI: String, key: RS256Key = key, projectID: String = projectID, email: String = clientEmail) -> [UInt8] {
         let object: [String: Any] = [
             "type": "service_account", "project_id": projectID, "private_key_id": "key-1", "private_key": key.pem,
-            "client_email": "herald@\(projectID).iam.gserviceaccount.com", "token_uri": tokenURI,
+            "client_email": email, "token_uri": tokenURI,
         ]
         return Array(try! JSONSerialization.data(withJSONObject: object))
     }
@@ -26,6 +28,7 @@ struct FCMClientTests {
         _ mock: MockFCMServer,
         key: RS256Key = key,
         projectID: String = projectID,
+        email: String = clientEmail,
         _ body: (FCMClient) async throws -> Void
     ) async throws {
         var configuration = HTTPClient.Configuration()
@@ -33,10 +36,11 @@ struct FCMClientTests {
         tls.additionalTrustRoots = [.file(mock.trustRootFile)]
         configuration.tlsConfiguration = tls
         let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-        let account = try FCMServiceAccount(json: keyFile(tokenURI: mock.tokenURI, key: key, projectID: projectID))
+        let account = try FCMServiceAccount(json: keyFile(tokenURI: mock.tokenURI, key: key, projectID: projectID, email: email))
         let client = FCMClient(
             account: account,
-            configuration: .init(baseURL: URL(string: mock.baseURL)!),
+            // A deadline for a machine busy with the whole suite.
+            configuration: .init(baseURL: URL(string: mock.baseURL)!, timeout: .seconds(60)),
             http: http,
             logger: Logger(label: "test.fcm")
         )
@@ -51,7 +55,12 @@ struct FCMClientTests {
 
     /// A mock FCM for the suite's service account, shut down after `body`.
     static func withMock(_ body: (MockFCMServer) async throws -> Void) async throws {
-        let mock = try await MockFCMServer.start(publicKeyPEM: key.publicKeyPEM, projectID: projectID)
+        let mock = try await MockFCMServer.start(
+            publicKeyPEM: key.publicKeyPEM,
+            clientEmail: clientEmail,
+            keyID: "key-1",
+            projectID: projectID
+        )
         do {
             try await body(mock)
         } catch {
@@ -141,8 +150,18 @@ struct FCMClientTests {
                     return
                 }
                 #expect(reason.contains("Invalid JWT Signature"))
+                // A refused account does not ask the token endpoint again at every send.
+                #expect(await client.send(Self.refresh("device-a")) == .credentialRejected(reason: reason))
             }
             #expect(mock.refusedAssertions == 1 && mock.messages.isEmpty)
+            // The right key, another account's name.
+            try await Self.withClient(mock, email: "someone@else.iam.gserviceaccount.com") { client in
+                guard case .credentialRejected = await client.send(Self.refresh("device-a")) else {
+                    Issue.record("an assertion naming another account was accepted")
+                    return
+                }
+            }
+            #expect(mock.refusedAssertions == 2)
             try await Self.withClient(mock, projectID: "another-project") { client in
                 #expect(await client.send(Self.refresh("device-a")) == .credentialRejected(reason: "SENDER_ID_MISMATCH"))
             }

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import HeraldCrypto
 import HeraldTesting
+import Logging
 import NIOSSL
 import Testing
 import WebPush
@@ -16,7 +17,14 @@ struct WebPushClientTests {
         tls.additionalTrustRoots = [.file(service.trustRootFile)]
         configuration.tlsConfiguration = tls
         let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-        let client = WebPushClient(key: P256Key(), subject: "mailto:ops@example.com", http: http)
+        let client = WebPushClient(
+            key: P256Key(),
+            subject: "mailto:ops@example.com",
+            http: http,
+            logger: Logger(label: "test.webpush"),
+            // A deadline for a machine busy with the whole suite.
+            timeout: .seconds(60)
+        )
         do {
             try await body(service, client)
         } catch {

@@ -68,6 +68,8 @@ struct WebPushPayloadTests {
         let auth = Base64URL.encode(SecureRandom.bytes(16))
         let subscription = try WebPushSubscription(endpoint: "https://push.example.net:8443/wpush/v2/abc", p256dh: point, auth: auth + "==")
         #expect(subscription.origin == "https://push.example.net:8443")
+        // The origin as a push service serializes it: lower case, no default port.
+        #expect(try WebPushSubscription(endpoint: "https://Push.Example.NET:443/x", p256dh: point, auth: auth).origin == "https://push.example.net")
         #expect(subscription.auth.count == 16)
         func problem(_ endpoint: String, _ p256dh: String, _ auth: String) -> String? {
             do {

@@ -94,8 +94,8 @@ final class RouteRegistry {
             context.reads = Self.reads(replica)
             var answer: Input.Answer?
             (context.user, answer) = try await Self.limited(request, context, access: .user, limits: limits) { [context] in
-                let companion = try? parsed.get().companion
-                return try await authenticator.requireUser(request, alongside: companion, reads: context.reads)
+                // Built only if the database is asked (see `requireUser`).
+                try await authenticator.requireUser(request, alongside: try? parsed.get().companion, reads: context.reads)
             }
             let input = try parsed.get()
             let response = try await handler(request, context, input, answer).response(from: request, context: context)
