@@ -6,7 +6,7 @@ import HeraldCrypto
 /// `content-available`: the app wakes in the background, nothing shows, and queued refreshes collapse
 /// into one); an alert adds a notification (title, body, sound) at high priority. Data values are
 /// strings, as FCM requires.
-public struct FCMMessage: Sendable, Equatable {
+public struct FCMMessage: Sendable {
     public enum Priority: String, Sendable {
         case normal = "NORMAL"
         case high = "HIGH"
@@ -47,10 +47,6 @@ public struct FCMMessage: Sendable, Equatable {
         self.priority = priority
         self.collapseKey = collapseKey
         self.timeToLive = timeToLive
-    }
-
-    public static func == (left: FCMMessage, right: FCMMessage) -> Bool {
-        left.body == right.body
     }
 
     /// The request body: `{"message":{…}}`, written by hand (it is on every push's path).

@@ -16,7 +16,7 @@ public final class P256Key: @unchecked Sendable {
 
     /// A new random key.
     public init() {
-        key = EVPKey.generate("EC") { EVP_PKEY_CTX_set_group_name($0, P256.groupName) }
+        key = EVPKey.generate("EC") { EVP_PKEY_CTX_set_group_name($0, P256.groupName.description) }
     }
 
     /// The key of the private scalar `scalar` (32 bytes, big-endian) whose public point is `point`,
@@ -92,7 +92,8 @@ public final class P256PublicKey: @unchecked Sendable {
 
 /// The curve's name and the conversions between points, scalars and libssl's keys.
 enum P256 {
-    static let groupName = "prime256v1"
+    /// Static: the parameter builder keeps a pointer to it (see `key(point:scalar:)`).
+    static let groupName: StaticString = "prime256v1"
 
     /// `key` if it is a P-256 key; otherwise it is freed and refused.
     static func required(_ key: OpaquePointer) throws(CryptoKeyError) -> OpaquePointer {
@@ -110,7 +111,7 @@ enum P256 {
             ERR_clear_error()
             return false
         }
-        return String(decoding: name.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self) == groupName
+        return String(decoding: name.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self) == groupName.description
     }
 
     static func point(of key: OpaquePointer) -> [UInt8] {
@@ -131,7 +132,7 @@ enum P256 {
             defer { OSSL_PARAM_BLD_free(builder) }
             let number = scalar.map { bytes in bytes.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress, Int32($0.count), nil) } }
             defer { if let number { BN_clear_free(number) } }
-            guard OSSL_PARAM_BLD_push_utf8_string(builder, cString(groupKey), cString(groupValue), 0) == 1,
+            guard OSSL_PARAM_BLD_push_utf8_string(builder, cString(groupKey), cString(groupName), 0) == 1,
                 OSSL_PARAM_BLD_push_octet_string(builder, cString(publicKey), pointBuffer.baseAddress, pointBuffer.count) == 1,
                 number.map({ OSSL_PARAM_BLD_push_BN(builder, cString(privateKey), $0) == 1 }) ?? true,
                 let parameters = OSSL_PARAM_BLD_to_param(builder)
@@ -162,7 +163,6 @@ enum P256 {
     }
 
     private static let groupKey: StaticString = "group"
-    private static let groupValue: StaticString = "prime256v1"
     private static let publicKey: StaticString = "pub"
     private static let privateKey: StaticString = "priv"
 
