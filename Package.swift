@@ -198,6 +198,8 @@ let package = Package(
             name: "HeraldServices",
             dependencies: [
                 "APNs",
+                "FCM",
+                "WebPush",
                 "HeraldCore",
                 "HeraldStore",
                 "Postgres",
@@ -206,6 +208,7 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
@@ -217,6 +220,8 @@ let package = Package(
             name: "HeraldServer",
             dependencies: [
                 "APNs",
+                "FCM",
+                "WebPush",
                 "HeraldConsole",
                 "HeraldServices",
                 "Postgres",

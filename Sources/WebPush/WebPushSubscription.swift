@@ -36,6 +36,13 @@ public struct WebPushSubscription: Sendable, Equatable {
         self.auth = secret
     }
 
+    /// A subscription whose fields were checked before (when it was registered).
+    public init(endpoint: URL, p256dh: [UInt8], auth: [UInt8]) {
+        self.endpoint = endpoint
+        self.p256dh = p256dh
+        self.auth = auth
+    }
+
     /// The origin of the endpoint (`https://host[:port]`): the audience of its VAPID token.
     public var origin: String {
         let scheme = (endpoint.scheme ?? "https").lowercased()

@@ -11,7 +11,7 @@ import Prometheus
 struct Herald: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "herald",
-        abstract: "Notification channels with incremental sync, live streams and silent APNs pushes.",
+        abstract: "Notification channels with incremental sync, live streams and pushes (APNs, FCM, Web Push).",
         subcommands: [Serve.self, Migrate.self, Fixtures.self, Push.self],
         defaultSubcommand: Serve.self
     )
@@ -143,13 +143,8 @@ extension Herald {
                 let logger = bootstrapLogging(configuration)
                 let results = try await HeraldRuntime.pushTest(configuration, userID: user, logger: logger)
                 if results.isEmpty { print("User \(user) has no devices.") }
-                for item in results {
-                    let status = item.result.status.map(String.init) ?? "-"
-                    print(
-                        "\(item.deviceToken) \(item.environment) \(item.topic): \(item.result.outcome) status=\(status) reason=\(item.result.reason ?? "")"
-                    )
-                }
-                if results.contains(where: { $0.result.outcome != .delivered }) { throw ExitCode(1) }
+                for item in results { print(item.summary) }
+                if results.contains(where: { !$0.isDelivered }) { throw ExitCode(1) }
             }
         }
     }

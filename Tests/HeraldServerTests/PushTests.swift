@@ -32,7 +32,7 @@ struct PushTests {
         let mock: MockAPNsServer
         let box: SecretBox
         let settings: PushSettings
-        let transport: PushTransport
+        let transport: APNsTransport
         let dispatcher: PushDispatcher
         let sessions: [String: String]
 
@@ -46,12 +46,11 @@ struct PushTests {
             self.sessions = sessions
             secretKeyHex = Hex.encode(SecureRandom.bytes(32))
             box = try SecretBox(hexKey: secretKeyHex)
-            transport = PushTransport(store: APNsCredentialStore(client: db.client, box: box), settings: settings, logger: Logger(label: "test.push"))
+            transport = APNsTransport(store: APNsCredentialStore(client: db.client, box: box), settings: settings, logger: Logger(label: "test.push"))
             dispatcher = PushDispatcher(
                 client: db.client,
-                transport: transport,
+                transports: [transport],
                 settings: settings,
-                wake: WakeSignal(),
                 listener: nil,
                 logger: Logger(label: "test.push")
             )
@@ -620,7 +619,7 @@ struct PushTests {
             // Dispatcher B sends what is free, but not what A holds.
             try await world.drain()
             #expect(world.mock.requests.count == 6)
-            #expect(Set(world.mock.requests.map(\.deviceToken)).isDisjoint(with: claimedByA.map(\.token)))
+            #expect(Set(world.mock.requests.map(\.deviceToken)).isDisjoint(with: claimedByA.map(\.address.token)))
             // A's lease lapses (an hour passes): B takes the rest over.
             _ = try await world.query("UPDATE device_push_state SET claimed_until = now() - interval '1 second' WHERE claimed_until IS NOT NULL")
             try await world.drain()
@@ -810,8 +809,8 @@ struct PushTests {
             let status = try await command.waitForExit()
             #expect(status == 1)  // one device was refused
             let printed = command.printed
-            #expect(printed.contains { $0.hasPrefix(Self.token(1)) && $0.contains("delivered status=200") })
-            #expect(printed.contains { $0.hasPrefix(Self.token(2)) && $0.contains("invalidToken status=400 reason=BadDeviceToken") })
+            #expect(printed.contains { $0.hasPrefix("apns \(Self.token(1)) sandbox") && $0.contains(": delivered status=200") })
+            #expect(printed.contains { $0.hasPrefix("apns \(Self.token(2)) sandbox") && $0.contains(": gone status=400 reason=BadDeviceToken") })
             #expect(world.mock.requests.count == 2)
             #expect(world.mock.requests.allSatisfy { $0.headers["apns-push-type"] == "background" })
         }
@@ -883,7 +882,7 @@ struct PushTests {
             let terms = ClaimTerms(lease: .seconds(60), minimumInterval: .zero)
             while let taken = try await store.expandOutbox(users: 2, claiming: terms) {
                 slices.append(taken.recipients)
-                claimed += taken.claims.map(\.token)
+                claimed += taken.claims.map(\.address.token)
             }
             #expect(slices == [2, 1, 2, 1, 1])
             #expect(try await wanted() == 7)

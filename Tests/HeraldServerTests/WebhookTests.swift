@@ -160,9 +160,7 @@ struct WebhookTests {
                     _ = try await PushStore.recordFailure(
                         userKey: userKey,
                         deviceID: deviceID,
-                        token: device,
-                        environment: "sandbox",
-                        topic: "com.example.app",
+                        address: .apns(token: device, environment: "sandbox", topic: "com.example.app"),
                         status: 410,
                         reason: "Unregistered",
                         attempts: 1,

@@ -109,20 +109,66 @@ public enum AlertPayload {
         }
     }
 
-    /// The payload, at most `maximumBytes`: when it would be larger, the message text is cut (at a
-    /// character boundary, so neither UTF-8 nor the JSON breaks) and ends with "…".
+    /// The APNs payload, at most `RefreshPayload.maximumBytes`: when it would be larger, the message
+    /// text is cut (at a character boundary, so neither UTF-8 nor the JSON breaks) and ends with "…".
     public static func make(_ content: Content) -> [UInt8] {
-        let full = encode(content, text: content.text)
-        if full.count <= RefreshPayload.maximumBytes { return full }
-        // The longest prefix of the text that fits; each try encodes the whole payload, so escaping
-        // and the text's three appearances are accounted for exactly.
+        fitted(content, maximumBytes: RefreshPayload.maximumBytes, size: \.count) { encode(content, text: $0) }
+    }
+
+    /// A browser's payload (Web Push), at most `maximumBytes`: `{"notification":{"title","body",
+    /// "sound","badge"},"herald":{…}}` and the custom keys, for the service worker to show.
+    public static func makeWeb(_ content: Content, maximumBytes: Int) -> [UInt8] {
+        fitted(content, maximumBytes: maximumBytes, size: \.count) { text in
+            var notification: [String: JSONValue] = ["body": .string(body(content, text: text)), "sound": .string(content.sound)]
+            if let title = content.title { notification["title"] = .string(title) }
+            if let badge = content.badge { notification["badge"] = .number(Double(badge)) }
+            var payload = content.custom
+            payload["notification"] = .object(notification)
+            payload["herald"] = .object(herald(content, text: text))
+            return serialize(payload)
+        }
+    }
+
+    /// What an FCM notification message carries: the title and body shown, and the data the app reads
+    /// (`herald`, the same object as APNs' as JSON text, and the custom keys, strings as they are and
+    /// other values as JSON); `render` turns them into the message, whose `size` is kept within
+    /// `maximumBytes` by cutting the text.
+    public static func makeFCM<Message>(
+        _ content: Content,
+        maximumBytes: Int,
+        size: (Message) -> Int,
+        render: (_ title: String?, _ body: String, _ data: [(key: String, value: String)]) -> Message
+    ) -> Message {
+        fitted(content, maximumBytes: maximumBytes, size: size) { text in
+            var data: [(key: String, value: String)] = [("herald", String(decoding: serialize(herald(content, text: text)), as: UTF8.self))]
+            for (key, value) in content.custom.sorted(by: { $0.key < $1.key }) where !isReservedByFCM(key) && key != "herald" {
+                if case .string(let text) = value {
+                    data.append((key, text))
+                } else {
+                    data.append((key, String(decoding: serialize(value), as: UTF8.self)))
+                }
+            }
+            return render(content.title, body(content, text: text), data)
+        }
+    }
+
+    /// Data keys FCM refuses in a message (its own).
+    static func isReservedByFCM(_ key: String) -> Bool {
+        ["from", "message_type", "collapse_key", "notification"].contains(key) || key.hasPrefix("google") || key.hasPrefix("gcm")
+    }
+
+    /// The rendering of `content` with the longest prefix of its text that fits `maximumBytes` (each
+    /// try renders the whole payload, so escaping and the text's several appearances count exactly).
+    static func fitted<Rendered>(_ content: Content, maximumBytes: Int, size: (Rendered) -> Int, render: (_ text: String) -> Rendered) -> Rendered {
+        let full = render(content.text)
+        if size(full) <= maximumBytes { return full }
         let characters = Array(content.text)
         var (low, high) = (0, characters.count)
-        var best = encode(content, text: "…")
+        var best = render("…")
         while low < high {
             let middle = (low + high + 1) / 2
-            let attempt = encode(content, text: String(characters[..<middle]) + "…")
-            if attempt.count <= RefreshPayload.maximumBytes {
+            let attempt = render(String(characters[..<middle]) + "…")
+            if size(attempt) <= maximumBytes {
                 best = attempt
                 low = middle
             } else {
@@ -132,16 +178,36 @@ public enum AlertPayload {
         return best
     }
 
+    /// The text shown: prefixed with the sender's nickname when asked.
+    private static func body(_ content: Content, text: String) -> String {
+        content.includeNickname && !(content.sender?.name ?? "").isEmpty ? "\(content.sender!.name): \(text)" : text
+    }
+
+    private static func serialize(_ value: JSONValue) -> [UInt8] {
+        Array((try? CanonicalJSON.encoder.encode(value)) ?? Data("{}".utf8))
+    }
+
+    private static func serialize(_ object: [String: JSONValue]) -> [UInt8] {
+        serialize(.object(object))
+    }
+
     private static func encode(_ content: Content, text: String) -> [UInt8] {
-        let body = content.includeNickname && !(content.sender?.name ?? "").isEmpty ? "\(content.sender!.name): \(text)" : text
-        var alert: [String: JSONValue] = ["body": .string(body)]
+        var alert: [String: JSONValue] = ["body": .string(body(content, text: text))]
         if let title = content.title { alert["title"] = .string(title) }
         var aps = content.extraAPS
         aps["alert"] = .object(alert)
         aps["sound"] = .string(content.sound)
         aps["mutable-content"] = .number(1)
         if let badge = content.badge { aps["badge"] = .number(Double(badge)) }
+        var payload = content.custom
+        payload["aps"] = .object(aps)
+        payload["herald"] = .object(herald(content, text: text))
+        return serialize(payload)
+    }
 
+    /// The `herald` object, in the format of Sendbird's `sendbird` object.
+    private static func herald(_ content: Content, text: String) -> [String: JSONValue] {
+        let body = body(content, text: text)
         func person(_ person: Content.Person?, extended: Bool) -> JSONValue {
             var object: [String: JSONValue] = ["id": .string(person?.id ?? ""), "name": .string(person?.name ?? "")]
             if extended {
@@ -151,7 +217,7 @@ public enum AlertPayload {
             }
             return .object(object)
         }
-        let herald: [String: JSONValue] = [
+        return [
             "category": .string("messaging:offline_notification"),
             "type": .string(content.type),
             "message": .string(text),
@@ -184,9 +250,5 @@ public enum AlertPayload {
                 }
             ),
         ]
-        var payload = content.custom
-        payload["aps"] = .object(aps)
-        payload["herald"] = .object(herald)
-        return Array((try? CanonicalJSON.encoder.encode(JSONValue.object(payload))) ?? Data("{}".utf8))
     }
 }

@@ -187,6 +187,7 @@ struct APNsController: Sendable {
     struct FailureBody: ResponseEncodable {
         var id: String
         var userID: String?
+        var service: String
         var deviceToken: String
         var environment: String
         var topic: String
@@ -199,6 +200,7 @@ struct APNsController: Sendable {
         init(_ failure: PushFailure) {
             id = String(failure.id)
             userID = failure.userID
+            service = failure.service.rawValue
             deviceToken = failure.deviceToken
             environment = failure.environment
             topic = failure.topic
@@ -210,7 +212,7 @@ struct APNsController: Sendable {
         }
 
         enum CodingKeys: String, CodingKey {
-            case id, environment, topic, status, reason, attempts
+            case id, service, environment, topic, status, reason, attempts
             case userID = "user_id"
             case deviceToken = "device_token"
             case tokenRemoved = "token_removed"

@@ -57,6 +57,14 @@ public struct HeraldConfiguration: Sendable {
     public var apnsURL: String?
     /// `HERALD_APNS_CA_FILE`: a PEM file of extra trust roots for the APNs connection.
     public var apnsCAFile: String?
+    /// `HERALD_FCM_URL`: FCM's base URL instead of `https://fcm.googleapis.com` (a proxy, a local
+    /// server in tests).
+    public var fcmURL: URL?
+    /// `HERALD_PUSH_CA_FILE`: a PEM file of extra trust roots for FCM and the Web Push services.
+    public var pushCAFile: String?
+    /// `HERALD_VAPID_SUBJECT`: the operator's contact in Web Push's VAPID tokens (`mailto:` or
+    /// `https:`), for push services to reach whoever runs the server.
+    public var vapidSubject = "mailto:admin@localhost"
     /// `HERALD_REFRESH_MIN_INTERVAL`: the least time between two refresh pushes to one device.
     public var refreshMinimumInterval: Duration = .seconds(60)
     /// `HERALD_PUSH_EXPIRATION`: how long APNs keeps trying to deliver a refresh push (`apns-expiration`).
@@ -222,6 +230,19 @@ public struct HeraldConfiguration: Sendable {
         }
         configuration.apnsURL = value(nil, "HERALD_APNS_URL")
         configuration.apnsCAFile = value(nil, "HERALD_APNS_CA_FILE")
+        if let text = value(nil, "HERALD_FCM_URL") {
+            guard let url = URL(string: text), url.scheme == "https" || url.scheme == "http", url.host?.isEmpty == false else {
+                throw ConfigurationError("HERALD_FCM_URL must be an http(s) URL such as https://fcm.googleapis.com, got '\(text)'")
+            }
+            configuration.fcmURL = url
+        }
+        configuration.pushCAFile = value(nil, "HERALD_PUSH_CA_FILE")
+        if let subject = value(nil, "HERALD_VAPID_SUBJECT") {
+            guard subject.hasPrefix("mailto:") || subject.hasPrefix("https:") else {
+                throw ConfigurationError("HERALD_VAPID_SUBJECT must be a mailto: or https: URL (the operator's contact), got '\(subject)'")
+            }
+            configuration.vapidSubject = subject
+        }
         if let text = environment["HERALD_REFRESH_MIN_INTERVAL"], !text.isEmpty {
             guard let interval = Self.duration(text) else {
                 throw ConfigurationError("HERALD_REFRESH_MIN_INTERVAL must be a duration such as 60s or 5m, got '\(text)'")

@@ -70,48 +70,74 @@ public enum HeraldRuntime {
 
     /// What `herald push test` reports for one device.
     public struct PushTestResult: Sendable {
-        public var deviceToken: String
-        public var environment: String
-        public var topic: String
-        public var result: APNsResult
+        public var address: PushAddress
+        public var result: PushResult
+
+        public var isDelivered: Bool { result.outcome == .delivered }
+
+        /// One line: the device, the outcome, the service's status and reason.
+        public var summary: String {
+            let target = [address.service.rawValue, address.token, address.environment, address.topic].filter { !$0.isEmpty }
+            let status = result.status.map(String.init) ?? "-"
+            return "\(target.joined(separator: " ")): \(result.outcome.rawValue) status=\(status) reason=\(result.reason ?? "")"
+        }
     }
 
-    /// Sends a refresh push to every device of `userID` now, outside the outbox, and returns what APNs
-    /// (or the logging transport, without credentials) answered for each. Changes no push state.
+    /// Sends a refresh push to every device of `userID` now, outside the outbox, and returns what its
+    /// service (or the logging transport, without credentials) answered for each. Changes no push state.
     public static func pushTest(_ configuration: HeraldConfiguration, userID: String, logger: Logger) async throws -> [PushTestResult] {
         try await withDatabase(configuration, connections: 2, logger: logger) { client in
             try await makeMigrator(configuration, client: client, logger: logger).migrate()
             guard let userKey = try await UserStore(client: client).key(userID) else {
                 throw ConfigurationError("no user with id '\(userID)'")
             }
-            var settings = PushSettings()
-            settings.apnsURL = configuration.apnsURL
-            settings.apnsCAFile = configuration.apnsCAFile
+            let settings = pushSettings(configuration)
             let box = try resolveSecretKey(configuration, logger: logger)
-            let transport = PushTransport(store: APNsCredentialStore(client: client, box: box), settings: settings, logger: logger)
+            let transports = PushDispatcher.transports(client: client, box: box, settings: settings, logger: logger)
             do {
-                try await transport.refresh()
                 let channels = try await PushStore(client: client).refreshSummaries(userKeys: [userKey])[userKey] ?? []
                 let expiration = Int64(Date().timeIntervalSince1970) + configuration.pushExpiration.components.seconds
                 var results: [PushTestResult] = []
-                for device in try await DeviceStore(client: client).targets(userKey: userKey) {
-                    let push = PushDispatcher.refreshPush(
-                        token: device.token,
-                        topic: device.topic,
+                for address in try await DeviceStore(client: client).targets(userKey: userKey) {
+                    guard let transport = transports.first(where: { $0.service == address.service }) else { continue }
+                    try await transport.refresh()
+                    let message = PushMessage(
+                        address: address,
                         userKey: userKey,
-                        channels: channels,
+                        content: .refresh(channels: channels, notificationID: nil),
                         expiration: expiration
                     )
-                    let result = await transport.send(push, environment: device.environment)
-                    results.append(PushTestResult(deviceToken: device.token, environment: device.environment, topic: device.topic, result: result))
+                    results.append(PushTestResult(address: address, result: await transport.send([message])[0].result))
                 }
-                await transport.shutdown()
+                for transport in transports { await transport.shutdown() }
                 return results
             } catch {
-                await transport.shutdown()
+                for transport in transports { await transport.shutdown() }
                 throw error
             }
         }
+    }
+
+    /// The push dispatcher's settings from the configuration.
+    static func pushSettings(_ configuration: HeraldConfiguration) -> PushSettings {
+        var settings = PushSettings()
+        settings.minimumInterval = configuration.refreshMinimumInterval
+        settings.expiration = configuration.pushExpiration
+        settings.lease = configuration.pushLease
+        settings.batchSize = configuration.pushBatchSize
+        settings.concurrency = configuration.pushStreams
+        settings.apnsURL = configuration.apnsURL
+        settings.apnsCAFile = configuration.apnsCAFile
+        settings.fcmURL = configuration.fcmURL
+        settings.pushCAFile = configuration.pushCAFile
+        settings.vapidSubject = configuration.vapidSubject
+        settings.multiDevice = configuration.stream.multiDevice
+        settings.appID = configuration.appID
+        settings.badge = configuration.pushBadge
+        settings.logPayloads = configuration.logPushPayloads
+        settings.badgeCap = configuration.pushBadgeCap
+        settings.noDetailText = configuration.noDetailText
+        return settings
     }
 
     /// Starts the database (embedded or not), migrates, and serves HTTP until SIGTERM or SIGINT; then
@@ -217,23 +243,10 @@ public enum HeraldRuntime {
             replica: replica,
             notifier: notifier
         )
-        var pushSettings = PushSettings()
-        pushSettings.minimumInterval = configuration.refreshMinimumInterval
-        pushSettings.expiration = configuration.pushExpiration
-        pushSettings.lease = configuration.pushLease
-        pushSettings.batchSize = configuration.pushBatchSize
-        pushSettings.concurrency = configuration.pushStreams
-        pushSettings.apnsURL = configuration.apnsURL
-        pushSettings.apnsCAFile = configuration.apnsCAFile
-        pushSettings.multiDevice = configuration.stream.multiDevice
-        pushSettings.appID = configuration.appID
-        pushSettings.badge = configuration.pushBadge
-        pushSettings.logPayloads = configuration.logPushPayloads
-        pushSettings.badgeCap = configuration.pushBadgeCap
-        pushSettings.noDetailText = configuration.noDetailText
-        let transport = PushTransport(store: APNsCredentialStore(client: client, box: secrets), settings: pushSettings, logger: logger)
-        // Says at startup whether pushes go to APNs or to the log.
-        try? await transport.refresh()
+        let pushSettings = pushSettings(configuration)
+        let transports = PushDispatcher.transports(client: client, box: secrets, settings: pushSettings, logger: logger)
+        // Says at startup whether pushes go to their services or to the log.
+        for transport in transports { try? await transport.refresh() }
         let host = configuration.host
         let application = HeraldApplication.build(
             dependencies,
@@ -264,9 +277,8 @@ public enum HeraldRuntime {
         services.append(
             PushDispatcher(
                 client: client,
-                transport: transport,
+                transports: transports,
                 settings: pushSettings,
-                wake: WakeSignal(),
                 listener: PostgresListener(conninfo: database.directConninfo, channels: [PushStore.wakeChannel], logger: logger),
                 logger: logger
             )

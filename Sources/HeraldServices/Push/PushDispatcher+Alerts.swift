@@ -1,4 +1,3 @@
-import APNs
 import Foundation
 import HeraldCore
 import HeraldStore
@@ -6,21 +5,23 @@ import HeraldStore
 extension PushDispatcher {
     /// The alert half of a round: decide who gets each new alert (`AlertDecision`, at this moment, in
     /// each user's preferences), claim due alerts, send, record. True when it found work.
-    func runAlertRound() async throws -> Bool {
+    func runAlertRound(_ lane: Lane) async throws -> Bool {
         let alerts = AlertStore(client: store.client)
         let preferences = PushPreferenceStore(client: store.client)
         var expanded = 0
         while case let count = try await alerts.expand(limit: 20, decide: { Self.decide($0, at: Date()) }), count > 0 {
             expanded += count
         }
-        let claims = try await alerts.claimDue(limit: settings.batchSize, lease: settings.lease, policy: settings.multiDevice)
+        if expanded > 0 { wakeOthers(than: lane) }
+        let claims = try await alerts.claimDue(service: lane.service, limit: settings.batchSize, lease: settings.lease, policy: settings.multiDevice)
         guard !claims.isEmpty else { return expanded > 0 }
-        let pushes = try await alertPushes(for: claims, alerts: alerts, preferences: preferences)
-        let results = await sendAll(pushes.map { ($0.0, $0.1, environment: $0.0.environment) }, kind: "alert")
+        let messages = try await alertMessages(for: claims, alerts: alerts, preferences: preferences)
+        let results = await sendAll(messages, kind: "alert", lane: lane)
         try await alerts.recordDelivered(results.filter { $0.1.outcome == .delivered }.map(\.0))
         try await recordUndelivered(
             results,
             kind: "alert",
+            service: lane.service,
             attempts: \.attempts,
             retry: { try await alerts.recordRetry($0, after: $1) },
             fail: { try await alerts.recordFailure($0, status: $1, reason: $2, removeToken: $3, invalidSince: $4) }
@@ -43,9 +44,12 @@ extension PushDispatcher {
         }
     }
 
-    /// Each claim's alert push: text and title, sound, badge, the seed-format `herald` object.
-    private func alertPushes(for claims: [AlertClaim], alerts: AlertStore, preferences: PushPreferenceStore) async throws -> [(AlertClaim, APNsPush)]
-    {
+    /// Each claim's alert: text and title, sound, badge, the seed-format `herald` object.
+    private func alertMessages(
+        for claims: [AlertClaim],
+        alerts: AlertStore,
+        preferences: PushPreferenceStore
+    ) async throws -> [(AlertClaim, PushMessage)] {
         let users = Array(Set(claims.map(\.userKey)))
         let summaries = try await store.refreshSummaries(userKeys: users)
         let uncounted = try await alerts.uncountedUnread(userKeys: users)
@@ -93,16 +97,8 @@ extension PushDispatcher {
                 custom: claim.push.custom
             )
             content.mediaURL = claim.mediaURL
-            let push = APNsPush(
-                deviceToken: claim.token,
-                topic: claim.topic,
-                pushType: "alert",
-                priority: claim.push.priority == .low ? 5 : 10,
-                expiration: expiration,
-                collapseID: claim.push.collapseID,
-                payload: AlertPayload.make(content)
-            )
-            return (claim, push)
+            let alert = PushMessage.Content.alert(content, priority: claim.push.priority, collapseID: claim.push.collapseID)
+            return (claim, PushMessage(address: claim.address, userKey: claim.userKey, content: alert, expiration: expiration))
         }
     }
 }

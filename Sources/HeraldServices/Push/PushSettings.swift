@@ -1,3 +1,4 @@
+import Foundation
 import HeraldCore
 
 /// How the push dispatcher behaves; the defaults are production's, tests shorten the waits.
@@ -12,11 +13,18 @@ public struct PushSettings: Sendable {
     public var apnsURL: String?
     /// `HERALD_APNS_CA_FILE`: extra trust roots for the APNs connection.
     public var apnsCAFile: String?
+    /// `HERALD_FCM_URL`: FCM's base URL instead of Google's (tests, a proxy).
+    public var fcmURL: URL?
+    /// `HERALD_PUSH_CA_FILE`: extra trust roots for FCM and the Web Push services.
+    public var pushCAFile: String?
+    /// `HERALD_VAPID_SUBJECT`: the operator's contact in every VAPID token (`mailto:` or `https:`),
+    /// which push services use to reach whoever runs a misbehaving server.
+    public var vapidSubject = "mailto:admin@localhost"
     /// Devices claimed per round. Smaller batches left the machine idle between them while the
     /// dispatcher waited on the database (docs/decisions/2026-11-25-push-end-to-end-through-a-server.md).
     public var batchSize = 2_000
     /// Pushes in flight at once on one APNs connection (fewer if the server's
-    /// `SETTINGS_MAX_CONCURRENT_STREAMS` says so).
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` says so), and per FCM or Web Push lane.
     public var concurrency = 300
     /// A claim lapses after this long; another dispatcher then takes the device over.
     public var lease: Duration = .seconds(60)

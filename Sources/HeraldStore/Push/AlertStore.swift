@@ -17,9 +17,7 @@ public struct AlertClaim: Sendable {
     public var id: Int64
     public var userKey: Int64
     public var deviceID: Int64
-    public var token: String
-    public var environment: String
-    public var topic: String
+    public var address: PushAddress
     /// Attempts so far, this one included.
     public var attempts: Int
     public var forced: Bool
@@ -109,16 +107,18 @@ public struct AlertStore: Sendable {
         }
     }
 
-    /// Claims up to `limit` due alert pushes. Alerts to recipients who are online by `policy` are
-    /// dropped (they see the notification live), as are alerts whose notification was deleted.
-    public func claimDue(limit: Int, lease: Duration, policy: MultiDevicePolicy) async throws -> [AlertClaim] {
+    /// Claims up to `limit` due alert pushes to devices of `service`. Alerts to recipients who are
+    /// online by `policy` are dropped (they see the notification live), as are alerts whose
+    /// notification was deleted.
+    public func claimDue(service: PushService = .apns, limit: Int, lease: Duration, policy: MultiDevicePolicy) async throws -> [AlertClaim] {
         let online = PresenceSQL.online(deviceColumn: "a.device_id", userColumn: "a.user_key", policy: policy)
         let claimed = try await client.query(
             """
             WITH due AS (
-                SELECT id FROM alert_pushes
-                WHERE next_attempt_at <= now() AND (claimed_until IS NULL OR claimed_until < now())
-                ORDER BY next_attempt_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED
+                SELECT a.id FROM alert_pushes a JOIN devices d ON d.id = a.device_id
+                WHERE d.service = \(service.rawValue) AND a.next_attempt_at <= now()
+                    AND (a.claimed_until IS NULL OR a.claimed_until < now())
+                ORDER BY a.next_attempt_at, a.id LIMIT \(limit) FOR UPDATE OF a SKIP LOCKED
             ), online AS (
                 DELETE FROM alert_pushes a USING due WHERE a.id = due.id AND \(online)
                 RETURNING a.id
@@ -131,10 +131,10 @@ public struct AlertStore: Sendable {
         guard !claimed.isEmpty else { return [] }
         let rows = try await client.query(
             """
-            SELECT a.id, a.user_key, a.device_id, d.token, d.environment, d.topic, a.attempts, a.forced,
+            SELECT a.id, a.user_key, a.device_id, a.attempts, a.forced,
                 n.id, c.key, c.kind, c.name, c.cover_url, c.custom_type, c.url, n.category, n.created_at,
                 coalesce(r.push_title, n.push_title), coalesce(r.push_body, n.push_body), coalesce(r.data, n.data)->>'title',
-                n.push, n.audience, u.id, u.nickname, coalesce(r.data, n.data)->>'media_url'
+                n.push, n.audience, u.id, u.nickname, coalesce(r.data, n.data)->>'media_url', \(PushAddress.columns("d"))
             FROM alert_pushes a
             JOIN devices d ON d.id = a.device_id
             JOIN notifications n ON n.id = a.notification_id AND n.deleted_at IS NULL
@@ -147,41 +147,37 @@ public struct AlertStore: Sendable {
         )
         let decoder = JSONDecoder()
         let claims = try rows.map { row in
-            let (id, user, device, token, environment, topic, attempts, forced) = try row.decode(
-                (Int64, Int64, Int64, String, String, String, Int32, Bool).self
-            )
+            let (id, user, device, attempts, forced) = try row.decode((Int64, Int64, Int64, Int32, Bool).self)
             let (kind, name, cover, customType, url) = (
-                try row.decode(column: 10, as: String.self), try row.decode(column: 11, as: String.self),
-                try row.decode(column: 12, as: String.self), try row.decode(column: 13, as: String.self), try row.decode(column: 14, as: String.self)
+                try row.decode(column: 7, as: String.self), try row.decode(column: 8, as: String.self),
+                try row.decode(column: 9, as: String.self), try row.decode(column: 10, as: String.self), try row.decode(column: 11, as: String.self)
             )
             return AlertClaim(
                 id: id,
                 userKey: user,
                 deviceID: device,
-                token: token,
-                environment: environment,
-                topic: topic,
+                address: try PushAddress.decode(row, at: 22),
                 attempts: Int(attempts),
                 forced: forced,
-                notificationID: try row.decode(column: 8, as: Int64.self),
+                notificationID: try row.decode(column: 5, as: Int64.self),
                 channel: CollectionChannel(
-                    key: try row.decode(column: 9, as: Int64.self),
+                    key: try row.decode(column: 6, as: Int64.self),
                     url: url,
                     kind: Channel.Kind(rawValue: kind) ?? .feed,
                     name: name,
                     coverURL: cover,
                     customType: customType
                 ),
-                category: try row.decode(column: 15, as: String.self),
-                createdAt: try row.decode(column: 16, as: Date.self),
-                pushTitle: try row.decode(column: 17, as: String?.self),
-                pushBody: try row.decode(column: 18, as: String?.self),
-                dataTitle: try row.decode(column: 19, as: String?.self),
-                mediaURL: try row.decode(column: 24, as: String?.self),
-                push: try decoder.decode(PushOptions.self, from: Data(try row.decode(column: 20, as: PostgresJSONB.self).utf8)),
-                audience: try row.decode(column: 21, as: String.self),
-                recipientID: try row.decode(column: 22, as: String.self),
-                recipientNickname: try row.decode(column: 23, as: String.self)
+                category: try row.decode(column: 12, as: String.self),
+                createdAt: try row.decode(column: 13, as: Date.self),
+                pushTitle: try row.decode(column: 14, as: String?.self),
+                pushBody: try row.decode(column: 15, as: String?.self),
+                dataTitle: try row.decode(column: 16, as: String?.self),
+                mediaURL: try row.decode(column: 21, as: String?.self),
+                push: try decoder.decode(PushOptions.self, from: Data(try row.decode(column: 17, as: PostgresJSONB.self).utf8)),
+                audience: try row.decode(column: 18, as: String.self),
+                recipientID: try row.decode(column: 19, as: String.self),
+                recipientNickname: try row.decode(column: 20, as: String.self)
             )
         }
         // Claimed but gone (the notification or the copy was deleted meanwhile): nothing to send.
@@ -242,9 +238,7 @@ public struct AlertStore: Sendable {
             _ = try await PushStore.recordFailure(
                 userKey: claim.userKey,
                 deviceID: claim.deviceID,
-                token: claim.token,
-                environment: claim.environment,
-                topic: claim.topic,
+                address: claim.address,
                 status: status,
                 reason: "alert: \(reason)",
                 attempts: claim.attempts,

@@ -1,4 +1,5 @@
 import HeraldCore
+import Postgres
 
 /// How a client names one of its devices — in `Herald-Device`, `?device=` or a path: by Herald's id
 /// (decimal, as `GET /v1/me/devices` lists it) or by its APNs token (hex). The two cannot be confused:
@@ -31,6 +32,14 @@ public enum DeviceReference: Sendable, Hashable {
 
     /// What a client is told when its reference does not parse.
     public static let formatDescription = "a device id (as GET /v1/me/devices lists it) or the device's APNs token (hex, 64–400 digits)"
+
+    /// SQL true for the row of `devices` this names (an APNs token names an APNs device only).
+    var condition: PostgresQuery {
+        switch self {
+        case .id(let id): "id = \(id)"
+        case .token(let token): "(token = \(token) AND service = 'apns')"
+        }
+    }
 
     var id: Int64? {
         if case .id(let id) = self { return id }

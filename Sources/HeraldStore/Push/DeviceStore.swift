@@ -1,10 +1,13 @@
 import Foundation
+import HeraldCore
 import Postgres
 
-/// A registered iOS device.
+/// A registered device: an iPhone (APNs), an Android phone (FCM) or a browser (Web Push).
 public struct Device: Sendable, Equatable {
     /// Herald's id of the device (a live stream may name its device by it).
     public var id: Int64
+    public var service: PushService
+    /// What the service addresses (`PushAddress.token`): for Web Push, the endpoint URL.
     public var token: String
     public var environment: String
     public var topic: String
@@ -14,7 +17,7 @@ public struct Device: Sendable, Equatable {
     public var lastSyncedAt: Date?
 }
 
-/// The user's APNs device tokens.
+/// The user's devices, of every push service.
 public struct DeviceStore: Sendable {
     public let client: PostgresClient
 
@@ -25,32 +28,31 @@ public struct DeviceStore: Sendable {
         self.client = client
     }
 
-    /// Registers (or re-registers) `token` for the user. A token registered by another user moves to
-    /// this one (a device changes hands when someone else signs in on it). `unique` removes the user's
-    /// other tokens. Returns the device, and whether it is new to this user (not registered before, or
-    /// until now another user's).
-    public func register(
-        userKey: Int64,
-        token: String,
-        environment: String,
-        topic: String,
-        unique: Bool
-    ) async throws -> (device: Device, created: Bool) {
-        let token = token.lowercased()
+    /// Registers (or re-registers) the device at `address` for the user. A device registered by
+    /// another user moves to this one (a device changes hands when someone else signs in on it).
+    /// `unique` removes the user's other devices of the same service. Returns the device, and whether
+    /// it is new to this user (not registered before, or until now another user's).
+    public func register(userKey: Int64, address: PushAddress, unique: Bool) async throws -> (device: Device, created: Bool) {
+        let (service, token) = (address.service.rawValue, address.token)
+        let (p256dh, auth) = (address.webPushKeys.map { PostgresBytes($0.p256dh) }, address.webPushKeys.map { PostgresBytes($0.auth) })
         let moved: PostgresQuery = "EXISTS (SELECT 1 FROM previous WHERE previous.user_key <> \(userKey))"
         // One round trip: none of the statements needs another's answer in Swift.
         let results = try await client.transaction([
             // Lock the user's devices in one order so concurrent registrations for a user queue up.
             "SELECT 1 FROM users WHERE key = \(userKey) FOR UPDATE",
             // The device may leave another user, and this user's others may go (below).
-            LiveHint.devicesChangedQuery("SELECT user_key FROM devices WHERE token = \(token) UNION ALL SELECT \(userKey)"),
+            LiveHint.devicesChangedQuery(
+                "SELECT user_key FROM devices WHERE token = \(token) AND service = \(service) UNION ALL SELECT \(userKey)"
+            ),
             """
-            WITH previous AS (SELECT user_key FROM devices WHERE token = \(token)),
+            WITH previous AS (SELECT user_key FROM devices WHERE token = \(token) AND service = \(service)),
             device AS (
-                INSERT INTO devices (user_key, token, environment, topic) VALUES (\(userKey), \(token), \(environment), \(topic))
-                ON CONFLICT (token) DO UPDATE SET user_key = EXCLUDED.user_key, environment = EXCLUDED.environment,
-                    topic = EXCLUDED.topic, registered_at = now()
-                RETURNING id, token, environment, topic, created_at, registered_at
+                INSERT INTO devices (user_key, service, token, environment, topic, webpush_p256dh, webpush_auth)
+                VALUES (\(userKey), \(service), \(token), \(address.environment), \(address.topic), \(p256dh), \(auth))
+                ON CONFLICT (token, service) DO UPDATE SET user_key = EXCLUDED.user_key, environment = EXCLUDED.environment,
+                    topic = EXCLUDED.topic, webpush_p256dh = EXCLUDED.webpush_p256dh, webpush_auth = EXCLUDED.webpush_auth,
+                    registered_at = now()
+                RETURNING id, service, token, environment, topic, created_at, registered_at
             ),
             state AS (
                 INSERT INTO device_push_state (device_id) SELECT id FROM device
@@ -64,7 +66,7 @@ public struct DeviceStore: Sendable {
             SELECT device.*, state.*, NOT EXISTS (SELECT 1 FROM previous WHERE previous.user_key = \(userKey)) FROM device, state
             """,
             unique
-                ? "DELETE FROM devices WHERE user_key = \(userKey) AND token <> \(token)"
+                ? "DELETE FROM devices WHERE user_key = \(userKey) AND service = \(service) AND token <> \(token)"
                 : """
                 DELETE FROM devices WHERE id IN (
                     SELECT id FROM devices WHERE user_key = \(userKey)
@@ -73,7 +75,18 @@ public struct DeviceStore: Sendable {
         ])
         // The INSERT … RETURNING always answers one row.
         let row = results[2].first!
-        return (try Self.decode(row), try row.decode(column: 8, as: Bool.self))
+        return (try Self.decode(row), try row.decode(column: 9, as: Bool.self))
+    }
+
+    /// Registers (or re-registers) an APNs `token` for the user (`register(userKey:address:unique:)`).
+    public func register(
+        userKey: Int64,
+        token: String,
+        environment: String,
+        topic: String,
+        unique: Bool
+    ) async throws -> (device: Device, created: Bool) {
+        try await register(userKey: userKey, address: .apns(token: token, environment: environment, topic: topic), unique: unique)
     }
 
     /// The user's devices, most recently registered first.
@@ -86,10 +99,11 @@ public struct DeviceStore: Sendable {
         ).map(Self.decode)
     }
 
-    /// Removes one of the user's tokens; false when the user has no such token.
-    public func unregister(userKey: Int64, token: String) async throws -> Bool {
+    /// Removes the user's device named by `reference` (its id, or its APNs token); false when the user
+    /// has no such device.
+    public func unregister(userKey: Int64, reference: DeviceReference) async throws -> Bool {
         try await client.transaction([
-            "DELETE FROM devices WHERE user_key = \(userKey) AND token = \(token.lowercased())",
+            "DELETE FROM devices WHERE user_key = \(userKey) AND \(reference.condition)",
             LiveHint.devicesChangedQuery(userKeys: [userKey]),
         ])[0].affectedRows > 0
     }
@@ -103,10 +117,9 @@ public struct DeviceStore: Sendable {
     }
 
     /// Every device of the user, with what a push needs (for `herald push test`).
-    public func targets(userKey: Int64) async throws -> [(token: String, environment: String, topic: String)] {
-        try await client.query("SELECT token, environment, topic FROM devices WHERE user_key = \(userKey) ORDER BY id").map {
-            let (token, environment, topic) = try $0.decode((String, String, String).self)
-            return (token, environment, topic)
+    public func targets(userKey: Int64) async throws -> [PushAddress] {
+        try await client.query("SELECT \(PushAddress.columns("d")) FROM devices d WHERE user_key = \(userKey) ORDER BY id").map {
+            try PushAddress.decode($0, at: 0)
         }
     }
 
@@ -114,20 +127,22 @@ public struct DeviceStore: Sendable {
     public func find(userKey: Int64, reference: DeviceReference) async throws -> Int64? {
         try await client.query(
             """
-            SELECT id FROM devices WHERE user_key = \(userKey) AND (id = \(reference.id) OR token = \(reference.token))
+            SELECT id FROM devices WHERE user_key = \(userKey) AND \(reference.condition)
             """
         ).first?.decode(Int64.self)
     }
 
     /// A device's columns, from `devices` joined with its `device_push_state` as `p`.
-    static let columns: PostgresQuery = "id, token, environment, topic, created_at, registered_at, p.last_push_at, p.last_synced_at"
+    static let columns: PostgresQuery =
+        "id, service, token, environment, topic, created_at, registered_at, p.last_push_at, p.last_synced_at"
 
     static func decode(_ row: PostgresRow) throws -> Device {
-        let (id, token, environment, topic, created, registered, pushed, synced) = try row.decode(
-            (Int64, String, String, String, Date, Date, Date?, Date?).self
+        let (id, service, token, environment, topic, created, registered, pushed, synced) = try row.decode(
+            (Int64, String, String, String, String, Date, Date, Date?, Date?).self
         )
         return Device(
             id: id,
+            service: PushService(rawValue: service) ?? .apns,
             token: token,
             environment: environment,
             topic: topic,

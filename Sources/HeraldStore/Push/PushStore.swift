@@ -6,9 +6,7 @@ import Postgres
 public struct DeviceClaim: Sendable, Equatable {
     public var deviceID: Int64
     public var userKey: Int64
-    public var token: String
-    public var environment: String
-    public var topic: String
+    public var address: PushAddress
     /// The want this claim answers; a later want (a change during the send) survives the delivery.
     public var wantedXID: Int64
     public var notificationID: Int64?
@@ -20,13 +18,16 @@ public struct DeviceClaim: Sendable, Equatable {
 }
 
 /// What a dispatcher's claim on a device is: how long it holds, and which devices it may take
-/// (`PushStore.claimDue`).
+/// (`PushStore.claimDue`): those of one push service, so that each service's pushes go out in a
+/// lane of their own.
 public struct ClaimTerms: Sendable {
+    public var service: PushService
     public var lease: Duration
     public var minimumInterval: Duration
     public var policy: MultiDevicePolicy
 
-    public init(lease: Duration, minimumInterval: Duration, policy: MultiDevicePolicy = .allOffline) {
+    public init(service: PushService = .apns, lease: Duration, minimumInterval: Duration, policy: MultiDevicePolicy = .allOffline) {
+        self.service = service
         self.lease = lease
         self.minimumInterval = minimumInterval
         self.policy = policy
@@ -37,6 +38,7 @@ public struct ClaimTerms: Sendable {
 public struct PushFailure: Sendable, Equatable {
     public var id: Int64
     public var userID: String?
+    public var service: PushService
     public var deviceToken: String
     public var environment: String
     public var topic: String
@@ -113,7 +115,8 @@ public struct PushStore: Sendable {
     /// first push, where a slice at a time lets the pushes of one slice go out while the next is
     /// expanded.
     public func expandOutbox(users: Int, claiming terms: ClaimTerms? = nil) async throws -> (recipients: Int, claims: [DeviceClaim])? {
-        let claimable = terms.map { Self.claimable("p", user: "d.user_key", terms: $0) } ?? "false"
+        let claimable: PostgresQuery =
+            terms.map { "d.service = \($0.service.rawValue) AND \(Self.claimable("p", user: "d.user_key", terms: $0))" } ?? "false"
         let lease = TimeSQL.interval(terms?.lease ?? .zero)
         return try await client.withRetryingTransaction { connection in
             let rows = try await connection.query(
@@ -153,7 +156,7 @@ public struct PushStore: Sendable {
                         )
                     FROM slice JOIN devices d ON d.user_key = slice.user_key
                     WHERE p.device_id = d.id
-                    RETURNING d.id, d.user_key, d.token, d.environment, d.topic, p.wanted_xid, p.notification_id,
+                    RETURNING d.id, d.user_key, \(PushAddress.columns("d")), p.wanted_xid, p.notification_id,
                         p.attempts, p.claimed_until IS NOT DISTINCT FROM now() + \(lease)::interval AS claimed
                 ), hinted AS (
                     -- A want is answered by the device's next sync, which must then reach the
@@ -162,7 +165,7 @@ public struct PushStore: Sendable {
                 )
                 -- `hinted` is read so that it runs (a plain SELECT in WITH runs only when read).
                 SELECT (SELECT count(*) FROM next) + 0 * (SELECT count(*) FROM hinted), (SELECT count(*) FROM slice),
-                    w.id, w.user_key, w.token, w.environment, w.topic, w.wanted_xid, w.notification_id, w.attempts,
+                    w.id, w.user_key, \(PushAddress.columns("w")), w.wanted_xid, w.notification_id, w.attempts,
                     \(TimeSQL.nowMicroseconds)
                 FROM (SELECT 1) AS always LEFT JOIN wanted w ON w.claimed
                 """
@@ -171,21 +174,9 @@ public struct PushStore: Sendable {
             guard taken > 0 else { return nil }
             guard terms != nil else { return (Int(recipients), []) }
             let claims = try rows.compactMap { row -> DeviceClaim? in
-                let (_, _, id, user, token, environment, topic, xid, notification, attempts, claimedAt) = try row.decode(
-                    (Int64, Int64, Int64?, Int64?, String?, String?, String?, Int64?, Int64?, Int32?, Int64).self
-                )
-                guard let id, let user, let token, let environment, let topic, let xid, let attempts else { return nil }
-                return DeviceClaim(
-                    deviceID: id,
-                    userKey: user,
-                    token: token,
-                    environment: environment,
-                    topic: topic,
-                    wantedXID: xid,
-                    notificationID: notification,
-                    attempts: Int(attempts),
-                    claimedAt: claimedAt
-                )
+                // Without a claim, the LEFT JOIN leaves the device's columns NULL.
+                guard try row.decode(column: 2, as: Int64?.self) != nil else { return nil }
+                return try Self.decodeClaim(row, at: 2)
             }
             return (Int(recipients), claims)
         }
@@ -234,30 +225,31 @@ public struct PushStore: Sendable {
             UPDATE device_push_state p SET claimed_until = now() + \(TimeSQL.interval(terms.lease))::interval, attempts = p.attempts + 1
             FROM (
                 SELECT s.device_id FROM device_push_state s JOIN devices d ON d.id = s.device_id
-                WHERE s.wanted_xid IS NOT NULL AND \(Self.claimable("s", user: "d.user_key", terms: terms))
+                WHERE s.wanted_xid IS NOT NULL AND d.service = \(terms.service.rawValue)
+                    AND \(Self.claimable("s", user: "d.user_key", terms: terms))
                 ORDER BY s.next_attempt_at, s.device_id LIMIT \(limit) FOR UPDATE OF s SKIP LOCKED
             ) AS due, devices d
             WHERE p.device_id = due.device_id AND d.id = p.device_id
-            RETURNING d.id, d.user_key, d.token, d.environment, d.topic, p.wanted_xid, p.notification_id, p.attempts,
+            RETURNING d.id, d.user_key, \(PushAddress.columns("d")), p.wanted_xid, p.notification_id, p.attempts,
                 \(TimeSQL.nowMicroseconds)
             """
         )
-        return try rows.map { row in
-            let (id, user, token, environment, topic, xid, notification, attempts, claimedAt) = try row.decode(
-                (Int64, Int64, String, String, String, Int64, Int64?, Int32, Int64).self
-            )
-            return DeviceClaim(
-                deviceID: id,
-                userKey: user,
-                token: token,
-                environment: environment,
-                topic: topic,
-                wantedXID: xid,
-                notificationID: notification,
-                attempts: Int(attempts),
-                claimedAt: claimedAt
-            )
-        }
+        return try rows.map { try Self.decodeClaim($0, at: 0) }
+    }
+
+    /// A claim from `id, user_key, <address columns>, wanted_xid, notification_id, attempts, claimed at`
+    /// starting at `column`.
+    private static func decodeClaim(_ row: PostgresRow, at column: Int) throws -> DeviceClaim {
+        let rest = column + 2 + PushAddress.columnCount
+        return DeviceClaim(
+            deviceID: try row.decode(column: column, as: Int64.self),
+            userKey: try row.decode(column: column + 1, as: Int64.self),
+            address: try PushAddress.decode(row, at: column + 2),
+            wantedXID: try row.decode(column: rest, as: Int64.self),
+            notificationID: try row.decode(column: rest + 1, as: Int64?.self),
+            attempts: Int(try row.decode(column: rest + 2, as: Int32.self)),
+            claimedAt: try row.decode(column: rest + 3, as: Int64.self)
+        )
     }
 
     /// Each user's channels with unread counts, and the total: what a refresh push names.
@@ -343,16 +335,14 @@ public struct PushStore: Sendable {
     }
 
     /// Refused for good or out of retries: the failure is kept for admins, the want dropped, and the
-    /// token removed when APNs says it is dead — unless, for a 410 with a timestamp, the device was
+    /// device removed when its service says it is gone — unless, for a 410 with a timestamp, the device was
     /// registered again after it.
     public func recordFailure(_ claim: DeviceClaim, status: Int?, reason: String, removeToken: Bool, invalidSince: Date?) async throws {
         try await client.withRetryingTransaction { connection in
             let removed = try await Self.recordFailure(
                 userKey: claim.userKey,
                 deviceID: claim.deviceID,
-                token: claim.token,
-                environment: claim.environment,
-                topic: claim.topic,
+                address: claim.address,
                 status: status,
                 reason: reason,
                 attempts: claim.attempts,
@@ -372,15 +362,13 @@ public struct PushStore: Sendable {
         }
     }
 
-    /// Lists a failed push for admins, removing the device's token first when APNs says it is dead
+    /// Lists a failed push for admins, removing the device first when its service says it is gone
     /// (unless, for a 410 with a timestamp, it was registered again after it). Returns whether the
     /// token went. Shared by refresh and alert pushes.
     static func recordFailure(
         userKey: Int64,
         deviceID: Int64,
-        token: String,
-        environment: String,
-        topic: String,
+        address: PushAddress,
         status: Int?,
         reason: String,
         attempts: Int,
@@ -401,16 +389,18 @@ public struct PushStore: Sendable {
         }
         try await connection.query(
             """
-            INSERT INTO push_failures (user_key, device_token, environment, topic, status, reason, attempts, token_removed)
-            VALUES (\(userKey), \(token), \(environment), \(topic), \(status.map(Int32.init)), \(reason), \(Int32(attempts)), \(removed))
+            INSERT INTO push_failures (user_key, service, device_token, environment, topic, status, reason, attempts, token_removed)
+            VALUES (\(userKey), \(address.service.rawValue), \(address.token), \(address.environment), \(address.topic),
+                \(status.map(Int32.init)), \(reason), \(Int32(attempts)), \(removed))
             """
         )
         // Webhook events, in the same transaction (`sql/0018_webhooks.sql`).
         try await connection.query(
             """
             WITH failure AS (
-                SELECT jsonb_build_object('user_id', (SELECT id FROM users WHERE key = \(userKey)), 'device_token', \(token)::text,
-                    'environment', \(environment)::text, 'topic', \(topic)::text) AS device
+                SELECT jsonb_build_object('user_id', (SELECT id FROM users WHERE key = \(userKey)),
+                    'service', \(address.service.rawValue)::text, 'device_token', \(address.token)::text,
+                    'environment', \(address.environment)::text, 'topic', \(address.topic)::text) AS device
             )
             SELECT herald_webhook_event('push.failed', device || jsonb_build_object('status', \(status.map(Int32.init))::int,
                     'reason', \(reason)::text, 'attempts', \(Int32(attempts))::int, 'token_removed', \(removed)))
@@ -439,7 +429,7 @@ public struct PushStore: Sendable {
         let row = try await client.query(
             """
             WITH device AS (
-                SELECT id FROM devices WHERE user_key = \(userKey) AND (id = \(device.id) OR token = \(device.token))
+                SELECT id FROM devices WHERE user_key = \(userKey) AND \(device.condition)
             ), synced AS (
                 UPDATE device_push_state p SET outstanding = false, last_synced_at = now(),
                     wanted_xid = CASE WHEN p.wanted_xid < \(horizon) THEN NULL ELSE p.wanted_xid END,
@@ -462,19 +452,21 @@ public struct PushStore: Sendable {
     public func failures(limit: Int, before: Int64?) async throws -> [PushFailure] {
         let rows = try await client.query(
             """
-            SELECT f.id, u.id, f.device_token, f.environment, f.topic, f.status, f.reason, f.attempts, f.token_removed, f.failed_at
+            SELECT f.id, u.id, f.service, f.device_token, f.environment, f.topic, f.status, f.reason, f.attempts, f.token_removed,
+                f.failed_at
             FROM push_failures f LEFT JOIN users u ON u.key = f.user_key
             WHERE \(before)::int8 IS NULL OR f.id < \(before)
             ORDER BY f.id DESC LIMIT \(limit)
             """
         )
         return try rows.map { row in
-            let (id, user, token, environment, topic, status, reason, attempts, removed, at) = try row.decode(
-                (Int64, String?, String, String, String, Int32?, String, Int32, Bool, Date).self
+            let (id, user, service, token, environment, topic, status, reason, attempts, removed, at) = try row.decode(
+                (Int64, String?, String, String, String, String, Int32?, String, Int32, Bool, Date).self
             )
             return PushFailure(
                 id: id,
                 userID: user,
+                service: PushService(rawValue: service) ?? .apns,
                 deviceToken: token,
                 environment: environment,
                 topic: topic,

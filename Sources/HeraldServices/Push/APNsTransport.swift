@@ -1,16 +1,17 @@
 import APNs
 import Foundation
+import HeraldCore
 import HeraldCrypto
 import HeraldStore
 import Logging
 import Synchronization
 
-/// Where the dispatcher's pushes go: an APNs client per stored credential, chosen by the device's
+/// Where the dispatcher's APNs pushes go: an APNs client per stored credential, chosen by the device's
 /// environment and topic — or, while no credential is stored at all, the log.
 ///
 /// Credentials can change while Herald runs (`PUT /v1/apns/credentials/{name}`); `refresh()` compares
 /// the stored set's fingerprint (count and newest update) and rebuilds the clients when it moved.
-public final class PushTransport: Sendable {
+public final class APNsTransport: PushServiceTransport {
     /// A stored credential, with its client — or, for one that cannot be used, why: its pushes fail
     /// with that reason (listed among the failures) while the other credentials keep pushing.
     private struct Entry: Sendable {
@@ -31,6 +32,8 @@ public final class PushTransport: Sendable {
     private let settings: PushSettings
     private let logger: Logger
     private let state = Mutex(State())
+
+    public var service: PushService { .apns }
 
     public init(store: APNsCredentialStore, settings: PushSettings, logger: Logger) {
         self.store = store
@@ -79,14 +82,40 @@ public final class PushTransport: Sendable {
         }
     }
 
-    /// Sends `push` with the credential for its environment and topic.
-    public func send(_ push: APNsPush, environment: String) async -> APNsResult {
-        await send([(push, environment)])[0].result
+    public func send(_ messages: [PushMessage]) async -> [(result: PushResult, elapsed: Duration)] {
+        await send(messages.map { (Self.push(for: $0), $0.address.environment) }).map { (PushResult($0.result), $0.elapsed) }
+    }
+
+    /// The APNs request for `message`: a background push at priority 5 collapsed per user for a
+    /// refresh; an alert push for an alert.
+    static func push(for message: PushMessage) -> APNsPush {
+        switch message.content {
+        case .refresh(let channels, let notificationID):
+            return APNsPush(
+                deviceToken: message.address.token,
+                topic: message.address.topic,
+                pushType: "background",
+                priority: 5,
+                expiration: message.expiration,
+                collapseID: message.refreshCollapseKey,
+                payload: RefreshPayload.make(channels: channels, badge: channels.reduce(0) { $0 + $1.unread }, notificationID: notificationID)
+            )
+        case .alert(let content, let priority, let collapseID):
+            return APNsPush(
+                deviceToken: message.address.token,
+                topic: message.address.topic,
+                pushType: "alert",
+                priority: priority == .low ? 5 : 10,
+                expiration: message.expiration,
+                collapseID: collapseID,
+                payload: AlertPayload.make(content)
+            )
+        }
     }
 
     /// Sends each push with the credential for its environment and topic — each credential's share as
     /// one batch — and returns every result and its stream's duration, in order.
-    public func send(_ pushes: [(push: APNsPush, environment: String)]) async -> [(result: APNsResult, elapsed: Duration)] {
+    func send(_ pushes: [(push: APNsPush, environment: String)]) async -> [(result: APNsResult, elapsed: Duration)] {
         let entries = state.withLock { $0.entries }
         guard !entries.isEmpty else {
             return pushes.map { push, environment in
