@@ -31,6 +31,7 @@ public final class MockFCMServer: Sendable {
         /// The `message` object as JSON.
         public var json: [UInt8]
         public var answer: Answer?
+        public var receivedAt: Date
 
         /// The `message` object.
         public var object: [String: Any] { (try? JSONSerialization.jsonObject(with: Data(json)) as? [String: Any]) ?? [:] }
@@ -45,6 +46,8 @@ public final class MockFCMServer: Sendable {
     }
 
     public let projectID: String
+    /// Close it to stall the messages endpoint (the token endpoint keeps answering).
+    public let gate: MockGate
     private let state: NIOLockedValueBox<State>
     private let service: MockHTTPSService
 
@@ -55,8 +58,9 @@ public final class MockFCMServer: Sendable {
     public var baseURL: String { "https://127.0.0.1:\(port)" }
     public var tokenURI: String { baseURL + "/token" }
 
-    private init(projectID: String, state: NIOLockedValueBox<State>, service: MockHTTPSService) {
+    private init(projectID: String, gate: MockGate, state: NIOLockedValueBox<State>, service: MockHTTPSService) {
         self.projectID = projectID
+        self.gate = gate
         self.state = state
         self.service = service
     }
@@ -74,6 +78,7 @@ public final class MockFCMServer: Sendable {
     ) async throws -> MockFCMServer {
         let verifier = try RS256PublicKey(pem: publicKeyPEM)
         let state = NIOLockedValueBox(State())
+        let gate = MockGate()
         let router = Router()
         let port = NIOLockedValueBox(0)
         router.post("token") { request, _ -> Response in
@@ -100,6 +105,7 @@ public final class MockFCMServer: Sendable {
             return json(200, #"{"access_token":"\#(token)","expires_in":\#(accessTokenLifetime),"token_type":"Bearer"}"#)
         }
         router.post("v1/projects/:project/messages:send") { request, context -> Response in
+            await gate.pass()
             let body = Array(buffer: try await request.body.collect(upTo: 64 * 1024))
             let authorization = request.headers[.authorization] ?? ""
             let bearer = authorization.hasPrefix("Bearer ") ? String(authorization.dropFirst("Bearer ".count)) : ""
@@ -124,7 +130,7 @@ public final class MockFCMServer: Sendable {
             }
             let answer = state.withLockedValue { state -> Answer in
                 let answer = state.scripts[token]?.isEmpty == false ? state.scripts[token]!.removeFirst() : .delivered
-                state.messages.append(Message(token: token, json: Array(encoded), answer: answer))
+                state.messages.append(Message(token: token, json: Array(encoded), answer: answer, receivedAt: Date()))
                 return answer
             }
             switch answer {
@@ -145,7 +151,7 @@ public final class MockFCMServer: Sendable {
         }
         let service = try await MockHTTPSService.start(router, label: "mock.fcm", credentials: credentials)
         port.withLockedValue { $0 = service.port }
-        return MockFCMServer(projectID: projectID, state: state, service: service)
+        return MockFCMServer(projectID: projectID, gate: gate, state: state, service: service)
     }
 
     /// The answers to give the next messages to `token`, in order; then `.delivered`.
@@ -164,8 +170,19 @@ public final class MockFCMServer: Sendable {
     /// Assertions refused.
     public var refusedAssertions: Int { state.withLockedValue { $0.refusedAssertions } }
 
+    /// A service account's key file as the Firebase console downloads it, for `key`, naming
+    /// `tokenURI` as its token endpoint.
+    public static func keyFile(tokenURI: String, key: RS256Key, projectID: String, email: String, keyID: String = "key-1") -> [UInt8] {
+        let object: [String: Any] = [
+            "type": "service_account", "project_id": projectID, "private_key_id": keyID, "private_key": key.pem,
+            "client_email": email, "token_uri": tokenURI,
+        ]
+        return Array(try! JSONSerialization.data(withJSONObject: object))
+    }
+
     /// Stops accepting, and returns once the connections open now have closed.
     public func shutdown() async {
+        gate.open()
         await service.shutdown()
     }
 

@@ -34,6 +34,12 @@ public final class MockWebPushService: Sendable {
         /// The decrypted payload; `nil` when the push was refused before or at decryption.
         public var plaintext: [UInt8]?
         public var status: Int
+        public var receivedAt: Date
+
+        /// The decrypted payload as a JSON object.
+        public var object: [String: Any] {
+            plaintext.flatMap { try? JSONSerialization.jsonObject(with: Data($0)) as? [String: Any] } ?? [:]
+        }
     }
 
     private struct State {
@@ -69,7 +75,7 @@ public final class MockWebPushService: Sendable {
             var headers: [String: String] = [:]
             for field in request.headers { headers[field.name.canonicalName] = field.value }
             func answer(_ status: Int, plaintext: [UInt8]? = nil, retryAfter: Int? = nil) -> Response {
-                state.withLockedValue { $0.pushes.append(Push(subscription: id, headers: headers, plaintext: plaintext, status: status)) }
+                state.withLockedValue { $0.pushes.append(Push(subscription: id, headers: headers, plaintext: plaintext, status: status, receivedAt: Date())) }
                 var response = Response(status: .init(code: status))
                 if let retryAfter { response.headers[.retryAfter] = String(retryAfter) }
                 return response

@@ -16,11 +16,7 @@ struct FCMClientTests {
     static let clientEmail = "herald@\(projectID).iam.gserviceaccount.com"
 
     static func keyFile(tokenURI: String, key: RS256Key = key, projectID: String = projectID, email: String = clientEmail) -> [UInt8] {
-        let object: [String: Any] = [
-            "type": "service_account", "project_id": projectID, "private_key_id": "key-1", "private_key": key.pem,
-            "client_email": email, "token_uri": tokenURI,
-        ]
-        return Array(try! JSONSerialization.data(withJSONObject: object))
+        MockFCMServer.keyFile(tokenURI: tokenURI, key: key, projectID: projectID, email: email)
     }
 
     /// A client of `mock` for a service account with `key`, and the HTTP client to shut down.
