@@ -23,6 +23,14 @@ public struct ConsoleActions: Sendable {
     public var putCredential: @Sendable (String, [UInt8]) async throws -> Answer
     /// `DELETE /v1/apns/credentials/{name}`.
     public var deleteCredential: @Sendable (String) async throws -> Answer
+    /// `PUT /v1/fcm/credentials/{name}` with this key file.
+    public var putFCMCredential: @Sendable (String, [UInt8]) async throws -> Answer
+    /// `DELETE /v1/fcm/credentials/{name}`.
+    public var deleteFCMCredential: @Sendable (String) async throws -> Answer
+    /// `GET /v1/webpush/key`.
+    public var webPushKey: @Sendable () async throws -> Answer
+    /// `PUT /v1/webpush/key` with this JSON body.
+    public var putWebPushKey: @Sendable ([UInt8]) async throws -> Answer
     /// `herald fixtures load` for uploaded files (name, content): one line per item loaded, or the
     /// problem that stopped it (then nothing was loaded).
     public var loadFixtures: @Sendable ([(name: String, bytes: [UInt8])]) async throws -> (items: [String], problem: String?)
@@ -36,6 +44,10 @@ public struct ConsoleActions: Sendable {
         eraseUser: @escaping @Sendable (String) async throws -> Answer,
         putCredential: @escaping @Sendable (String, [UInt8]) async throws -> Answer,
         deleteCredential: @escaping @Sendable (String) async throws -> Answer,
+        putFCMCredential: @escaping @Sendable (String, [UInt8]) async throws -> Answer,
+        deleteFCMCredential: @escaping @Sendable (String) async throws -> Answer,
+        webPushKey: @escaping @Sendable () async throws -> Answer,
+        putWebPushKey: @escaping @Sendable ([UInt8]) async throws -> Answer,
         loadFixtures: @escaping @Sendable ([(name: String, bytes: [UInt8])]) async throws -> (items: [String], problem: String?),
         admitSignIn: @escaping @Sendable (_ address: String?) async -> Int? = { _ in nil },
         signInFailed: @escaping @Sendable (_ address: String?) -> Void = { _ in }
@@ -44,6 +56,10 @@ public struct ConsoleActions: Sendable {
         self.eraseUser = eraseUser
         self.putCredential = putCredential
         self.deleteCredential = deleteCredential
+        self.putFCMCredential = putFCMCredential
+        self.deleteFCMCredential = deleteFCMCredential
+        self.webPushKey = webPushKey
+        self.putWebPushKey = putWebPushKey
         self.loadFixtures = loadFixtures
         self.admitSignIn = admitSignIn
         self.signInFailed = signInFailed

@@ -28,6 +28,19 @@ extension ConsoleRoutes {
         var csrf: String
     }
 
+    /// An FCM credential: a name and the service account's key file.
+    struct FCMCredentialForm: ConsoleForm {
+        var csrf: String
+        var name: String
+        var file: Data?
+    }
+
+    /// A VAPID key to replace the server's: its PEM file.
+    struct WebPushKeyForm: ConsoleForm {
+        var csrf: String
+        var file: Data?
+    }
+
     static var failuresPageSize: Int { 50 }
 
     func registerPush(on console: RouterGroup<Context>) {
@@ -57,6 +70,35 @@ extension ConsoleRoutes {
             }
             return Self.redirect("/console/push?notice=Credential+\(Self.pathComponent(form.name))+saved")
         }
+        console.post("push/fcm-credentials") { request, context in
+            let (form, session) = try await requireUpload(FCMCredentialForm.self, request, context: context)
+            guard let file = form.file, !file.isEmpty else {
+                return try await pushPage(request, session: session, problem: "Choose the service account's key file (.json).", status: .unprocessableContent)
+            }
+            let answer = try await actions.putFCMCredential(form.name, Array(file))
+            guard answer.succeeded else {
+                return try await pushPage(request, session: session, problem: Self.apiMessage(answer), status: .unprocessableContent)
+            }
+            return Self.redirect("/console/push?notice=FCM+credential+\(Self.pathComponent(form.name))+saved")
+        }
+        console.post("push/fcm-credentials/{name}/delete") { request, context in
+            _ = try await requireForm(CredentialDeleteForm.self, request, context: context)
+            let name = try context.parameters.require("name")
+            let answer = try await actions.deleteFCMCredential(name)
+            guard answer.succeeded else { throw ConsoleRefusal(.notFound, Self.apiMessage(answer)) }
+            return Self.redirect("/console/push?notice=FCM+credential+\(Self.pathComponent(name))+deleted")
+        }
+        console.post("push/webpush-key") { request, context in
+            let (form, session) = try await requireUpload(WebPushKeyForm.self, request, context: context)
+            guard let file = form.file, !file.isEmpty else {
+                return try await pushPage(request, session: session, problem: "Choose the VAPID key's PEM file.", status: .unprocessableContent)
+            }
+            let answer = try await actions.putWebPushKey(SendForm.json(.object(["private_key": .string(String(decoding: file, as: UTF8.self))])))
+            guard answer.succeeded else {
+                return try await pushPage(request, session: session, problem: Self.apiMessage(answer), status: .unprocessableContent)
+            }
+            return Self.redirect("/console/push?notice=VAPID+key+replaced")
+        }
         console.post("push/credentials/{name}/delete") { request, context in
             _ = try await requireForm(CredentialDeleteForm.self, request, context: context)
             let name = try context.parameters.require("name")
@@ -77,6 +119,11 @@ extension ConsoleRoutes {
         let before = request.uri.queryParameters["before"].flatMap { Int64($0) }
         let failures = try await push.failures(limit: Self.failuresPageSize, before: before)
         let credentials = try await overview.credentials()
+        let fcmCredentials = try await overview.fcmCredentials()
+        let webPushKey = try await actions.webPushKey()
+        let publicKey =
+            webPushKey.succeeded
+            ? (try? JSONSerialization.jsonObject(with: Data(webPushKey.body)) as? [String: Any])?["public_key"] as? String : nil
         return page(
             "push",
             title: "Push",
@@ -91,9 +138,16 @@ extension ConsoleRoutes {
                     ]
                 },
                 "noCredentials": credentials.isEmpty,
+                "fcmCredentials": fcmCredentials.map { credential -> [String: Any] in
+                    ["name": credential.name, "project": credential.projectID, "email": credential.clientEmail]
+                },
+                "noFCMCredentials": fcmCredentials.isEmpty,
+                "webPushKey": publicKey ?? false,
+                "webPushKeyProblem": publicKey == nil ? Self.apiMessage(webPushKey) : false,
                 "failures": failures.map { failure -> [String: Any] in
                     [
-                        "user": failure.userID ?? "(erased)", "device": String(failure.deviceToken.prefix(12)) + "…",
+                        "user": failure.userID ?? "(erased)", "service": failure.service.displayName,
+                        "device": String(failure.deviceToken.prefix(12)) + "…",
                         "environment": failure.environment, "status": failure.status.map(String.init) ?? "—", "reason": failure.reason,
                         "attempts": failure.attempts, "removed": failure.tokenRemoved, "at": failure.failedAt.formatted(.iso8601),
                     ]

@@ -27,6 +27,10 @@ enum ConsoleHarness {
         eraseUser: { _ in .init(status: 202, body: Array("{}".utf8)) },
         putCredential: { _, _ in .init(status: 201, body: Array("{}".utf8)) },
         deleteCredential: { _ in .init(status: 204, body: []) },
+        putFCMCredential: { _, _ in .init(status: 201, body: Array("{}".utf8)) },
+        deleteFCMCredential: { _ in .init(status: 204, body: []) },
+        webPushKey: { .init(status: 200, body: Array(#"{"public_key":"BPublicKeyOfTheHarness"}"#.utf8)) },
+        putWebPushKey: { _ in .init(status: 200, body: Array(#"{"public_key":"BPublicKeyOfTheHarness"}"#.utf8)) },
         loadFixtures: { _ in ([], nil) }
     )
 

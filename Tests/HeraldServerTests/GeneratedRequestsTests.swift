@@ -22,6 +22,23 @@ struct GeneratedRequestsTests {
     static let device = String(repeating: "ab", count: 32)
     /// The key sealing APNs credentials (`HERALD_SECRET_KEY`).
     static let secretKeyHex = Hex.encode(SecureRandom.bytes(32))
+    /// An FCM service account's key (uploaded as `main`), and a VAPID key to upload.
+    static let fcmKey = RS256Key()
+    static let vapidKey = P256Key()
+
+    /// The FCM key file the fixtures upload.
+    static var fcmKeyFile: [String: Any] {
+        (try? JSONSerialization.jsonObject(
+            with: Data(
+                MockFCMServer.keyFile(
+                    tokenURI: "https://oauth2.googleapis.com/token",
+                    key: fcmKey,
+                    projectID: "herald-generated",
+                    email: "herald@herald-generated.iam.gserviceaccount.com"
+                )
+            )
+        ) as? [String: Any]) ?? [:]
+    }
 
     /// What no answer may ever carry: the admin token, the secret key, the sessions the test holds
     /// (issued once, never to be shown again), and the uploaded credentials' secrets — a line of the
@@ -30,9 +47,14 @@ struct GeneratedRequestsTests {
         let credentials = TestCredentials.shared
         let keyLine = credentials.signingKeyPEM.split(separator: "\n").dropFirst().first.map(String.init) ?? credentials.signingKeyPEM
         let p12 = Data(credentials.p12).base64EncodedString()
+        // A line from the middle of each PEM: its first lines are alike in every key.
+        func middleLine(_ pem: String) -> String {
+            let lines = pem.split(separator: "\n")
+            return String(lines[lines.count / 2])
+        }
         return [
             adminToken, secretKeyHex, fixtures.session, fixtures.otherSession, keyLine, String(p12.dropFirst(40).prefix(40)),
-            credentials.certificatePassword, String(repeating: "s", count: 32),
+            credentials.certificatePassword, String(repeating: "s", count: 32), middleLine(fcmKey.pem), middleLine(vapidKey.pem),
         ]
     }
 
@@ -86,7 +108,10 @@ struct GeneratedRequestsTests {
                 // succeeded at least once (the stream answers only upgrades) and was refused at least once.
                 let neverSucceeded = operations.map(\.id).filter { succeeded[$0] == nil && $0 != "openStream" }
                 #expect(neverSucceeded.isEmpty, "operations that never succeeded: \(neverSucceeded)")
-                let neverRejected = operations.map(\.id).filter { rejected[$0] == nil && !["health", "ready", "metrics"].contains($0) }
+                // The VAPID public key takes no input and no credentials: nothing to refuse.
+                let neverRejected = operations.map(\.id).filter {
+                    rejected[$0] == nil && !["health", "ready", "metrics", "webPushKey"].contains($0)
+                }
                 #expect(neverRejected.isEmpty, "operations never refused: \(neverRejected)")
                 #expect(succeeded.values.reduce(0, +) + rejected.values.reduce(0, +) == rounds * operations.count)
             }
@@ -194,11 +219,13 @@ struct GeneratedRequestsTests {
                 var before: [String] = []
                 for (credential, authorization) in columns {
                     if credential == .otherUser { before = try await Self.snapshot(of: "me", db) }
-                    // A device token registered again moves to the new user (APNs tokens follow the
-                    // device's current user): with another user's session it goes last, after the check.
-                    let ordered = operations.filter { $0.id != "registerDevice" } + operations.filter { $0.id == "registerDevice" }
+                    // A device registered again moves to the new user (tokens follow the device's
+                    // current user): with another user's session registrations go last, after the check.
+                    let registrations = ["registerDevice", "addDevice"]
+                    let ordered =
+                        operations.filter { !registrations.contains($0.id) } + registrations.compactMap { id in operations.first { $0.id == id } }
                     for operation in ordered {
-                        if credential == .otherUser, operation.id == "registerDevice" {
+                        if credential == .otherUser, operation.id == registrations[0] {
                             let after = try await Self.snapshot(of: "me", db)
                             let changed = Set(after).symmetricDifference(before)
                             #expect(changed.isEmpty, "another user's session changed the user's rows: \(changed.sorted().prefix(10))")
@@ -358,6 +385,19 @@ struct GeneratedRequestsTests {
                     "password": credentials.certificatePassword,
                 ],
             ],
+            "addDevice.body": [
+                ["service": "apns", "token": String(repeating: "ef", count: 32), "environment": "sandbox", "topic": "com.example.app"],
+                ["service": "fcm", "token": "fcm-generated-token:APA91b-0123456789", "unique": true],
+                [
+                    "service": "webpush",
+                    "subscription": [
+                        "endpoint": "https://push.example.com/send/generated", "expirationTime": NSNull(),
+                        "keys": ["p256dh": Base64URL.encode(P256Key().publicPoint), "auth": Base64URL.encode(SecureRandom.bytes(16))],
+                    ],
+                ],
+            ],
+            "putFCMCredential.body": [fcmKeyFile],
+            "putWebPushKey.body": [["private_key": vapidKey.pem]],
             "putAPNsCredential.type": ["token"], "putAPNsCredential.key": [credentials.signingKeyPEM],
             "key_id": [credentials.keyID], "team_id": [credentials.teamID], "environment": ["sandbox", "production"],
             // Erasures take a user of their own (put back by `restore`): erasing the session's user
@@ -432,6 +472,13 @@ struct GeneratedRequestsTests {
             )
         )
         #expect(credential.status.code < 300, "\(String(buffer: credential.body))")
+        let fcm = try await client.execute(
+            uri: "/v1/fcm/credentials/main",
+            method: .put,
+            headers: admin,
+            body: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: fcmKeyFile))
+        )
+        #expect(fcm.status.code < 300, "\(String(buffer: fcm.body))")
         var ids: [String] = []
         for _ in 0..<3 {
             let sent = try await client.execute(

@@ -129,10 +129,10 @@ public enum HeraldApplication {
             push: PushStore(client: dependencies.client)
         )
         apns.register(in: registry)
-        FCMController(credentials: dependencies.secrets.map { FCMCredentialStore(client: dependencies.client, box: $0) })
-            .register(in: registry)
-        WebPushController(settings: SettingsStore(client: dependencies.client), secrets: dependencies.secrets)
-            .register(in: registry)
+        let fcm = FCMController(credentials: dependencies.secrets.map { FCMCredentialStore(client: dependencies.client, box: $0) })
+        fcm.register(in: registry)
+        let webPush = WebPushController(settings: SettingsStore(client: dependencies.client), secrets: dependencies.secrets)
+        webPush.register(in: registry)
         ReceiptsController(collections: CollectionStore(client: dependencies.client))
             .register(in: registry)
         WebhooksController(webhooks: dependencies.secrets.map { WebhookStore(client: dependencies.client, box: $0) })
@@ -157,6 +157,8 @@ public enum HeraldApplication {
                     notifications: notifications,
                     users: users,
                     apns: apns,
+                    fcm: fcm,
+                    webPush: webPush,
                     fixtures: FixtureLoader(client: dependencies.client),
                     limits: dependencies.limits
                 )

@@ -12,6 +12,8 @@ extension ConsoleActions {
         notifications: NotificationsController,
         users: UsersController,
         apns: APNsController,
+        fcm: FCMController,
+        webPush: WebPushController,
         fixtures: FixtureLoader,
         limits: RequestLimits
     ) -> ConsoleActions {
@@ -44,6 +46,26 @@ extension ConsoleActions {
                 try await Answer.api {
                     guard try await apns.delete(try APNsController.name(name)) else { throw APNsController.credentialNotFound }
                     return Answer(status: 204, body: [])
+                }
+            },
+            putFCMCredential: { name, keyFile in
+                try await Answer.api {
+                    let (stored, created) = try await fcm.put(name: try APNsController.name(name), keyFile: keyFile)
+                    return try Answer(created ? .created : .ok, FCMController.CredentialBody(stored))
+                }
+            },
+            deleteFCMCredential: { name in
+                try await Answer.api {
+                    guard try await fcm.delete(try APNsController.name(name)) else { throw FCMController.credentialNotFound }
+                    return Answer(status: 204, body: [])
+                }
+            },
+            webPushKey: {
+                try await Answer.api { try Answer(.ok, try await webPush.key()) }
+            },
+            putWebPushKey: { json in
+                try await Answer.api {
+                    try Answer(.ok, try await webPush.replace(RequestBody.decode(WebPushController.Upload.self, from: Data(json))))
                 }
             },
             loadFixtures: { files in

@@ -33,11 +33,16 @@ struct FCMController: Sendable {
             CredentialListBody(credentials: try await store().list().map(CredentialBody.init))
         }
         routes.add(.delete, "/v1/fcm/credentials/{name}", access: .admin) { _, context in
-            guard try await store().delete(try APNsController.name(context)) else {
-                throw APIError(.notFound, code: "credential_not_found", message: "No FCM credential with this name.")
-            }
+            guard try await delete(try APNsController.name(context)) else { throw Self.credentialNotFound }
             return Response(status: .noContent)
         }
+    }
+
+    static let credentialNotFound = APIError(.notFound, code: "credential_not_found", message: "No FCM credential with this name.")
+
+    /// Deletes the named credential; false when there was none.
+    func delete(_ name: String) async throws -> Bool {
+        try await store().delete(name)
     }
 
     /// Checks a key file and stores it sealed: the route's, and the console's upload form's.

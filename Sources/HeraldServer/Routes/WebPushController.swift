@@ -12,22 +12,32 @@ struct WebPushController: Sendable {
 
     func register(in routes: RouteRegistry) {
         routes.add(.get, "/v1/webpush/key", access: .anyone) { _, _ in
-            guard let key = try await settings.vapidKey(box: try secretBox()) else { throw Self.unreadable }
-            return KeyBody(publicKey: Base64URL.encode(key.publicPoint))
+            try await key()
         }
         routes.add(.put, "/v1/webpush/key", access: .admin) { request, context in
             guard let upload = try await RequestBody.decode(Upload.self, from: request, context: context) else {
                 throw Self.invalid("The body must give private_key: the VAPID key's PEM (a P-256 private key).")
             }
-            let key: P256Key
-            do throws(CryptoKeyError) {
-                key = try P256Key(pem: upload.privateKey)
-            } catch {
-                throw Self.invalid("private_key: \(error.description) (a P-256 private key, PEM).")
-            }
-            try await settings.replaceVAPIDKey(key, box: try secretBox())
-            return KeyBody(publicKey: Base64URL.encode(key.publicPoint))
+            return try await replace(upload)
         }
+    }
+
+    /// The public key (made now if there is none yet).
+    func key() async throws -> KeyBody {
+        guard let key = try await settings.vapidKey(box: try secretBox()) else { throw Self.unreadable }
+        return KeyBody(publicKey: Base64URL.encode(key.publicPoint))
+    }
+
+    /// Checks an uploaded key and stores it sealed: the route's, and the console's upload form's.
+    func replace(_ upload: Upload) async throws -> KeyBody {
+        let key: P256Key
+        do throws(CryptoKeyError) {
+            key = try P256Key(pem: upload.privateKey)
+        } catch {
+            throw Self.invalid("private_key: \(error.description) (a P-256 private key, PEM).")
+        }
+        try await settings.replaceVAPIDKey(key, box: try secretBox())
+        return KeyBody(publicKey: Base64URL.encode(key.publicPoint))
     }
 
     private func secretBox() throws -> SecretBox {

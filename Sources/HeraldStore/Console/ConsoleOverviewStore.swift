@@ -44,6 +44,14 @@ public struct ConsoleOverviewStore: Sendable {
         return Credential(name: name, kind: kind, environment: environment, topic: topic, certificateExpiresAt: expires)
     }
 
+    /// The stored FCM credentials, by name (what identifies them; never their keys).
+    public func fcmCredentials() async throws -> [(name: String, projectID: String, clientEmail: String)] {
+        try await client.query("SELECT name, project_id, client_email FROM fcm_credentials ORDER BY name").map { row in
+            let (name, project, email) = try row.decode((String, String, String).self)
+            return (name, project, email)
+        }
+    }
+
     public func overview() async throws -> Overview {
         // One snapshot for the counts, so they agree with one another.
         try await client.withTransaction { connection in
