@@ -1298,7 +1298,7 @@ internal struct Client: APIProtocol {
             }
         )
     }
-    /// Unregister one of the user's device tokens (user).
+    /// Unregister one of the user's devices, by its id (any service) or its APNs token (user).
     ///
     /// - Remark: HTTP `DELETE /v1/me/devices/{device_token}`.
     /// - Remark: Generated from `#/paths//v1/me/devices/{device_token}/delete(unregisterDevice)`.

@@ -205,15 +205,32 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/Device/id`.
             internal var id: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Device/service`.
+            internal enum ServicePayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case apns = "apns"
+                case fcm = "fcm"
+                case webpush = "webpush"
+            }
+            /// - Remark: Generated from `#/components/schemas/Device/service`.
+            internal var service: Components.Schemas.Device.ServicePayload
+            /// The APNs token (hex), the FCM registration token, or the Web Push subscription's endpoint.
+            ///
             /// - Remark: Generated from `#/components/schemas/Device/device_token`.
             internal var deviceToken: Swift.String
+            /// APNs only; empty for the other services.
+            ///
             /// - Remark: Generated from `#/components/schemas/Device/environment`.
             internal enum EnvironmentPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case _empty_ = ""
                 case sandbox = "sandbox"
                 case production = "production"
             }
+            /// APNs only; empty for the other services.
+            ///
             /// - Remark: Generated from `#/components/schemas/Device/environment`.
             internal var environment: Components.Schemas.Device.EnvironmentPayload
+            /// APNs: the bundle id; FCM: the project id, or empty for the first credential's; empty for Web Push.
+            ///
             /// - Remark: Generated from `#/components/schemas/Device/topic`.
             internal var topic: Swift.String
             /// - Remark: Generated from `#/components/schemas/Device/created_at`.
@@ -230,15 +247,17 @@ extension Components {
             ///
             /// - Parameters:
             ///   - id: Herald's id of the device; a live stream may name its device by it.
-            ///   - deviceToken:
-            ///   - environment:
-            ///   - topic:
+            ///   - service:
+            ///   - deviceToken: The APNs token (hex), the FCM registration token, or the Web Push subscription's endpoint.
+            ///   - environment: APNs only; empty for the other services.
+            ///   - topic: APNs: the bundle id; FCM: the project id, or empty for the first credential's; empty for Web Push.
             ///   - createdAt:
             ///   - registeredAt:
             ///   - lastPushAt:
             ///   - lastSyncedAt: The last sync that named the device (Herald-Device), to within a minute: a sync that answers nothing moves it only when it is older than that, so that polling does not write the device each time.
             internal init(
                 id: Swift.String,
+                service: Components.Schemas.Device.ServicePayload,
                 deviceToken: Swift.String,
                 environment: Components.Schemas.Device.EnvironmentPayload,
                 topic: Swift.String,
@@ -248,6 +267,7 @@ extension Components {
                 lastSyncedAt: Foundation.Date? = nil
             ) {
                 self.id = id
+                self.service = service
                 self.deviceToken = deviceToken
                 self.environment = environment
                 self.topic = topic
@@ -258,6 +278,7 @@ extension Components {
             }
             internal enum CodingKeys: String, CodingKey {
                 case id
+                case service
                 case deviceToken = "device_token"
                 case environment
                 case topic

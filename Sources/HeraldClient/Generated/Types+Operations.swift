@@ -1950,7 +1950,7 @@ internal enum Operations {
             }
         }
     }
-    /// Unregister one of the user's device tokens (user).
+    /// Unregister one of the user's devices, by its id (any service) or its APNs token (user).
     ///
     /// - Remark: HTTP `DELETE /v1/me/devices/{device_token}`.
     /// - Remark: Generated from `#/paths//v1/me/devices/{device_token}/delete(unregisterDevice)`.
@@ -1959,15 +1959,15 @@ internal enum Operations {
         internal struct Input: Sendable, Hashable {
             /// - Remark: Generated from `#/paths/v1/me/devices/{device_token}/DELETE/path`.
             internal struct Path: Sendable, Hashable {
-                /// The APNs device token, hex (32–200 bytes decoded).
+                /// The device's `id` (as `GET /v1/me/devices` lists it), or its APNs token (hex).
                 ///
                 /// - Remark: Generated from `#/paths/v1/me/devices/{device_token}/DELETE/path/device_token`.
-                internal var deviceToken: Components.Parameters.DeviceToken
+                internal var deviceToken: Swift.String
                 /// Creates a new `Path`.
                 ///
                 /// - Parameters:
-                ///   - deviceToken: The APNs device token, hex (32–200 bytes decoded).
-                internal init(deviceToken: Components.Parameters.DeviceToken) {
+                ///   - deviceToken: The device's `id` (as `GET /v1/me/devices` lists it), or its APNs token (hex).
+                internal init(deviceToken: Swift.String) {
                     self.deviceToken = deviceToken
                 }
             }

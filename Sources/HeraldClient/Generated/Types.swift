@@ -64,7 +64,7 @@ internal protocol APIProtocol: Sendable {
     /// - Remark: HTTP `PUT /v1/me/devices/{device_token}`.
     /// - Remark: Generated from `#/paths//v1/me/devices/{device_token}/put(registerDevice)`.
     func registerDevice(_ input: Operations.RegisterDevice.Input) async throws -> Operations.RegisterDevice.Output
-    /// Unregister one of the user's device tokens (user).
+    /// Unregister one of the user's devices, by its id (any service) or its APNs token (user).
     ///
     /// - Remark: HTTP `DELETE /v1/me/devices/{device_token}`.
     /// - Remark: Generated from `#/paths//v1/me/devices/{device_token}/delete(unregisterDevice)`.
@@ -257,7 +257,7 @@ extension APIProtocol {
             body: body
         ))
     }
-    /// Unregister one of the user's device tokens (user).
+    /// Unregister one of the user's devices, by its id (any service) or its APNs token (user).
     ///
     /// - Remark: HTTP `DELETE /v1/me/devices/{device_token}`.
     /// - Remark: Generated from `#/paths//v1/me/devices/{device_token}/delete(unregisterDevice)`.
