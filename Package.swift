@@ -24,6 +24,8 @@ let package = Package(
         .library(name: "HeraldCore", targets: ["HeraldCore"]),
         .library(name: "Postgres", targets: ["Postgres"]),
         .library(name: "APNs", targets: ["APNs"]),
+        .library(name: "FCM", targets: ["FCM"]),
+        .library(name: "WebPush", targets: ["WebPush"]),
         .library(name: "ChildProcess", targets: ["ChildProcess"]),
         .library(name: "HeraldTesting", targets: ["HeraldTesting"]),
     ],

@@ -34,6 +34,7 @@ let package = Package(
                 .product(name: "HeraldStore", package: "herald"),
                 .product(name: "HeraldTesting", package: "herald"),
                 .product(name: "Postgres", package: "herald"),
+                .product(name: "WebPush", package: "herald"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

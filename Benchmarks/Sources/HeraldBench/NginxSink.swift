@@ -7,8 +7,10 @@ import Glibc
 #endif
 
 /// nginx (Debian's `nginx-light`) as an HTTP/2 sink over TLS that answers `200` to every request, for
-/// pointing the push benchmark at a server much faster than the mock. A bare `return 200` answers
-/// before the body is read, so nginx then resets every stream (RFC 9113 §8.1), as a real server may.
+/// pointing the push benchmark at a server much faster than the mock — APNs, FCM's messages and a
+/// Web Push service alike; `/token` answers as Google's OAuth endpoint does (an access token for an
+/// hour). A bare `return 200` answers before the body is read, so nginx then resets every stream
+/// (RFC 9113 §8.1), as a real server may.
 struct NginxSink {
     let process: ChildProcess
     let url: String
@@ -37,6 +39,10 @@ struct NginxSink {
                     ssl_certificate \(certificateFile);
                     ssl_certificate_key \(keyFile);
                     http2_max_concurrent_streams \(streams);
+                    location = /token {
+                        default_type application/json;
+                        return 200 '{"access_token":"bench-access-token","expires_in":3600,"token_type":"Bearer"}';
+                    }
                     location / { return 200; }
                 }
             }

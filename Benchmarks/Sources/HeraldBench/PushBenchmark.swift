@@ -11,14 +11,16 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import Postgres
+import WebPush
 
 /// The `push` case: (a) the APNs client alone against `nghttpd`, beside `h2load` posting the same
 /// request to the same server; (b) end to end, one send to many users through `herald serve` —
-/// fan-out, outbox, dispatcher — to an APNs sink (the mock, nginx, or any URL).
+/// fan-out, outbox, dispatcher — to a sink for each push service measured (the mocks, nginx, or any
+/// URL for APNs).
 struct PushBenchmark: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "push",
-        abstract: "APNs client versus h2load on nghttpd, and outbox-to-APNs refresh pushes end to end."
+        abstract: "APNs client versus h2load on nghttpd, and outbox-to-service refresh pushes end to end (APNs, FCM, Web Push)."
     )
 
     @Option(help: "Pushes for the client-alone case (a).")
@@ -47,6 +49,9 @@ struct PushBenchmark: AsyncParsableCommand {
 
     @Option(help: "PEM file of trust roots for --apns-url.")
     var apnsCAFile: String?
+
+    @Option(name: .customLong("service"), help: "The push service (b) measures: apns, fcm or webpush; repeat it to measure several in one run.")
+    var services: [Service] = [.apns]
 
     @Flag(help: "After (b), list the statements PostgreSQL spent most time on (pg_stat_statements; private cluster only).")
     var statements = false
@@ -157,24 +162,80 @@ struct PushBenchmark: AsyncParsableCommand {
 
     /// Where (b) sends its pushes.
     enum Sink: String, ExpressibleByArgument {
-        /// The test support's mock APNs server in this process (TLS, HTTP/2; every header, the payload's
-        /// JSON and the provider token's signature checked).
+        /// The test support's mock of each service in this process (TLS, HTTP/2; APNs' provider token
+        /// and headers checked, FCM's OAuth, every Web Push payload decrypted).
         case mock
-        /// nginx answering `200` to everything (`NginxSink`): a sink much faster than the mock.
+        /// nginx answering `200` to everything (`NginxSink`): a sink much faster than the mocks.
         case nginx
     }
 
-    /// (b): `herald serve` as a process of its own, `devices` users with a device each; one send to
-    /// all of them through the API, timed from the request until every device is recorded as pushed
-    /// (fan-out, outbox, dispatcher, APNs answers). CPU per push from `/proc`: Herald's process, the
-    /// PostgreSQL server's, and the whole machine's (the sink and this process included).
+    /// The push services (b) can measure.
+    enum Service: String, ExpressibleByArgument, CaseIterable {
+        case apns, fcm, webpush
+    }
+
+    /// What one service's run of (b) measured.
+    struct Row {
+        var service: Service
+        var fannedOut: Double
+        var seconds: Double
+        var cpu: CPUMeter.PerRequest
+        var busy: Double
+    }
+
+    /// (b): `herald serve` as a process of its own, `devices` users with a device each of one service;
+    /// one send to all of them through the API, timed from the request until every device is
+    /// recorded as pushed (fan-out, outbox, dispatcher, the service's answers). CPU per push from
+    /// `/proc`: Herald's process, the PostgreSQL server's, and the whole machine's (the sink and this
+    /// process included). Each service in turn, on a fresh database, to the same kind of sink.
     private func endToEnd() async throws {
+        var rows: [Row] = []
+        for service in services {
+            rows.append(try await endToEnd(service))
+        }
+        let sinkName = apnsURL ?? (sink == .nginx ? "nginx (`return 200`)" : "the mock services (TLS; JWT, OAuth checked, Web Push decrypted)")
+        print("")
+        print("(b) end to end: one send to \(devices) users, each with a device, through `herald serve` to \(sinkName):")
+        print("| service | devices | fan-out done s | all pushed s | pushes/s | Herald µs/push | PostgreSQL µs/push | rest µs/push | machine busy |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for row in rows {
+            print(
+                "| \(row.service.rawValue) | \(devices) | \(format(row.fannedOut, digits: 2)) | \(format(row.seconds, digits: 2)) "
+                    + "| \(format(Double(devices) / row.seconds)) | \(format(row.cpu.herald)) | \(format(row.cpu.postgres ?? 0)) "
+                    + "| \(format(row.cpu.rest)) | \(format(row.busy)) % |"
+            )
+        }
+        if services.contains(.webpush) { cryptoAlone() }
+    }
+
+    /// Web Push's cryptography alone, on one thread: what a push costs before any I/O (a fresh key
+    /// pair, an ECDH, the HKDFs and AES-128-GCM; the VAPID signature is made once per push service).
+    private func cryptoAlone() {
+        let receiver = P256Key()
+        let (point, auth) = (receiver.publicPoint, SecureRandom.bytes(16))
+        let payload = RefreshPayload.make(channels: [("news", 1)], badge: 1, format: .web)
+        let count = 20_000
+        let clock = ContinuousClock()
+        let start = clock.now
+        var bytes = 0
+        for _ in 0..<count {
+            bytes += (try? WebPushPayload.encrypt(payload, p256dh: point, auth: auth).count) ?? 0
+        }
+        let seconds = elapsedSeconds(clock.now - start)
+        precondition(bytes > count * payload.count, "encryption failed")
+        print("")
+        print(
+            "Web Push encryption alone (aes128gcm, \(payload.count)-byte refresh, one thread): \(format(seconds / Double(count) * 1e6, digits: 1)) µs per push"
+        )
+    }
+
+    private func endToEnd(_ service: Service) async throws -> Row {
         let credentials = TestCredentials.shared
-        var mock: MockAPNsServer?
+        var mocks: (apns: MockAPNsServer?, fcm: MockFCMServer?, webPush: MockWebPushService?) = (nil, nil, nil)
         var nginx: NginxSink?
         let target: (url: String, trustRoots: String)
         if let apnsURL {
-            guard let apnsCAFile else { throw ValidationError("--apns-url needs --apns-ca-file") }
+            guard let apnsCAFile, service == .apns else { throw ValidationError("--apns-url needs --apns-ca-file, and measures APNs only") }
             target = (apnsURL, apnsCAFile)
         } else if sink == .nginx {
             let started = try await NginxSink.start(
@@ -187,13 +248,29 @@ struct PushBenchmark: AsyncParsableCommand {
             nginx = started
             target = (started.url, started.trustRootFile)
         } else {
-            let key = try P256Key(pem: credentials.signingKeyPEM)
-            let started = try await MockAPNsServer.start(
-                authentication: .token(publicKeyPEM: key.publicKeyPEM, keyID: credentials.keyID, teamID: credentials.teamID),
-                maxConcurrentStreams: 1000
-            )
-            mock = started
-            target = (started.baseURL, started.trustRootFile)
+            switch service {
+            case .apns:
+                let key = try P256Key(pem: credentials.signingKeyPEM)
+                let started = try await MockAPNsServer.start(
+                    authentication: .token(publicKeyPEM: key.publicKeyPEM, keyID: credentials.keyID, teamID: credentials.teamID),
+                    maxConcurrentStreams: 1000
+                )
+                mocks.apns = started
+                target = (started.baseURL, started.trustRootFile)
+            case .fcm:
+                let started = try await MockFCMServer.start(
+                    publicKeyPEM: Self.fcmKey.publicKeyPEM,
+                    clientEmail: Self.fcmEmail,
+                    keyID: "key-1",
+                    projectID: Self.fcmProject
+                )
+                mocks.fcm = started
+                target = (started.baseURL, started.trustRootFile)
+            case .webpush:
+                let started = try await MockWebPushService.start()
+                mocks.webPush = started
+                target = (started.origin, started.trustRootFile)
+            }
         }
         defer { nginx?.stop() }
         let database = try await BenchDatabase.open(
@@ -202,17 +279,11 @@ struct PushBenchmark: AsyncParsableCommand {
         )
         defer { database.close() }
         let devices = self.devices
+        var row: Row?
         try await database.withFreshHeraldDatabase("herald_push_bench", connections: 2) { client, http, conninfo, _ in
             print("")
-            print("Creating \(devices) users, each with one device…")
+            print("\(service.rawValue): creating \(devices) users, each with one device…")
             try await client.query("INSERT INTO users (id) SELECT 'user-' || g FROM generate_series(1, \(devices)) AS g")
-            try await client.query(
-                """
-                INSERT INTO devices (user_key, token, environment, topic)
-                SELECT key, lpad(to_hex(key), 64, '0'), 'sandbox', 'com.example.herald' FROM users
-                """
-            )
-            try await client.query("INSERT INTO device_push_state (device_id) SELECT id FROM devices")
             _ = try await ChannelStore(client: client).put(HeraldCore.Channel(url: "news", kind: .feed, name: "News"))
             let template = Template(
                 key: "plain",
@@ -221,17 +292,21 @@ struct PushBenchmark: AsyncParsableCommand {
                 data: .object(["title": .string("{{title}}")])
             )
             _ = try await TemplateStore(client: client).put(template)
-            try await client.query("VACUUM ANALYZE")
-            try await client.query("CHECKPOINT")
             let server = try await ServeProcess.start(
                 conninfo: conninfo,
                 adminToken: Self.adminToken,
-                environment: ["HERALD_APNS_URL": target.url, "HERALD_APNS_CA_FILE": target.trustRoots]
-                    .merging(batchSize.map { ["HERALD_PUSH_BATCH_SIZE": String($0)] } ?? [:]) { $1 }
-                    .merging(streams.map { ["HERALD_PUSH_STREAMS": String($0)] } ?? [:]) { $1 }
+                environment: [
+                    "HERALD_APNS_URL": target.url, "HERALD_APNS_CA_FILE": target.trustRoots,
+                    "HERALD_FCM_URL": target.url, "HERALD_PUSH_CA_FILE": target.trustRoots,
+                ]
+                .merging(batchSize.map { ["HERALD_PUSH_BATCH_SIZE": String($0)] } ?? [:]) { $1 }
+                .merging(streams.map { ["HERALD_PUSH_STREAMS": String($0)] } ?? [:]) { $1 }
             )
             do {
-                try await measure(server: server, client: client, http: http, mock: mock)
+                try await addDevices(service, client: client, http: http, base: "http://127.0.0.1:\(server.port)", target: target.url, mocks: mocks)
+                try await client.query("VACUUM ANALYZE")
+                try await client.query("CHECKPOINT")
+                row = try await measure(service, server: server, client: client, http: http, mocks: mocks)
             } catch {
                 server.process.signal(SIGKILL)
                 throw error
@@ -239,19 +314,94 @@ struct PushBenchmark: AsyncParsableCommand {
             server.process.signal(SIGTERM)
             _ = try? await server.process.waitForExit()
         }
-        await mock?.shutdown()
+        await mocks.apns?.shutdown()
+        await mocks.fcm?.shutdown()
+        await mocks.webPush?.shutdown()
+        guard let row else { throw ValidationError("\(service.rawValue): no measurement") }
+        return row
     }
 
-    private func measure(server: ServeProcess, client: PostgresClient, http: HTTPClient, mock: MockAPNsServer?) async throws {
+    static let fcmKey = RS256Key()
+    static let fcmProject = "herald-bench"
+    static let fcmEmail = "herald@herald-bench.iam.gserviceaccount.com"
+
+    /// The service's credential through the API, and a device of it for every user, written directly.
+    private func addDevices(
+        _ service: Service,
+        client: PostgresClient,
+        http: HTTPClient,
+        base: String,
+        target: String,
+        mocks: (apns: MockAPNsServer?, fcm: MockFCMServer?, webPush: MockWebPushService?)
+    ) async throws {
         let credentials = TestCredentials.shared
+        switch service {
+        case .apns:
+            let key = [
+                "type": "token", "environment": "sandbox", "topic": "com.example.herald", "key": credentials.signingKeyPEM,
+                "key_id": credentials.keyID, "team_id": credentials.teamID,
+            ]
+            _ = try await Self.call(http, .PUT, base + "/v1/apns/credentials/bench", JSONSerialization.data(withJSONObject: key))
+            try await client.query(
+                """
+                INSERT INTO devices (user_key, token, environment, topic)
+                SELECT key, lpad(to_hex(key), 64, '0'), 'sandbox', 'com.example.herald' FROM users
+                """
+            )
+        case .fcm:
+            let keyFile = MockFCMServer.keyFile(tokenURI: target + "/token", key: Self.fcmKey, projectID: Self.fcmProject, email: Self.fcmEmail)
+            _ = try await Self.call(http, .PUT, base + "/v1/fcm/credentials/bench", Data(keyFile))
+            try await client.query(
+                "INSERT INTO devices (user_key, service, token, environment, topic) SELECT key, 'fcm', 'bench-fcm-' || key, '', '' FROM users"
+            )
+        case .webpush:
+            if let mock = mocks.webPush {
+                // The mock holds each subscription's private key, as a browser does, and decrypts every push.
+                let answer = try await Self.call(http, .GET, base + "/v1/webpush/key", Data())
+                guard let key = (answer["public_key"] as? String).flatMap(Base64URL.decode) else { throw ValidationError("no VAPID key") }
+                let keys = try await client.query("SELECT key FROM users ORDER BY key").map { try $0.decode(Int64.self) }
+                for chunk in stride(from: 0, to: keys.count, by: 5_000) {
+                    let users = Array(keys[chunk..<min(chunk + 5_000, keys.count)])
+                    let subscriptions = users.map { _ in mock.subscribe(applicationServerKey: key) }
+                    try await client.query(
+                        """
+                        INSERT INTO devices (user_key, service, token, environment, topic, webpush_p256dh, webpush_auth)
+                        SELECT u, 'webpush', e, '', '', decode(p, 'base64'), decode(a, 'base64')
+                        FROM unnest(\(users)::int8[], \(subscriptions.map(\.endpoint))::text[], \(subscriptions.map { Self.base64($0.p256dh) })::text[],
+                            \(subscriptions.map { Self.base64($0.auth) })::text[]) AS s(u, e, p, a)
+                        """
+                    )
+                }
+            } else {
+                // Any subscription keys will do for a sink that does not decrypt: every push is still
+                // encrypted for them, with a fresh key of its own.
+                let point = PostgresBytes(P256Key().publicPoint)
+                let auth = PostgresBytes(SecureRandom.bytes(16))
+                try await client.query(
+                    """
+                    INSERT INTO devices (user_key, service, token, environment, topic, webpush_p256dh, webpush_auth)
+                    SELECT key, 'webpush', \(target) || '/push/' || key, '', '', \(point), \(auth) FROM users
+                    """
+                )
+            }
+        }
+        try await client.query("INSERT INTO device_push_state (device_id) SELECT id FROM devices")
+    }
+
+    /// Base64url (unpadded) as standard base64, for PostgreSQL's `decode`.
+    static func base64(_ text: String) -> String {
+        Data(Base64URL.decode(text) ?? []).base64EncodedString()
+    }
+
+    private func measure(
+        _ service: Service,
+        server: ServeProcess,
+        client: PostgresClient,
+        http: HTTPClient,
+        mocks: (apns: MockAPNsServer?, fcm: MockFCMServer?, webPush: MockWebPushService?)
+    ) async throws -> Row {
         let devices = self.devices
         let base = "http://127.0.0.1:\(server.port)"
-        let key = [
-            "type": "token", "environment": "sandbox", "topic": "com.example.herald", "key": credentials.signingKeyPEM,
-            "key_id": credentials.keyID, "team_id": credentials.teamID,
-        ]
-        _ = try await Self.call(http, .PUT, base + "/v1/apns/credentials/bench", JSONSerialization.data(withJSONObject: key))
-
         if statements {
             try await client.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
             try await client.query("SELECT pg_stat_statements_reset()")
@@ -284,20 +434,14 @@ struct PushBenchmark: AsyncParsableCommand {
         let busy = (after.machine - before.machine) / seconds / Double(ProcessInfo.processInfo.activeProcessorCount) * 100
         let outstanding = try await client.query("SELECT count(*) FROM device_push_state WHERE outstanding")[0].decode(Int64.self)
         guard outstanding == devices else { throw ValidationError("\(outstanding) of \(devices) devices are marked as pushed") }
-        if let mock {
-            let answered = mock.requests.filter { $0.status == 200 }.count
-            guard answered == devices else { throw ValidationError("the mock answered \(answered) of \(devices) pushes with 200") }
+        let answered =
+            mocks.apns.map { $0.requests.filter { $0.status == 200 }.count } ?? mocks.fcm.map { $0.messages.count }
+            ?? mocks.webPush.map { $0.pushes.filter { $0.status == 201 && $0.plaintext != nil }.count }
+        if let answered, answered != devices {
+            throw ValidationError("the mock accepted \(answered) of \(devices) pushes")
         }
-        let sinkName = apnsURL ?? (sink == .nginx ? "nginx (`return 200`)" : "mock APNs (TLS, JWT checked)")
-        print("(b) end to end: one send to \(devices) users, each with a device, through `herald serve` to \(sinkName):")
-        print("| devices | fan-out done s | all pushed s | pushes/s | Herald µs/push | PostgreSQL µs/push | rest µs/push | machine busy |")
-        print("|---:|---:|---:|---:|---:|---:|---:|---:|")
-        print(
-            "| \(devices) | \(format(fannedOut.map(elapsedSeconds) ?? seconds, digits: 2)) | \(format(seconds, digits: 2)) "
-                + "| \(format(Double(devices) / seconds)) | \(format(cpu.herald)) | \(format(cpu.postgres ?? 0)) | \(format(cpu.rest)) "
-                + "| \(format(busy)) % |"
-        )
         if statements { try await printStatements(client, pushes: devices) }
+        return Row(service: service, fannedOut: fannedOut.map(elapsedSeconds) ?? seconds, seconds: seconds, cpu: cpu, busy: busy)
     }
 
     /// The statements of the run by total execution time, per push.
