@@ -13,12 +13,23 @@ ALTER TABLE devices DROP CONSTRAINT devices_environment_check;
 ALTER TABLE devices ADD CONSTRAINT devices_service_fields CHECK (
     (service = 'apns' AND environment IN ('sandbox', 'production') AND webpush_p256dh IS NULL AND webpush_auth IS NULL)
     OR (service = 'fcm' AND environment = '' AND webpush_p256dh IS NULL AND webpush_auth IS NULL)
-    OR (service = 'webpush' AND environment = '' AND topic = '' AND octet_length(webpush_p256dh) = 65
-        AND octet_length(webpush_auth) = 16)
+    OR (service = 'webpush' AND environment = '' AND topic = '' AND webpush_p256dh IS NOT NULL AND webpush_auth IS NOT NULL
+        AND octet_length(webpush_p256dh) = 65 AND octet_length(webpush_auth) = 16)
 );
 -- Token first: a device named by its APNs token is found through this index.
 ALTER TABLE devices DROP CONSTRAINT devices_token_key;
 ALTER TABLE devices ADD CONSTRAINT devices_token_service_key UNIQUE (token, service);
+
+-- Each service's lane claims its own devices' pushes: the service is copied beside the push state
+-- and the alerts (a device's service never changes), so that a lane's claim reads its own service's
+-- due rows through the index, never another's backlog.
+ALTER TABLE device_push_state ADD COLUMN service text NOT NULL DEFAULT 'apns';
+DROP INDEX device_push_state_due;
+CREATE INDEX device_push_state_due ON device_push_state (service, next_attempt_at)
+    WHERE wanted_xid IS NOT NULL AND NOT outstanding;
+ALTER TABLE alert_pushes ADD COLUMN service text NOT NULL DEFAULT 'apns';
+DROP INDEX alert_pushes_due;
+CREATE INDEX alert_pushes_due ON alert_pushes (service, next_attempt_at);
 
 ALTER TABLE push_failures ADD COLUMN service text NOT NULL DEFAULT 'apns';
 

@@ -15,6 +15,11 @@ public struct WebPushSubscription: Sendable, Equatable {
     public struct Problem: Error, Equatable, Sendable {
         public var field: String
         public var message: String
+
+        public init(field: String, message: String) {
+            self.field = field
+            self.message = message
+        }
     }
 
     /// Checks the fields as a browser sends them (`p256dh` and `auth` base64url, unpadded or padded).

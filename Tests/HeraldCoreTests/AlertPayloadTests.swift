@@ -92,6 +92,44 @@ import Testing
         #expect(((payload["aps"] as? [String: Any])?["alert"] as? [String: String])?["body"] == "Shop: " + message)
     }
 
+    /// A browser's alert: the notification to show, the same `herald` object, the custom keys; cut
+    /// to the size given, as APNs's is.
+    @Test func aBrowsersAlertCarriesTheNotificationAndTheSameHeraldObject() throws {
+        let payload = try Self.object(AlertPayload.makeWeb(Self.content(), maximumBytes: 3_993))
+        #expect(payload["aps"] == nil)
+        let notification = try #require(payload["notification"] as? [String: Any])
+        #expect(notification["title"] as? String == "Shipped" && notification["body"] as? String == "Shop: Your order shipped")
+        #expect(notification.keys.sorted() == ["body", "title"])
+        #expect((payload["herald"] as? [String: Any])?["unread_message_count"] as? Int == 3)
+        #expect((payload["herald"] as? [String: Any])?["message_id"] as? Int == 42)
+        #expect(payload["deep_link"] as? String == "app://orders/42")
+        let long = String(repeating: "é\"漢字🙂 ", count: 2_000)
+        let cut = AlertPayload.makeWeb(Self.content(text: long), maximumBytes: 3_000)
+        #expect(cut.count <= 3_000 && cut.count > 2_500)
+        #expect(((try Self.object(cut))["notification"] as? [String: Any])?["body"] as? String != nil)
+    }
+
+    /// FCM's alert: the title and body shown, and data values that are all strings — the `herald`
+    /// object as JSON text, custom keys as they are (strings) or as JSON — without FCM's reserved keys.
+    @Test func anFCMAlertsDataAreStringsWithTheHeraldObjectAsJSON() throws {
+        var content = Self.content()
+        content.custom = ["deep_link": .string("app://orders/42"), "count": .number(2), "from": .string("x"), "google.x": .string("y")]
+        let (title, body, data) = AlertPayload.makeFCM(content, maximumBytes: 4_096, size: { $0.data.reduce(0) { $0 + $1.value.utf8.count } }) {
+            (title: $0, body: $1, data: $2)
+        }
+        #expect(title == "Shipped" && body == "Shop: Your order shipped")
+        #expect(data.map(\.key) == ["herald", "count", "deep_link"])
+        let herald = try Self.object(Array(try #require(data.first?.value).utf8))
+        #expect(herald["message"] as? String == "Your order shipped" && herald["channel_type"] as? String == "chat")
+        #expect(data.first { $0.key == "count" }?.value == "2")
+        // Cut to fit, like the others.
+        let long = String(repeating: "é\"漢字🙂 ", count: 2_000)
+        let sized = AlertPayload.makeFCM(Self.content(text: long), maximumBytes: 4_000, size: { $0.count }) { _, body, data in
+            Array((body + data.map(\.value).joined()).utf8)
+        }
+        #expect(sized.count <= 4_000 && sized.count > 3_000)
+    }
+
     @Test func extraAPSFieldsCannotOverrideHeraldsOwn() throws {
         var options = PushOptions()
         for key in ["alert", "badge", "sound", "content-available", "mutable-content"] {

@@ -35,4 +35,23 @@ import Testing
         #expect(herald["badge"] as? Int == 124_750)
         #expect((herald["channels"] as? [Any])?.isEmpty == false)
     }
+
+    /// Browsers get `{"herald":{…}}` and FCM the `herald` object alone, the same object APNs carries.
+    @Test func theHeraldObjectTravelsAloneOrWrappedForEachService() throws {
+        let channels: [(url: String, unread: Int64)] = [("news", 2)]
+        let apns = try #require(try JSONSerialization.jsonObject(with: Data(RefreshPayload.make(channels: channels, badge: 2))) as? [String: Any])
+        let web = try #require(
+            try JSONSerialization.jsonObject(with: Data(RefreshPayload.make(channels: channels, badge: 2, format: .web))) as? [String: Any]
+        )
+        let alone = try #require(
+            try JSONSerialization.jsonObject(with: Data(RefreshPayload.make(channels: channels, badge: 2, format: .heraldObject))) as? [String: Any]
+        )
+        #expect(web.keys.sorted() == ["herald"])
+        let herald = try #require(apns["herald"] as? NSDictionary)
+        #expect(herald == web["herald"] as? NSDictionary)
+        #expect(herald == alone as NSDictionary)
+        // Each format is cut to its own limit.
+        let many = (0..<500).map { (url: "channel-with-a-long-url-\($0)", unread: Int64($0)) }
+        #expect(RefreshPayload.make(channels: many, badge: 1, format: .web, maximumBytes: 3_993).count <= 3_993)
+    }
 }

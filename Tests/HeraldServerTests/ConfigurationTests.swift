@@ -1,3 +1,4 @@
+import Foundation
 import HeraldCore
 import HeraldServer
 import Logging
@@ -124,6 +125,23 @@ struct ConfigurationTests {
         ])
         #expect(set.appID == "acme" && !set.pushBadge && set.pushBadgeCap == 99 && set.noDetailText == "New message")
         for environment in [["HERALD_PUSH_BADGE": "maybe"], ["HERALD_PUSH_BADGE_CAP": "0"], ["HERALD_PUSH_BADGE_CAP": "lots"]] {
+            #expect(throws: ConfigurationError.self, "\(environment)") { try HeraldConfiguration.resolve(environment: environment) }
+        }
+    }
+
+    @Test func pushServiceSettings() throws {
+        let defaults = try HeraldConfiguration.resolve(environment: [:])
+        #expect(defaults.fcmURL == nil && defaults.pushCAFile == nil && defaults.vapidSubject == nil)
+        let set = try HeraldConfiguration.resolve(environment: [
+            "HERALD_FCM_URL": "https://fcm.proxy.example:8443", "HERALD_PUSH_CA_FILE": "/etc/ssl/proxy.pem",
+            "HERALD_VAPID_SUBJECT": "https://example.com/contact",
+        ])
+        #expect(set.fcmURL?.absoluteString == "https://fcm.proxy.example:8443")
+        #expect(set.pushCAFile == "/etc/ssl/proxy.pem" && set.vapidSubject == "https://example.com/contact")
+        for environment in [
+            ["HERALD_FCM_URL": "fcm.googleapis.com"], ["HERALD_FCM_URL": "ftp://x"], ["HERALD_VAPID_SUBJECT": "ops@example.com"],
+            ["HERALD_VAPID_SUBJECT": "mailto:admin@localhost"],
+        ] {
             #expect(throws: ConfigurationError.self, "\(environment)") { try HeraldConfiguration.resolve(environment: environment) }
         }
     }

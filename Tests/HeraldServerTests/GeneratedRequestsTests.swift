@@ -391,7 +391,7 @@ struct GeneratedRequestsTests {
                 [
                     "service": "webpush",
                     "subscription": [
-                        "endpoint": "https://push.example.com/send/generated", "expirationTime": NSNull(),
+                        "endpoint": "https://fcm.googleapis.com/fcm/send/generated", "expirationTime": NSNull(),
                         "keys": ["p256dh": Base64URL.encode(P256Key().publicPoint), "auth": Base64URL.encode(SecureRandom.bytes(16))],
                     ],
                 ],

@@ -208,7 +208,8 @@ struct PushServicesTests {
             "HERALD_SECRET_KEY": Hex.encode(SecureRandom.bytes(32)), "HERALD_ADMIN_TOKEN": adminToken,
             "HERALD_APNS_URL": apns.baseURL, "HERALD_APNS_CA_FILE": credentials.serverCertificateFile,
             "HERALD_FCM_URL": fcm.baseURL, "HERALD_PUSH_CA_FILE": credentials.serverCertificateFile,
-            "HERALD_VAPID_SUBJECT": "mailto:ops@example.com", "HERALD_REFRESH_MIN_INTERVAL": "0s", "HERALD_LOG_LEVEL": "info",
+            "HERALD_VAPID_SUBJECT": "mailto:ops@example.com", "HERALD_WEBPUSH_HOSTS": "127.0.0.1", "HERALD_REFRESH_MIN_INTERVAL": "0s",
+            "HERALD_LOG_LEVEL": "info",
         ]) { $1 }
         let process = try HeraldProcess(
             arguments: ["serve", "--port", "0", "--sql-dir", TestPostgres.repositoryRoot() + "/sql"],
@@ -432,17 +433,23 @@ struct PushServicesTests {
                 #expect(served.fcm.refusedAssertions >= 1)
                 #expect(try await served.count("SELECT count(*) FROM devices WHERE token = '\(otherToken)'") == 1)
 
-                let metrics = try await HTTPClient.shared.execute(HTTPClientRequest(url: "http://127.0.0.1:\(served.port)/metrics"), timeout: .seconds(30))
+                let metrics = try await HTTPClient.shared.execute(
+                    HTTPClientRequest(url: "http://127.0.0.1:\(served.port)/metrics"),
+                    timeout: .seconds(30)
+                )
                 let text = String(buffer: try await metrics.body.collect(upTo: 1 << 22))
                 for service in ["apns", "fcm", "webpush"] {
                     #expect(text.split(separator: "\n").contains { $0.hasPrefix("herald_pushes_total{") && $0.contains(#"service="\#(service)""#) })
                 }
 
                 // Erasure: u1's devices of all three services go with the user.
-                #expect(try await served.count("SELECT count(DISTINCT service) FROM devices d JOIN users u ON u.key = d.user_key WHERE u.id = 'u1'") == 3)
+                #expect(
+                    try await served.count("SELECT count(DISTINCT service) FROM devices d JOIN users u ON u.key = d.user_key WHERE u.id = 'u1'") == 3
+                )
                 #expect(try await served.call(.DELETE, "/v1/users/u1", admin: true).status == 202)
                 try await waitUntil("u1's devices to go") {
-                    try await served.count("SELECT count(*) FROM devices WHERE token IN ('\(apnsToken)', '\(fcmToken)', '\(subscription.endpoint)')") == 0
+                    try await served.count("SELECT count(*) FROM devices WHERE token IN ('\(apnsToken)', '\(fcmToken)', '\(subscription.endpoint)')")
+                        == 0
                 }
                 try await served.stop()
             }
@@ -472,6 +479,7 @@ struct PushServicesTests {
                     ),
                     (#"{"service":"webpush","token":"https://push.example/x"}"#, "token"),
                     (#"{"service":"fcm","token":"fcm-token:APA91b-0123456789","extra":1}"#, "extra"),
+                    (#"{"service":"fcm","token":"\#(String(repeating: "x", count: 1_025))"}"#, "token"),
                 ]
                 for (body, field) in refused {
                     let (status, json) = try await served.call(.POST, "/v1/me/devices", as: "u1", body: body)
@@ -485,9 +493,20 @@ struct PushServicesTests {
                     .POST,
                     "/v1/me/devices",
                     as: "u1",
-                    body: #"{"service":"webpush","subscription":{"endpoint":"\#(subscription.endpoint)","keys":{"p256dh":"\#(subscription.p256dh)","auth":"AAAA"}}}"#
+                    body:
+                        #"{"service":"webpush","subscription":{"endpoint":"\#(subscription.endpoint)","keys":{"p256dh":"\#(subscription.p256dh)","auth":"AAAA"}}}"#
                 )
                 #expect(shortAuth.status == 400 && "\(shortAuth.json)".contains("keys.auth"))
+                // A subscription at a host that is no push service this server sends to (an address
+                // inside the operator's network, say) is refused.
+                let elsewhere = try await served.call(
+                    .POST,
+                    "/v1/me/devices",
+                    as: "u1",
+                    body:
+                        #"{"service":"webpush","subscription":{"endpoint":"https://intranet.example/admin","keys":{"p256dh":"\#(subscription.p256dh)","auth":"\#(subscription.auth)"}}}"#
+                )
+                #expect(elsewhere.status == 400 && "\(elsewhere.json)".contains("subscription.endpoint is not at a push service"))
                 #expect(try await served.count("SELECT count(*) FROM devices") == 0)
 
                 // A device is removed by its id, whatever its service.
@@ -495,6 +514,21 @@ struct PushServicesTests {
                 #expect(try await served.call(.DELETE, "/v1/me/devices/\(id)", as: "u2").status == 404)
                 #expect(try await served.call(.DELETE, "/v1/me/devices/\(id)", as: "u1").status == 204)
                 #expect(try await served.count("SELECT count(*) FROM devices") == 0)
+
+                // A new VAPID key takes every browser subscription with the old one (their push services
+                // would refuse it): the pages subscribe again, with the key now served.
+                _ = try await served.register("u1", subscription: subscription)
+                let replacement = P256Key()
+                let replaced = try await served.call(
+                    .PUT,
+                    "/v1/webpush/key",
+                    admin: true,
+                    body: #"{"private_key":\#(JSONString.quoted(replacement.pem))}"#
+                )
+                #expect(replaced.status == 200 && replaced.json["public_key"] as? String == Base64URL.encode(replacement.publicPoint))
+                #expect(!"\(replaced.json)".contains("PRIVATE KEY"))
+                #expect(try await served.count("SELECT count(*) FROM devices WHERE service = 'webpush'") == 0)
+                #expect(try await served.call(.GET, "/v1/webpush/key").json["public_key"] as? String == Base64URL.encode(replacement.publicPoint))
 
                 // A key file that is not one is refused, naming the field.
                 let bad = try await served.call(.PUT, "/v1/fcm/credentials/main", admin: true, body: #"{"type":"service_account"}"#)

@@ -385,7 +385,7 @@ struct PushBenchmark: AsyncParsableCommand {
                 )
             }
         }
-        try await client.query("INSERT INTO device_push_state (device_id) SELECT id FROM devices")
+        try await client.query("INSERT INTO device_push_state (device_id, service) SELECT id, service FROM devices")
     }
 
     /// Base64url (unpadded) as standard base64, for PostgreSQL's `decode`.

@@ -115,13 +115,14 @@ public enum AlertPayload {
         fitted(content, maximumBytes: RefreshPayload.maximumBytes, size: \.count) { encode(content, text: $0) }
     }
 
-    /// A browser's payload (Web Push), at most `maximumBytes`: `{"notification":{"title","body",
-    /// "sound","badge"},"herald":{…}}` and the custom keys, for the service worker to show.
+    /// A browser's payload (Web Push), at most `maximumBytes`: `{"notification":{"title","body"},
+    /// "herald":{…}}` and the custom keys, for the service worker to show (`showNotification(title,
+    /// {body})`; a browser has no sounds, and its `badge` option is an image: the unread count is the
+    /// `herald` object's).
     public static func makeWeb(_ content: Content, maximumBytes: Int) -> [UInt8] {
         fitted(content, maximumBytes: maximumBytes, size: \.count) { text in
-            var notification: [String: JSONValue] = ["body": .string(body(content, text: text)), "sound": .string(content.sound)]
+            var notification: [String: JSONValue] = ["body": .string(body(content, text: text))]
             if let title = content.title { notification["title"] = .string(title) }
-            if let badge = content.badge { notification["badge"] = .number(Double(badge)) }
             var payload = content.custom
             payload["notification"] = .object(notification)
             payload["herald"] = .object(herald(content, text: text))

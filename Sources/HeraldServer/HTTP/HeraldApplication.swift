@@ -8,6 +8,7 @@ import Logging
 import Postgres
 import Prometheus
 import ServiceLifecycle
+import WebPush
 
 /// Builds Herald's router and HTTP application from its parts.
 public enum HeraldApplication {
@@ -36,6 +37,8 @@ public enum HeraldApplication {
         /// Answers quiet polls and session checks from memory; `nil` asks the database every time.
         /// Fed by the hub's listener, so it needs a hub with one.
         public var notifier: ChangeNotifier?
+        /// The push services browsers' subscriptions may name (`HERALD_WEBPUSH_HOSTS`).
+        public var webPushHosts: WebPushHosts = .browsers
 
         public init(
             client: PostgresClient,
@@ -122,7 +125,7 @@ public enum HeraldApplication {
             sessions: sessions,
             notifier: dependencies.notifier
         ).register(in: registry)
-        DevicesController(devices: DeviceStore(client: dependencies.client))
+        DevicesController(devices: DeviceStore(client: dependencies.client), webPushHosts: dependencies.webPushHosts)
             .register(in: registry)
         let apns = APNsController(
             credentials: dependencies.secrets.map { APNsCredentialStore(client: dependencies.client, box: $0) },

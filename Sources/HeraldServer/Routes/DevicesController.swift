@@ -8,6 +8,7 @@ import WebPush
 /// Push) — which refresh and alert pushes go to.
 struct DevicesController: Sendable {
     let devices: DeviceStore
+    let webPushHosts: WebPushHosts
 
     func register(in routes: RouteRegistry) {
         routes.add(.put, "/v1/me/devices/{device_token}", access: .user) { request, context in
@@ -44,7 +45,8 @@ struct DevicesController: Sendable {
             guard let body = try await RequestBody.decode(NewDevice.self, from: request, context: context) else {
                 throw Self.invalid("The body must name the device's service (apns, fcm or webpush) and its address.")
             }
-            let (device, created) = try await devices.register(userKey: user.key, address: try body.address(), unique: body.unique ?? false)
+            let address = try body.address(webPushHosts: webPushHosts)
+            let (device, created) = try await devices.register(userKey: user.key, address: address, unique: body.unique ?? false)
             return EditedResponse(status: created ? .created : .ok, response: DeviceBody(device))
         }
         routes.add(.get, "/v1/me/devices", access: .user) { _, context in
@@ -105,7 +107,7 @@ struct DevicesController: Sendable {
         }
 
         /// The address the fields make, checked field by field; a 400 naming the first that is wrong.
-        func address() throws -> PushAddress {
+        func address(webPushHosts: WebPushHosts) throws -> PushAddress {
             switch service {
             case "apns":
                 try Self.absent(projectID, "project_id", service: "apns")
@@ -125,7 +127,7 @@ struct DevicesController: Sendable {
                 try Self.absent(topic, "topic", service: "fcm")
                 try Self.absent(subscription, "subscription", service: "fcm")
                 guard let token, Self.isFCMToken(token) else {
-                    throw invalid("token must be the app's FCM registration token (16–4,096 printable ASCII characters).")
+                    throw invalid("token must be the app's FCM registration token (16–1,024 printable ASCII characters).")
                 }
                 if let projectID, !Self.isProjectID(projectID) {
                     throw invalid("project_id must be a Firebase project id (1–128 lower-case letters, digits and hyphens).")
@@ -139,12 +141,18 @@ struct DevicesController: Sendable {
                 guard let subscription else {
                     throw invalid("subscription must be the browser's PushSubscription (its toJSON(): endpoint and keys).")
                 }
-                do {
+                do throws(WebPushSubscription.Problem) {
                     let checked = try WebPushSubscription(
                         endpoint: subscription.endpoint ?? "",
                         p256dh: subscription.keys?.p256dh ?? "",
                         auth: subscription.keys?.auth ?? ""
                     )
+                    guard webPushHosts.allows(checked.endpoint) else {
+                        throw WebPushSubscription.Problem(
+                            field: "endpoint",
+                            message: "is not at a push service this server sends to (\(webPushHosts.domains.joined(separator: ", ")))"
+                        )
+                    }
                     return PushAddress(
                         service: .webpush,
                         token: checked.endpoint.absoluteString,
@@ -167,7 +175,7 @@ struct DevicesController: Sendable {
 
         /// FCM does not document its tokens' form; they are printable ASCII without spaces or quotes.
         static func isFCMToken(_ token: String) -> Bool {
-            (16...4096).contains(token.utf8.count)
+            (16...1024).contains(token.utf8.count)
                 && token.utf8.allSatisfy { (0x21...0x7E).contains($0) && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }
         }
 

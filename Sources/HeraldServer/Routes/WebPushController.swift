@@ -24,7 +24,7 @@ struct WebPushController: Sendable {
 
     /// The public key (made now if there is none yet).
     func key() async throws -> KeyBody {
-        guard let key = try await settings.vapidKey(box: try secretBox()) else { throw Self.unreadable }
+        guard let key = try await settings.vapidKey(box: try secretBox()).key else { throw Self.unreadable }
         return KeyBody(publicKey: Base64URL.encode(key.publicPoint))
     }
 
@@ -36,7 +36,7 @@ struct WebPushController: Sendable {
         } catch {
             throw Self.invalid("private_key: \(error.description) (a P-256 private key, PEM).")
         }
-        try await settings.replaceVAPIDKey(key, box: try secretBox())
+        _ = try await settings.replaceVAPIDKey(key, box: try secretBox())
         return KeyBody(publicKey: Base64URL.encode(key.publicPoint))
     }
 

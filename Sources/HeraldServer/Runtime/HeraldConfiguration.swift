@@ -2,6 +2,7 @@ import Foundation
 import HeraldCore
 import HeraldServices
 import Logging
+import WebPush
 
 /// Everything `herald serve` and `herald migrate` are configured with.
 ///
@@ -64,7 +65,10 @@ public struct HeraldConfiguration: Sendable {
     public var pushCAFile: String?
     /// `HERALD_VAPID_SUBJECT`: the operator's contact in Web Push's VAPID tokens (`mailto:` or
     /// `https:`), for push services to reach whoever runs the server.
-    public var vapidSubject = "mailto:admin@localhost"
+    public var vapidSubject: String?
+    /// `HERALD_WEBPUSH_HOSTS`: the push services browsers' subscriptions may name (host names, each
+    /// with its subdomains, comma-separated); by default today's browsers' own.
+    public var webPushHosts = WebPushHosts.browsers
     /// `HERALD_REFRESH_MIN_INTERVAL`: the least time between two refresh pushes to one device.
     public var refreshMinimumInterval: Duration = .seconds(60)
     /// `HERALD_PUSH_EXPIRATION`: how long APNs keeps trying to deliver a refresh push (`apns-expiration`).
@@ -196,7 +200,7 @@ public struct HeraldConfiguration: Sendable {
         }
         if let streams = try integer(nil, "HERALD_PUSH_STREAMS") { configuration.pushStreams = streams }
         guard (1...1_000).contains(configuration.pushStreams) else {
-            throw ConfigurationError("the APNs streams per connection must be between 1 and 1000")
+            throw ConfigurationError("the pushes in flight per APNs connection and per FCM or Web Push lane must be between 1 and 1000")
         }
         guard (1...100_000).contains(configuration.fanoutBatchSize) else {
             throw ConfigurationError("the fan-out batch size must be between 1 and 100000")
@@ -237,9 +241,19 @@ public struct HeraldConfiguration: Sendable {
             configuration.fcmURL = url
         }
         configuration.pushCAFile = value(nil, "HERALD_PUSH_CA_FILE")
+        if let text = value(nil, "HERALD_WEBPUSH_HOSTS") {
+            let domains = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            guard !domains.isEmpty, domains.allSatisfy({ $0.allSatisfy { $0.isLetter || $0.isNumber || ".-:[]".contains($0) } }) else {
+                throw ConfigurationError("HERALD_WEBPUSH_HOSTS must list host names separated by commas, got '\(text)'")
+            }
+            configuration.webPushHosts = WebPushHosts(domains: domains)
+        }
         if let subject = value(nil, "HERALD_VAPID_SUBJECT") {
-            guard subject.hasPrefix("mailto:") || subject.hasPrefix("https:") else {
-                throw ConfigurationError("HERALD_VAPID_SUBJECT must be a mailto: or https: URL (the operator's contact), got '\(subject)'")
+            // Apple's push service refuses a contact at localhost.
+            guard subject.hasPrefix("mailto:") || subject.hasPrefix("https:"), !subject.lowercased().contains("localhost") else {
+                throw ConfigurationError(
+                    "HERALD_VAPID_SUBJECT must be a mailto: or https: URL where the operator can be reached (not localhost), got '\(subject)'"
+                )
             }
             configuration.vapidSubject = subject
         }

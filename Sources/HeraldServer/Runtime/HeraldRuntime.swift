@@ -228,7 +228,7 @@ public enum HeraldRuntime {
             notifier: notifier,
             logger: logger
         )
-        let dependencies = HeraldApplication.Dependencies(
+        var dependencies = HeraldApplication.Dependencies(
             client: client,
             migrator: migrator,
             metricsRegistry: metricsRegistry,
@@ -243,6 +243,7 @@ public enum HeraldRuntime {
             replica: replica,
             notifier: notifier
         )
+        dependencies.webPushHosts = configuration.webPushHosts
         let pushSettings = pushSettings(configuration)
         let transports = PushDispatcher.transports(client: client, box: secrets, settings: pushSettings, logger: logger)
         // Says at startup whether pushes go to their services or to the log.

@@ -86,10 +86,16 @@ public final class FCMTransport: PushServiceTransport {
         guard !entries.isEmpty else {
             return messages.map { PushHTTP.logged($0, payload: Self.message(for: $0, now: now).body, settings: settings, logger: logger) }
         }
+        let deadline = ContinuousClock.now + settings.batchDeadline
         return await PushHTTP.map(messages, limit: settings.concurrency) { message in
-            // A device names its project; without one, it belongs to the first credential's.
+            guard ContinuousClock.now < deadline else { return PushHTTP.notSent }
+            // A device names its project; without one, it belongs to the oldest usable credential's.
             let project = message.address.topic
-            guard let entry = entries.first(where: { project.isEmpty || $0.info.projectID == project }) else {
+            let entry =
+                project.isEmpty
+                ? entries.first { if case .success = $0.client { true } else { false } } ?? entries.first
+                : entries.first { $0.info.projectID == project }
+            guard let entry else {
                 return (PushResult(.permanent, reason: "no FCM credential for project '\(project)'"), .zero)
             }
             switch entry.client {
@@ -105,13 +111,15 @@ public final class FCMTransport: PushServiceTransport {
 
     /// FCM's largest message payload.
     static let maximumBytes = 4096
+    /// FCM keeps a message four weeks at most (`android.ttl`).
+    static let maximumTimeToLive = 28 * 86_400
 
     /// The FCM message for `message`: a refresh is data only (`herald`, the same object as APNs') at
     /// normal priority, collapsed per user, so that Android wakes the app without showing anything;
     /// an alert adds the notification shown, at high priority (normal for `priority: low`).
     static func message(for message: PushMessage, now: Int64) -> FCMMessage {
         let token = message.address.token
-        let ttl = message.timeToLive(now: now)
+        let ttl = min(message.timeToLive(now: now), maximumTimeToLive)
         switch message.content {
         case .refresh(let channels, let notificationID):
             let herald = RefreshPayload.make(

@@ -210,7 +210,10 @@ public struct PushDispatcher: Service {
     /// Sends the messages through the lane's transport (which bounds how many are in flight) and
     /// counts their outcomes and durations in the metrics (`kind`: refresh or alert).
     func sendAll<Claim: Sendable>(_ messages: [(Claim, PushMessage)], kind: String, lane: Lane) async -> [(Claim, PushResult)] {
-        let results = await lane.transport.send(messages.map(\.1))
+        // Off the database's threads, where the lane runs: encryption and HTTP are no libpq work.
+        let transport = lane.transport
+        let outgoing = messages.map(\.1)
+        let results = await withTaskExecutorPreference(globalConcurrentExecutor) { await transport.send(outgoing) }
         let service = lane.service.rawValue
         let timer = Timer(label: "herald_push_duration_seconds", dimensions: [("service", service), ("kind", kind)])
         for (result, elapsed) in results {

@@ -15,8 +15,13 @@ enum PushHTTP {
         if let file = settings.pushCAFile { tls.additionalTrustRoots = [.file(file)] }
         configuration.tlsConfiguration = tls
         configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(8, settings.concurrency / 16)
+        // A push service answers; it never sends a push elsewhere.
+        configuration.redirectConfiguration = .disallow
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }
+
+    /// What a push not started before its batch's deadline gets (`PushSettings.batchDeadline`).
+    static let notSent = (result: PushResult(.transient, reason: "not sent: the batch's time ran out"), elapsed: Duration.zero)
 
     /// `body` for each of `items`, at most `limit` at once; the results in order.
     static func map<Item: Sendable, Result: Sendable>(

@@ -18,8 +18,9 @@ public struct PushSettings: Sendable {
     /// `HERALD_PUSH_CA_FILE`: extra trust roots for FCM and the Web Push services.
     public var pushCAFile: String?
     /// `HERALD_VAPID_SUBJECT`: the operator's contact in every VAPID token (`mailto:` or `https:`),
-    /// which push services use to reach whoever runs a misbehaving server.
-    public var vapidSubject = "mailto:admin@localhost"
+    /// which push services use to reach whoever runs a misbehaving server. Without one, pushes to
+    /// browsers fail with that reason (Apple's push service refuses tokens without a real contact).
+    public var vapidSubject: String?
     /// Devices claimed per round. Smaller batches left the machine idle between them while the
     /// dispatcher waited on the database (docs/decisions/2026-11-25-push-end-to-end-through-a-server.md).
     public var batchSize = 2_000
@@ -47,8 +48,13 @@ public struct PushSettings: Sendable {
     /// Whether the logging transport (no credentials stored) logs each push's payload, not only its
     /// type and size (`HERALD_PUSH_LOG_PAYLOADS`): payloads carry what users are told.
     public var logPayloads = false
-    /// Every APNs request's deadline.
+    /// Every push request's deadline.
     public var requestTimeout: Duration = .seconds(10)
+
+    /// How long an FCM or Web Push lane may spend on one batch: what has not started by then is not
+    /// sent (and retried), so that no push goes out on a claim that may have lapsed — the next batch
+    /// is claimed while this one is in flight, and both must finish within the lease.
+    var batchDeadline: Duration { min(requestTimeout * 2, lease / 3) }
 
     public init() {}
 }

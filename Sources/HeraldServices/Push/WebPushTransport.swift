@@ -38,26 +38,31 @@ public final class WebPushTransport: PushServiceTransport {
     }
 
     public func refresh() async throws {
-        let fingerprint = try await store.vapidFingerprint()
-        guard fingerprint == nil || state.withLock({ $0.fingerprint }) != fingerprint else { return }
+        let stored = try await store.storedVAPIDKey()
+        guard stored == nil || state.withLock({ $0.fingerprint }) != stored else { return }
+        let (key, sealed) = try await store.vapidKey(box: box)
         let client: Result<WebPushClient, Unusable>
-        if let key = try await store.vapidKey(box: box) {
-            client = .success(WebPushClient(key: key, subject: settings.vapidSubject, http: http, logger: logger, timeout: settings.requestTimeout))
-        } else {
+        if let key, let subject = settings.vapidSubject {
+            client = .success(WebPushClient(key: key, subject: subject, http: http, logger: logger, timeout: settings.requestTimeout))
+        } else if key == nil {
             logger.error("the VAPID key cannot be opened; Web Push fails until a key is uploaded (PUT /v1/webpush/key)")
             client = .failure(Unusable(reason: "the VAPID key does not open with this server's secret key; upload one"))
+        } else {
+            logger.warning("HERALD_VAPID_SUBJECT is not set: pushes to browsers fail until it names your contact (mailto: or https:)")
+            client = .failure(Unusable(reason: "HERALD_VAPID_SUBJECT is not set: push services need the operator's contact"))
         }
-        let stored = try await store.vapidFingerprint()
         state.withLock { state in
             state.client = client
-            state.fingerprint = stored
+            state.fingerprint = sealed
         }
     }
 
     public func send(_ messages: [PushMessage]) async -> [(result: PushResult, elapsed: Duration)] {
         let client = state.withLock { $0.client }
         let now = Int64(Date().timeIntervalSince1970)
+        let deadline = ContinuousClock.now + settings.batchDeadline
         return await PushHTTP.map(messages, limit: settings.concurrency) { message in
+            guard ContinuousClock.now < deadline else { return PushHTTP.notSent }
             let usable: WebPushClient
             switch client {
             case .success(let held): usable = held

@@ -94,8 +94,8 @@ public struct AlertStore: Sendable {
                 guard !chosen.isEmpty else { continue }
                 try await connection.query(
                     """
-                    INSERT INTO alert_pushes (user_key, device_id, notification_id, forced)
-                    SELECT d.user_key, d.id, \(notification), c.forced
+                    INSERT INTO alert_pushes (user_key, device_id, notification_id, forced, service)
+                    SELECT d.user_key, d.id, \(notification), c.forced, d.service
                     FROM unnest(\(chosen.map(\.userKey))::int8[], \(chosen.map(\.forced))::bool[]) AS c(user_key, forced)
                     JOIN devices d ON d.user_key = c.user_key
                     """
@@ -115,10 +115,9 @@ public struct AlertStore: Sendable {
         let claimed = try await client.query(
             """
             WITH due AS (
-                SELECT a.id FROM alert_pushes a JOIN devices d ON d.id = a.device_id
-                WHERE d.service = \(service.rawValue) AND a.next_attempt_at <= now()
-                    AND (a.claimed_until IS NULL OR a.claimed_until < now())
-                ORDER BY a.next_attempt_at, a.id LIMIT \(limit) FOR UPDATE OF a SKIP LOCKED
+                SELECT id FROM alert_pushes
+                WHERE service = \(service.rawValue) AND next_attempt_at <= now() AND (claimed_until IS NULL OR claimed_until < now())
+                ORDER BY next_attempt_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED
             ), online AS (
                 DELETE FROM alert_pushes a USING due WHERE a.id = due.id AND \(online)
                 RETURNING a.id

@@ -55,7 +55,7 @@ public struct DeviceStore: Sendable {
                 RETURNING id, service, token, environment, topic, created_at, registered_at
             ),
             state AS (
-                INSERT INTO device_push_state (device_id) SELECT id FROM device
+                INSERT INTO device_push_state (device_id, service) SELECT id, service FROM device
                 -- A device that moved starts clean: no refresh state from its previous user.
                 ON CONFLICT (device_id) DO UPDATE SET
                     wanted_xid = CASE WHEN \(moved) THEN NULL ELSE device_push_state.wanted_xid END,
@@ -134,7 +134,7 @@ public struct DeviceStore: Sendable {
 
     /// A device's columns, from `devices` joined with its `device_push_state` as `p`.
     static let columns: PostgresQuery =
-        "id, service, token, environment, topic, created_at, registered_at, p.last_push_at, p.last_synced_at"
+        "id, devices.service, token, environment, topic, created_at, registered_at, p.last_push_at, p.last_synced_at"
 
     static func decode(_ row: PostgresRow) throws -> Device {
         let (id, service, token, environment, topic, created, registered, pushed, synced) = try row.decode(

@@ -73,9 +73,10 @@ public struct FCMCredentialStore: Sendable {
         return "\(count)@\(newest?.timeIntervalSince1970 ?? 0)"
     }
 
-    /// Every credential by name, with its key file opened — `nil` for one that does not open.
+    /// Every credential, oldest first (the default for devices that name no project), with its key
+    /// file opened — `nil` for one that does not open.
     public func all() async throws -> [(info: FCMCredentialInfo, keyFile: [UInt8]?)] {
-        try await client.query("SELECT \(Self.columns), secret FROM fcm_credentials ORDER BY name").map { row in
+        try await client.query("SELECT \(Self.columns), secret FROM fcm_credentials ORDER BY created_at, name").map { row in
             let info = try Self.decode(row)
             let sealed = try row.decode(column: 6, as: PostgresBytes.self)
             return (info, try? box.open(sealed.bytes, context: "fcm:\(info.name)"))

@@ -116,7 +116,7 @@ public struct PushStore: Sendable {
     /// expanded.
     public func expandOutbox(users: Int, claiming terms: ClaimTerms? = nil) async throws -> (recipients: Int, claims: [DeviceClaim])? {
         let claimable: PostgresQuery =
-            terms.map { "d.service = \($0.service.rawValue) AND \(Self.claimable("p", user: "d.user_key", terms: $0))" } ?? "false"
+            terms.map { "p.service = \($0.service.rawValue) AND \(Self.claimable("p", user: "d.user_key", terms: $0))" } ?? "false"
         let lease = TimeSQL.interval(terms?.lease ?? .zero)
         return try await client.withRetryingTransaction { connection in
             let rows = try await connection.query(
@@ -225,7 +225,7 @@ public struct PushStore: Sendable {
             UPDATE device_push_state p SET claimed_until = now() + \(TimeSQL.interval(terms.lease))::interval, attempts = p.attempts + 1
             FROM (
                 SELECT s.device_id FROM device_push_state s JOIN devices d ON d.id = s.device_id
-                WHERE s.wanted_xid IS NOT NULL AND d.service = \(terms.service.rawValue)
+                WHERE s.wanted_xid IS NOT NULL AND s.service = \(terms.service.rawValue)
                     AND \(Self.claimable("s", user: "d.user_key", terms: terms))
                 ORDER BY s.next_attempt_at, s.device_id LIMIT \(limit) FOR UPDATE OF s SKIP LOCKED
             ) AS due, devices d

@@ -81,7 +81,7 @@ public struct UserExportStore: Sendable {
                 """
         case .devices:
             return """
-                SELECT id, 0, json_build_object('token', token, 'environment', environment, 'topic', topic,
+                SELECT id, 0, json_build_object('service', devices.service, 'token', token, 'environment', environment, 'topic', topic,
                     'created_at', \(TimeSQL.rfc3339("created_at")), 'registered_at', \(TimeSQL.rfc3339("registered_at")),
                     'last_push_at', \(TimeSQL.rfc3339("p.last_push_at")), 'last_synced_at', \(TimeSQL.rfc3339("p.last_synced_at")))::text
                 FROM devices JOIN device_push_state p ON p.device_id = devices.id
@@ -133,7 +133,8 @@ public struct UserExportStore: Sendable {
                 """
         case .pushFailures:
             return """
-                SELECT id, 0, json_build_object('device_token', device_token, 'environment', environment, 'topic', topic,
+                SELECT id, 0, json_build_object('service', service, 'device_token', device_token, 'environment', environment,
+                    'topic', topic,
                     'status', status, 'reason', reason, 'attempts', attempts, 'token_removed', token_removed,
                     'failed_at', \(TimeSQL.rfc3339("failed_at")))::text
                 FROM push_failures WHERE user_key = \(key) AND (id, 0::bigint) > (\(a), \(b)) ORDER BY id LIMIT \(limit)
