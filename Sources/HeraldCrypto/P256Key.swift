@@ -38,7 +38,9 @@ public final class P256Key: @unchecked Sendable {
         let context = EVP_PKEY_CTX_new_from_pkey(nil, key, nil)
         defer { EVP_PKEY_CTX_free(context) }
         var length = 0
-        guard EVP_PKEY_derive_init(context) == 1, EVP_PKEY_derive_set_peer(context, peer.key) == 1,
+        // The peer was checked when its key was made (`P256PublicKey`): not again on every derivation,
+        // where the check would cost more than the derivation.
+        guard EVP_PKEY_derive_init(context) == 1, EVP_PKEY_derive_set_peer_ex(context, peer.key, 0) == 1,
             EVP_PKEY_derive(context, nil, &length) == 1
         else { preconditionFailure("ECDH setup failed") }
         var secret = [UInt8](repeating: 0, count: length)
@@ -153,7 +155,10 @@ enum P256 {
             }
             let check = EVP_PKEY_CTX_new_from_pkey(nil, key, nil)
             defer { EVP_PKEY_CTX_free(check) }
-            guard (scalar == nil ? EVP_PKEY_public_check(check) : EVP_PKEY_pairwise_check(check)) == 1 else {
+            // A public point is checked to be on the curve: P-256's cofactor is 1, so a point on it
+            // lies in the group, and the full check's multiplication by the order (the larger part of
+            // the cost of every Web Push message) tells nothing more.
+            guard (scalar == nil ? EVP_PKEY_public_check_quick(check) : EVP_PKEY_pairwise_check(check)) == 1 else {
                 ERR_clear_error()
                 EVP_PKEY_free(key)
                 return nil

@@ -7,10 +7,16 @@ import Glibc
 #endif
 
 /// nginx (Debian's `nginx-light`) as an HTTP/2 sink over TLS that answers `200` to every request, for
-/// pointing the push benchmark at a server much faster than the mock — APNs, FCM's messages and a
+/// pointing the push benchmark at a server much faster than the mocks — APNs, FCM's messages and a
 /// Web Push service alike; `/token` answers as Google's OAuth endpoint does (an access token for an
-/// hour). A bare `return 200` answers before the body is read, so nginx then resets every stream
-/// (RFC 9113 §8.1), as a real server may.
+/// hour).
+///
+/// APNs' path gets a bare `return 200`, which answers before the body is read, so nginx then resets
+/// the stream (RFC 9113 §8.1), as a real server may; the APNs client takes the answer. Every other
+/// request's body is read first, as FCM and the push services read it: AsyncHTTPClient, which the
+/// FCM and Web Push clients use, fails a request whose stream is reset while its body is still going
+/// out, although the answer came. nginx reads a body only to pass it on, so those requests go through
+/// a proxy to a second server block that answers.
 struct NginxSink {
     let process: ChildProcess
     let url: String
@@ -24,6 +30,7 @@ struct NginxSink {
         }
         let root = directory + "/nginx"
         try FileManager.default.createDirectory(atPath: root + "/logs", withIntermediateDirectories: true)
+        let upstream = port + 1
         let configuration = """
             worker_processes 1;
             pid \(root)/nginx.pid;
@@ -39,6 +46,20 @@ struct NginxSink {
                     ssl_certificate \(certificateFile);
                     ssl_certificate_key \(keyFile);
                     http2_max_concurrent_streams \(streams);
+                    proxy_temp_path \(root)/proxy;
+                    location /3/device/ { return 200; }
+                    location / {
+                        proxy_pass http://answer;
+                        proxy_http_version 1.1;
+                        proxy_set_header Connection "";
+                    }
+                }
+                upstream answer {
+                    server 127.0.0.1:\(upstream);
+                    keepalive 64;
+                }
+                server {
+                    listen 127.0.0.1:\(upstream);
                     location = /token {
                         default_type application/json;
                         return 200 '{"access_token":"bench-access-token","expires_in":3600,"token_type":"Bearer"}';

@@ -298,6 +298,7 @@ struct PushBenchmark: AsyncParsableCommand {
                 environment: [
                     "HERALD_APNS_URL": target.url, "HERALD_APNS_CA_FILE": target.trustRoots,
                     "HERALD_FCM_URL": target.url, "HERALD_PUSH_CA_FILE": target.trustRoots,
+                    "HERALD_VAPID_SUBJECT": "mailto:bench@example.com", "HERALD_WEBPUSH_HOSTS": "127.0.0.1",
                 ]
                 .merging(batchSize.map { ["HERALD_PUSH_BATCH_SIZE": String($0)] } ?? [:]) { $1 }
                 .merging(streams.map { ["HERALD_PUSH_STREAMS": String($0)] } ?? [:]) { $1 }
@@ -427,6 +428,9 @@ struct PushBenchmark: AsyncParsableCommand {
             )
             if fannedOut == nil, state == "done" { fannedOut = clock.now - start }
             pushed = count
+            if let failure = try await client.query("SELECT reason FROM push_failures LIMIT 1").first {
+                throw ValidationError("\(service.rawValue): a push failed: \(try failure.decode(String.self))")
+            }
         }
         let seconds = elapsedSeconds(clock.now - start)
         let after = await meter.read(after: before)
