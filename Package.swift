@@ -121,6 +121,21 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // HTTP/2 over TLS at the frame level (swift-nio-http2, NIOSSL): a pool of long-lived connections
+        // whose requests are two frames each, for the push clients that send many small requests to
+        // one host.
+        .target(
+            name: "HTTP2Streams",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // The APNs provider client: credentials, JWT ES256 and .p12 through libssl, HTTP/2 (swift-nio-http2)
         // over TLS (NIOSSL), the request/response model and the error taxonomy.
         .target(
@@ -128,6 +143,7 @@ let package = Package(
             dependencies: [
                 "COpenSSL",
                 "HeraldCrypto",
+                "HTTP2Streams",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -158,6 +174,7 @@ let package = Package(
             name: "FCM",
             dependencies: [
                 "HeraldCrypto",
+                "HTTP2Streams",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -290,6 +307,7 @@ let package = Package(
             name: "HeraldTesting",
             dependencies: [
                 "APNs",
+                "HTTP2Streams",
                 "FCM",
                 "WebPush",
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -1,9 +1,9 @@
 import Foundation
+import HTTP2Streams
 import Logging
 import NIOCore
 import NIOHPACK
 import NIOSSL
-import Synchronization
 
 /// How a client proves it may push: a provider token signed with a `.p8` key, or a TLS client
 /// certificate from a `.p12`.
@@ -14,11 +14,10 @@ public enum APNsAuthentication: Sendable {
 
 /// Sends pushes to APNs over HTTP/2 + TLS.
 ///
-/// TLS is NIOSSL's and HTTP/2 is swift-nio-http2's; this type keeps a few long-lived connections
-/// (`Configuration.connections`, used in turn), replaces one that went away (GOAWAY, a drop) on the next
-/// push, and after a failed connect waits with exponential backoff before trying again. Each push is
-/// one stream bounded by the configured deadline; streams beyond the server's
-/// `SETTINGS_MAX_CONCURRENT_STREAMS` (or `Configuration.maximumInFlight`) wait in the client for
+/// TLS is NIOSSL's and HTTP/2 is swift-nio-http2's, driven at the frame level by an
+/// `HTTP2ConnectionPool`: a few long-lived connections (`Configuration.connections`, used in turn),
+/// replaced when they go away. Each push is one stream bounded by the configured deadline; streams
+/// beyond the server's `SETTINGS_MAX_CONCURRENT_STREAMS` (or `Configuration.maximumInFlight`) wait for
 /// others to finish. What is APNs's own: the headers, the provider token, the payload limit and the
 /// reading of answers. A batch (`send(_:)` with many pushes) costs one hop to each connection's event
 /// loop, not a task per push.
@@ -69,13 +68,7 @@ public final class APNsClient: Sendable {
 
     public let configuration: Configuration
     private let authentication: APNsAuthentication
-    private let tls: NIOSSLContext
-    private let host: String
-    private let port: Int
-    /// `:authority`: the host, with the port unless it is 443.
-    private let authority: String
-    private let slots: [ConnectionSlot]
-    private let next = Atomic<Int>(0)
+    private let pool: HTTP2ConnectionPool
     private let logger: Logger
 
     public init(configuration: Configuration, authentication: APNsAuthentication, logger: Logger = Logger(label: "herald.apns")) throws {
@@ -85,10 +78,6 @@ public final class APNsClient: Sendable {
         guard let url = URL(string: configuration.baseURL), url.scheme == "https", let host = url.host else {
             throw APNsCredentialError.invalidKey("the APNs URL must be https://host[:port], got '\(configuration.baseURL)'")
         }
-        self.host = host
-        let port = url.port ?? 443
-        self.port = port
-        self.authority = port == 443 ? host : "\(host):\(port)"
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.applicationProtocols = ["h2"]
         // APNs requires TLS 1.2 or newer; refuse anything older rather than let a server negotiate down.
@@ -98,8 +87,15 @@ public final class APNsClient: Sendable {
             tls.certificateChain = [.certificate(try NIOSSLCertificate(bytes: bundle.certificateDER, format: .der))]
             tls.privateKey = .privateKey(try NIOSSLPrivateKey(bytes: bundle.privateKeyDER, format: .der))
         }
-        self.tls = try NIOSSLContext(configuration: tls)
-        self.slots = (0..<configuration.connections).map { _ in ConnectionSlot() }
+        self.pool = HTTP2ConnectionPool(
+            host: host,
+            port: url.port ?? 443,
+            tls: try NIOSSLContext(configuration: tls),
+            timeout: configuration.timeout,
+            connections: configuration.connections,
+            maximumInFlight: configuration.maximumInFlight,
+            connected: configuration.connected
+        )
     }
 
     /// Sends one push and reads the answer; never throws — failures are results to act on.
@@ -119,7 +115,7 @@ public final class APNsClient: Sendable {
             generation = token.generation
             authorization = "bearer " + token.value
         }
-        var sendable: [(index: Int, request: APNsRequest)] = []
+        var sendable: [(index: Int, request: HTTP2Request)] = []
         sendable.reserveCapacity(pushes.count)
         for (index, push) in pushes.enumerated() {
             guard push.payload.count <= APNsPush.maximumPayloadBytes else {
@@ -129,52 +125,7 @@ public final class APNsClient: Sendable {
             }
             sendable.append((index, request(for: push, authorization: authorization)))
         }
-        // Contiguous shares, one per connection; a lone push goes to the connections in turn.
-        let first = next.wrappingAdd(1, ordering: .relaxed).oldValue
-        let shares = min(slots.count, sendable.count)
-        let answered = await withTaskGroup(of: [(Int, Result<APNsAnswer, APNsConnectionError>)].self) { group in
-            for share in 0..<shares {
-                let part = Array(sendable[(sendable.count * share / shares)..<(sendable.count * (share + 1) / shares)])
-                let slot = slots[(first + share) % slots.count]
-                group.addTask { [host, port, tls, configuration] in
-                    // Requests that never left (the connection failed or retired while they waited for
-                    // a stream) go once more, on the new connection the slot makes.
-                    var pending = part
-                    var answered: [(Int, Result<APNsAnswer, APNsConnectionError>)] = []
-                    for attempt in 0..<2 {
-                        do {
-                            let connection = try await slot.connection {
-                                try await APNsConnection.connect(
-                                    host: host,
-                                    port: port,
-                                    tls: tls,
-                                    timeout: configuration.timeout,
-                                    maximumInFlight: configuration.maximumInFlight,
-                                    connected: configuration.connected
-                                )
-                            }
-                            var unsent: [(index: Int, request: APNsRequest)] = []
-                            for (item, result) in zip(pending, await connection.send(pending.map(\.request))) {
-                                if case .failure(.notSent) = result, attempt == 0 {
-                                    unsent.append(item)
-                                } else {
-                                    answered.append((item.index, result))
-                                }
-                            }
-                            pending = unsent
-                        } catch {
-                            answered += pending.map { ($0.index, .failure(.failed("\(error)"))) }
-                            pending = []
-                        }
-                        if pending.isEmpty { break }
-                    }
-                    return answered
-                }
-            }
-            var all: [(Int, Result<APNsAnswer, APNsConnectionError>)] = []
-            for await part in group { all += part }
-            return all
-        }
+        let answered = zip(sendable.map(\.index), await pool.send(sendable.map(\.request)))
         var tokenRejected = false
         for (index, outcome) in answered {
             switch outcome {
@@ -183,7 +134,7 @@ public final class APNsClient: Sendable {
                 tokenRejected = tokenRejected || result.outcome == .providerTokenRejected
                 outcomes[index] = (result, answer.elapsed)
             case .failure(.timeout):
-                outcomes[index] = (APNsResult(outcome: .transient, status: nil, reason: "\(APNsConnectionError.timeout)"), .zero)
+                outcomes[index] = (APNsResult(outcome: .transient, status: nil, reason: "\(HTTP2ConnectionError.timeout)"), .zero)
             case .failure(let error):
                 // No answer: the connection failed, or went away (GOAWAY) before this stream was
                 // processed. Worth retrying — on a new connection, which the slot makes.
@@ -196,7 +147,7 @@ public final class APNsClient: Sendable {
         return outcomes.map { $0! }
     }
 
-    private func request(for push: APNsPush, authorization: String?) -> APNsRequest {
+    private func request(for push: APNsPush, authorization: String?) -> HTTP2Request {
         // Values that differ from push to push (the device's path, the user's collapse id, the
         // length) stay out of HPACK's dynamic table: indexed, each would evict entries every push
         // repeats — the ~250-byte provider token above all — which would then go out in full again.
@@ -205,7 +156,7 @@ public final class APNsClient: Sendable {
         headers.add(name: ":method", value: "POST")
         headers.add(name: ":scheme", value: "https")
         headers.add(name: ":path", value: "/3/device/" + push.deviceToken, indexing: .nonIndexable)
-        headers.add(name: ":authority", value: authority)
+        headers.add(name: ":authority", value: pool.authority)
         if let authorization { headers.add(name: "authorization", value: authorization) }
         headers.add(name: "apns-push-type", value: push.pushType)
         headers.add(name: "apns-priority", value: String(push.priority))
@@ -214,10 +165,10 @@ public final class APNsClient: Sendable {
         if let collapseID = push.collapseID { headers.add(name: "apns-collapse-id", value: collapseID, indexing: .nonIndexable) }
         headers.add(name: "content-type", value: "application/json")
         headers.add(name: "content-length", value: String(push.payload.count), indexing: .nonIndexable)
-        return APNsRequest(headers: headers, body: ByteBuffer(bytes: push.payload))
+        return HTTP2Request(headers: headers, body: ByteBuffer(bytes: push.payload))
     }
 
-    private static func classify(_ answer: APNsAnswer) -> APNsResult {
+    private static func classify(_ answer: HTTP2Answer) -> APNsResult {
         var reason: String?
         var timestamp: Int64?
         if answer.body.readableBytes > 0,
@@ -231,82 +182,6 @@ public final class APNsClient: Sendable {
 
     /// Closes the connections.
     public func shutdown() async {
-        for slot in slots { await slot.close() }
+        await pool.shutdown()
     }
-}
-
-/// One connection of a client: made on first use, replaced when it is gone, with backoff after a
-/// failed connect so a down server is not hammered.
-private final class ConnectionSlot: Sendable {
-    private struct State {
-        var connection: APNsConnection?
-        var connecting: Task<APNsConnection, any Error>?
-        var failures = 0
-        var retryAfter: ContinuousClock.Instant?
-    }
-
-    private enum Lease {
-        case ready(APNsConnection)
-        case connecting(Task<APNsConnection, any Error>)
-    }
-
-    private let state = Mutex(State())
-
-    func connection(_ connect: @escaping @Sendable () async throws -> APNsConnection) async throws -> APNsConnection {
-        let lease = try state.withLock { state -> Lease in
-            if let connection = state.connection, connection.isUsable { return .ready(connection) }
-            if let connecting = state.connecting { return .connecting(connecting) }
-            if let retryAfter = state.retryAfter, ContinuousClock.now < retryAfter {
-                throw ReconnectBackoff()
-            }
-            let task = Task { try await connect() }
-            state.connecting = task
-            return .connecting(task)
-        }
-        let task: Task<APNsConnection, any Error>
-        switch lease {
-        case .ready(let connection): return connection
-        case .connecting(let connecting): task = connecting
-        }
-        do {
-            let connection = try await task.value
-            state.withLock { state in
-                if state.connection !== connection {
-                    state.connection = connection
-                    state.connecting = nil
-                    state.failures = 0
-                    state.retryAfter = nil
-                }
-            }
-            return connection
-        } catch let error as ReconnectBackoff {
-            throw error
-        } catch {
-            state.withLock { state in
-                if state.connecting != nil {
-                    state.connecting = nil
-                    state.failures += 1
-                    // 100 ms doubling, at most 30 s.
-                    state.retryAfter = .now + .milliseconds(min(30_000, 100 << min(state.failures - 1, 9)))
-                }
-            }
-            throw error
-        }
-    }
-
-    func close() async {
-        let connection = state.withLock { state -> APNsConnection? in
-            defer {
-                state.connection = nil
-                state.connecting?.cancel()
-                state.connecting = nil
-            }
-            return state.connection
-        }
-        await connection?.close()
-    }
-}
-
-private struct ReconnectBackoff: Error, CustomStringConvertible {
-    var description: String { "waiting before reconnecting after a failed connection" }
 }

@@ -1,30 +1,49 @@
 import AsyncHTTPClient
 import Foundation
+import HTTP2Streams
 import HeraldCrypto
 import Logging
 import NIOCore
 import NIOFoundationCompat
+import NIOHPACK
 import NIOHTTP1
+import NIOSSL
 import Synchronization
 
 /// Sends messages through FCM's HTTP v1 API for one service account.
 ///
-/// Requests go through AsyncHTTPClient, which speaks HTTP/2 to FCM (ALPN) and keeps its connections
-/// for reuse: the simplest correct client for one host with a stream per message. It writes and
-/// flushes each request's parts separately, which kept an APNs client on it far below its goal
-/// (docs/decisions/2026-11-22-apns-client-on-asynchttpclient.md); the push benchmark decides whether
-/// FCM moves onto the frame-level HTTP/2 stack APNs uses. The access token comes from the
-/// account's token endpoint in exchange for a signed assertion; it is kept until five minutes before
-/// it expires, and fetched again once when FCM refuses it (401).
+/// Messages go over the frame-level HTTP/2 stack the APNs client uses (`HTTP2ConnectionPool`: a few
+/// long-lived connections, two frames per message, a batch handed to each connection at once):
+/// FCM is one host that takes many small requests, the case AsyncHTTPClient served at several times
+/// the CPU per request (docs/benchmarks.md, "push end to end"). The access token comes from the
+/// account's token endpoint — one request an hour, through AsyncHTTPClient — in exchange for a
+/// signed assertion; it is kept until five minutes before it expires, and fetched again once when FCM
+/// refuses it (401).
 public final class FCMClient: Sendable {
     public struct Configuration: Sendable {
         /// FCM's base URL (`HERALD_FCM_URL`); messages go to `<base>/v1/projects/<id>/messages:send`.
         public var baseURL: URL
+        /// Every message's deadline, from when its batch is handed to a connection.
         public var timeout: Duration
+        /// PEM files of extra trust roots (`HERALD_PUSH_CA_FILE`).
+        public var additionalTrustRootFiles: [String]
+        /// HTTP/2 connections to FCM, used in turn.
+        public var connections: Int
+        /// Messages in flight at once per connection, at most (fewer if FCM says so).
+        public var maximumInFlight: Int
 
-        public init(baseURL: URL = URL(string: "https://fcm.googleapis.com")!, timeout: Duration = .seconds(10)) {
+        public init(
+            baseURL: URL = URL(string: "https://fcm.googleapis.com")!,
+            timeout: Duration = .seconds(10),
+            additionalTrustRootFiles: [String] = [],
+            connections: Int = 2,
+            maximumInFlight: Int = 100
+        ) {
             self.baseURL = baseURL
             self.timeout = timeout
+            self.additionalTrustRootFiles = additionalTrustRootFiles
+            self.connections = connections
+            self.maximumInFlight = maximumInFlight
         }
     }
 
@@ -55,7 +74,11 @@ public final class FCMClient: Sendable {
 
     public let account: FCMServiceAccount
     let configuration: Configuration
+    /// For the token endpoint.
     private let http: HTTPClient
+    /// For the messages.
+    private let pool: HTTP2ConnectionPool
+    private let path: String
     private let logger: Logger
     private let now: @Sendable () -> Date
     private let tokens = Mutex(TokenState.none)
@@ -64,48 +87,100 @@ public final class FCMClient: Sendable {
     /// A refused account's sends fail this long without asking the token endpoint again.
     static let refusalPause: TimeInterval = 60
 
+    /// A client for `account`, its messages to `configuration.baseURL` (HTTPS), its access tokens
+    /// through `http`.
     public init(
         account: FCMServiceAccount,
         configuration: Configuration = Configuration(),
         http: HTTPClient,
         logger: Logger,
         now: @escaping @Sendable () -> Date = Date.init
-    ) {
+    ) throws {
+        guard configuration.baseURL.scheme == "https", let host = configuration.baseURL.host, !host.isEmpty else {
+            throw FCMConfigurationError(message: "the FCM URL must be https://host[:port], got '\(configuration.baseURL)'")
+        }
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.applicationProtocols = ["h2"]
+        tls.minimumTLSVersion = .tlsv12
+        tls.additionalTrustRoots = configuration.additionalTrustRootFiles.map { .file($0) }
         self.account = account
         self.configuration = configuration
         self.http = http
+        self.pool = HTTP2ConnectionPool(
+            host: host,
+            port: configuration.baseURL.port ?? 443,
+            tls: try NIOSSLContext(configuration: tls),
+            timeout: configuration.timeout,
+            connections: configuration.connections,
+            maximumInFlight: configuration.maximumInFlight
+        )
+        let base = configuration.baseURL.path.hasSuffix("/") ? String(configuration.baseURL.path.dropLast()) : configuration.baseURL.path
+        self.path = base + "/v1/projects/\(account.projectID)/messages:send"
         self.logger = logger
         self.now = now
     }
 
     /// Sends `message`; what its answer means (network failures and timeouts are `.retry`).
     public func send(_ message: FCMMessage) async -> FCMOutcome {
+        await send([message])[0].outcome
+    }
+
+    /// Sends the messages, a batch over the connections; returns what each answer means and how long
+    /// its stream was open (zero when none was answered), in order. Network failures and timeouts are
+    /// `.retry`. Messages FCM refuses with `UNAUTHENTICATED` are sent once more with a new token.
+    public func send(_ messages: [FCMMessage]) async -> [(outcome: FCMOutcome, elapsed: Duration)] {
         do {
             let token = try await accessToken()
-            var outcome = try await post(message, token: token.value)
-            if case .credentialRejected(let reason) = outcome, reason == "UNAUTHENTICATED" {
+            var results = await post(messages, token: token.value)
+            let refused = results.indices.filter { index in
+                if case .credentialRejected(let reason) = results[index].outcome, reason == "UNAUTHENTICATED" { return true }
+                return false
+            }
+            if !refused.isEmpty {
                 // The token may have been revoked or expired early: one new token, one more try.
                 forget(token)
-                outcome = try await post(message, token: try await accessToken().value)
+                let renewed = try await accessToken()
+                for (index, result) in zip(refused, await post(refused.map { messages[$0] }, token: renewed.value)) {
+                    results[index] = result
+                }
             }
-            return outcome
+            return results
         } catch let failure as TokenFailure {
-            return failure.outcome
+            return messages.map { _ in (failure.outcome, .zero) }
         } catch {
-            return .retry(reason: "FCM could not be reached: \(error)", retryAfter: nil)
+            return messages.map { _ in (.retry(reason: "FCM could not be reached: \(error)", retryAfter: nil), .zero) }
         }
     }
 
-    private func post(_ message: FCMMessage, token: String) async throws -> FCMOutcome {
-        let url = configuration.baseURL.appendingPathComponent("v1/projects/\(account.projectID)/messages:send")
-        var request = HTTPClientRequest(url: url.absoluteString)
-        request.method = .POST
-        request.headers.add(name: "Authorization", value: "Bearer " + token)
-        request.headers.add(name: "Content-Type", value: "application/json; charset=UTF-8")
-        request.body = .bytes(ByteBuffer(bytes: message.body))
-        let response = try await http.execute(request, timeout: .init(configuration.timeout))
-        let body = try await response.body.collect(upTo: 64 * 1024)
-        return FCMOutcome(status: Int(response.status.code), body: Array(buffer: body), retryAfter: response.headers.first(name: "Retry-After"))
+    private func post(_ messages: [FCMMessage], token: String) async -> [(outcome: FCMOutcome, elapsed: Duration)] {
+        let authorization = "Bearer " + token
+        let requests = messages.map { message in
+            let body = message.body
+            var headers = HPACKHeaders()
+            headers.reserveCapacity(7)
+            headers.add(name: ":method", value: "POST")
+            headers.add(name: ":scheme", value: "https")
+            headers.add(name: ":path", value: path)
+            headers.add(name: ":authority", value: pool.authority)
+            headers.add(name: "authorization", value: authorization)
+            headers.add(name: "content-type", value: "application/json; charset=UTF-8")
+            // Differs from message to message: kept out of HPACK's dynamic table (see APNsClient).
+            headers.add(name: "content-length", value: String(body.count), indexing: .nonIndexable)
+            return HTTP2Request(headers: headers, body: ByteBuffer(bytes: body))
+        }
+        return await pool.send(requests).map { result in
+            switch result {
+            case .success(let answer):
+                return (FCMOutcome(status: answer.status, body: Array(answer.body.readableBytesView), retryAfter: answer.retryAfter), answer.elapsed)
+            case .failure(let error):
+                return (.retry(reason: "FCM could not be reached: \(error)", retryAfter: nil), .zero)
+            }
+        }
+    }
+
+    /// Closes the connections to FCM (the token endpoint's client belongs to the caller).
+    public func shutdown() async {
+        await pool.shutdown()
     }
 
     /// The access token in use, fetched when there is none or it is due for renewal; concurrent
@@ -188,4 +263,10 @@ public final class FCMClient: Sendable {
         }
         return AccessToken(value: value, renewAt: issuedAt + max(0, TimeInterval(lifetime) - Self.renewalMargin))
     }
+}
+
+/// An FCM client's configuration that cannot work.
+public struct FCMConfigurationError: Error, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
 }

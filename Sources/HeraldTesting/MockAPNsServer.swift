@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import HTTP2Streams
 import HeraldCrypto
 import NIOConcurrencyHelpers
 import NIOCore

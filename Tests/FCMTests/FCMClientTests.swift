@@ -33,19 +33,21 @@ struct FCMClientTests {
         configuration.tlsConfiguration = tls
         let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         let account = try FCMServiceAccount(json: keyFile(tokenURI: mock.tokenURI, key: key, projectID: projectID, email: email))
-        let client = FCMClient(
+        let client = try FCMClient(
             account: account,
             // A deadline for a machine busy with the whole suite.
-            configuration: .init(baseURL: URL(string: mock.baseURL)!, timeout: .seconds(60)),
+            configuration: .init(baseURL: URL(string: mock.baseURL)!, timeout: .seconds(60), additionalTrustRootFiles: [mock.trustRootFile]),
             http: http,
             logger: Logger(label: "test.fcm")
         )
         do {
             try await body(client)
         } catch {
+            await client.shutdown()
             try? await http.shutdown()
             throw error
         }
+        await client.shutdown()
         try await http.shutdown()
     }
 
@@ -110,6 +112,26 @@ struct FCMClientTests {
             }
             #expect(mock.tokenRequests == 2)
             #expect(mock.messages.count == 2, "the refused request was not recorded as a message")
+        }
+    }
+
+    /// A batch goes over the connections at once; when the token is refused mid-life, the refused
+    /// messages of the batch go again with one new token, and each answer stays with its message.
+    @Test func aBatchIsAnsweredInOrderAndItsRefusedMessagesSentAgainWithOneNewToken() async throws {
+        try await Self.withMock { mock in
+            mock.script("device-7", [.error(status: 404, code: "UNREGISTERED")])
+            try await Self.withClient(mock) { client in
+                #expect(await client.send(Self.refresh("device-0")) == .delivered)
+                mock.revokeAccessTokens()
+                let sent = await client.send((0..<50).map { Self.refresh("device-\($0)") })
+                #expect(sent.count == 50)
+                for (index, result) in sent.enumerated() {
+                    #expect(result.outcome == (index == 7 ? .unregistered(reason: "UNREGISTERED") : .delivered), "message \(index)")
+                    #expect(result.elapsed > .zero)
+                }
+            }
+            #expect(mock.tokenRequests == 2)
+            #expect(Set(mock.messages.dropFirst().map(\.token)) == Set((0..<50).map { "device-\($0)" }))
         }
     }
 

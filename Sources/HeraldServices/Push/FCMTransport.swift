@@ -7,10 +7,9 @@ import Logging
 import Synchronization
 
 /// Where the dispatcher's FCM pushes go: a client per stored service account, chosen by the device's
-/// project (the first credential when the device names none) — or, while none is stored, the log.
-///
-/// Every client shares one AsyncHTTPClient: FCM is one host, reached over HTTP/2 with its connections
-/// kept, and each message is a stream.
+/// project (the oldest usable credential when the device names none) — or, while none is stored, the
+/// log. Each client keeps its own HTTP/2 connections to FCM; the clients share one AsyncHTTPClient for
+/// their token endpoints.
 public final class FCMTransport: PushServiceTransport {
     private struct Entry: Sendable {
         var info: FCMCredentialInfo
@@ -59,20 +58,25 @@ public final class FCMTransport: PushServiceTransport {
                 let account = try FCMServiceAccount(json: keyFile)
                 let configuration = FCMClient.Configuration(
                     baseURL: settings.fcmURL ?? FCMClient.Configuration().baseURL,
-                    timeout: settings.requestTimeout
+                    timeout: settings.requestTimeout,
+                    additionalTrustRootFiles: settings.pushCAFile.map { [$0] } ?? [],
+                    maximumInFlight: settings.concurrency
                 )
-                entries.append(
-                    Entry(info: info, client: .success(FCMClient(account: account, configuration: configuration, http: http, logger: logger)))
-                )
+                let client = try FCMClient(account: account, configuration: configuration, http: http, logger: logger)
+                entries.append(Entry(info: info, client: .success(client)))
             } catch {
                 logger.error("an FCM credential cannot be used", metadata: ["credential": "\(info.name)", "error": "\(error)"])
                 entries.append(Entry(info: info, client: .failure(Unusable(reason: "FCM credential '\(info.name)' cannot be used: \(error)"))))
             }
         }
-        state.withLock { state in
-            state.entries = entries
-            state.fingerprint = fingerprint
+        let old = state.withLock { state -> [Entry] in
+            defer {
+                state.entries = entries
+                state.fingerprint = fingerprint
+            }
+            return state.entries
         }
+        for case .success(let client) in old.map(\.client) { await client.shutdown() }
         if entries.isEmpty {
             logger.notice("no FCM credentials stored: FCM pushes are written to the log, not sent (PUT /v1/fcm/credentials/{name})")
         } else {
@@ -86,27 +90,41 @@ public final class FCMTransport: PushServiceTransport {
         guard !entries.isEmpty else {
             return messages.map { PushHTTP.logged($0, payload: Self.message(for: $0, now: now).body, settings: settings, logger: logger) }
         }
-        let deadline = ContinuousClock.now + settings.batchDeadline
-        return await PushHTTP.map(messages, limit: settings.concurrency) { message in
-            guard ContinuousClock.now < deadline else { return PushHTTP.notSent }
+        var results = [(result: PushResult, elapsed: Duration)?](repeating: nil, count: messages.count)
+        var shares: [Int: [Int]] = [:]  // entry → indices of its messages
+        for (index, message) in messages.enumerated() {
             // A device names its project; without one, it belongs to the oldest usable credential's.
             let project = message.address.topic
             let entry =
                 project.isEmpty
-                ? entries.first { if case .success = $0.client { true } else { false } } ?? entries.first
-                : entries.first { $0.info.projectID == project }
-            guard let entry else {
-                return (PushResult(.permanent, reason: "no FCM credential for project '\(project)'"), .zero)
-            }
-            switch entry.client {
-            case .failure(let unusable):
-                return (PushResult(.permanent, reason: unusable.reason), .zero)
-            case .success(let client):
-                let start = ContinuousClock.now
-                let outcome = await client.send(Self.message(for: message, now: now))
-                return (PushResult(outcome, credential: entry.info.name), ContinuousClock.now - start)
+                ? entries.firstIndex { if case .success = $0.client { true } else { false } } ?? entries.indices.first
+                : entries.firstIndex { $0.info.projectID == project }
+            if let entry {
+                shares[entry, default: []].append(index)
+            } else {
+                results[index] = (PushResult(.permanent, reason: "no FCM credential for project '\(project)'"), .zero)
             }
         }
+        await withTaskGroup(of: [(Int, (result: PushResult, elapsed: Duration))].self) { group in
+            for (entry, indices) in shares {
+                let name = entries[entry].info.name
+                switch entries[entry].client {
+                case .failure(let unusable):
+                    for index in indices { results[index] = (PushResult(.permanent, reason: unusable.reason), .zero) }
+                case .success(let client):
+                    let batch = indices.map { Self.message(for: messages[$0], now: now) }
+                    group.addTask {
+                        zip(indices, await client.send(batch)).map { index, sent in
+                            (index, (PushResult(sent.outcome, credential: name), sent.elapsed))
+                        }
+                    }
+                }
+            }
+            for await share in group {
+                for (index, result) in share { results[index] = result }
+            }
+        }
+        return results.map { $0! }
     }
 
     /// FCM's largest message payload.
@@ -151,6 +169,11 @@ public final class FCMTransport: PushServiceTransport {
     }
 
     public func shutdown() async {
+        let entries = state.withLock { state -> [Entry] in
+            defer { state.entries = [] }
+            return state.entries
+        }
+        for case .success(let client) in entries.map(\.client) { await client.shutdown() }
         try? await http.shutdown()
     }
 }

@@ -3,17 +3,17 @@ import NIOHTTP2
 import NIOPosix
 import NIOSSL
 
-/// One HTTP/2 connection over TLS to an APNs host.
+/// One HTTP/2 connection over TLS to a push service's host.
 ///
-/// The streams are run by an `APNsStreamsHandler` at the frame level; a batch of pushes crosses to the
-/// connection's event loop once and is written with one flush. Once the connection retires (GOAWAY,
-/// stream ids used up, closed) the client replaces it.
-final class APNsConnection: Sendable {
+/// The streams are run by an `HTTP2StreamsHandler` at the frame level; a batch of requests crosses to
+/// the connection's event loop once and is written with one flush. Once the connection retires
+/// (GOAWAY, stream ids used up, closed) the pool replaces it.
+final class HTTP2Connection: Sendable {
     let channel: any Channel
-    private let handler: NIOLoopBound<APNsStreamsHandler>
+    private let handler: NIOLoopBound<HTTP2StreamsHandler>
     private let retiring: RetirementFlag
 
-    private init(channel: any Channel, handler: NIOLoopBound<APNsStreamsHandler>, retiring: RetirementFlag) {
+    private init(channel: any Channel, handler: NIOLoopBound<HTTP2StreamsHandler>, retiring: RetirementFlag) {
         self.channel = channel
         self.handler = handler
         self.retiring = retiring
@@ -39,7 +39,7 @@ final class APNsConnection: Sendable {
         timeout: Duration,
         maximumInFlight: Int,
         connected: (@Sendable (any Channel) async throws -> Void)? = nil
-    ) async throws -> APNsConnection {
+    ) async throws -> HTTP2Connection {
         let serverHostname = host.first?.isNumber == true || host.contains(":") ? nil : host
         let retiring = RetirementFlag()
         let (channel, handler) = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -47,7 +47,7 @@ final class APNsConnection: Sendable {
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .connect(host: host, port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    let handler = APNsStreamsHandler(timeout: timeout, maximumInFlight: maximumInFlight, retiring: retiring)
+                    let handler = HTTP2StreamsHandler(timeout: timeout, maximumInFlight: maximumInFlight, retiring: retiring)
                     try channel.pipeline.syncOperations.addHandlers([
                         NIOSSLClientHandler(context: tls, serverHostname: serverHostname),
                         NIOHTTP2Handler(mode: .client, connectionConfiguration: Self.connection, streamConfiguration: Self.streams),
@@ -57,14 +57,14 @@ final class APNsConnection: Sendable {
                 }
             }
         try await connected?(channel)
-        return APNsConnection(channel: channel, handler: handler, retiring: retiring)
+        return HTTP2Connection(channel: channel, handler: handler, retiring: retiring)
     }
 
     /// NIOHTTP2 checks every header of every frame, both ways, byte by byte against RFC 9113's rules;
     /// with a provider token of a few hundred bytes on each push that was the largest part of the
-    /// client's CPU. The requests' headers are built here from values checked when they were stored
-    /// (hex device tokens, topics, the token this client signs), and of an answer only `:status` and
-    /// the body are read.
+    /// client's CPU. The requests' headers are built by the clients from values checked when they were
+    /// stored (hex device tokens, topics, project ids, the tokens the clients hold), and of an answer
+    /// only `:status`, `retry-after` and the body are read.
     static let connection: NIOHTTP2Handler.ConnectionConfiguration = {
         var connection = NIOHTTP2Handler.ConnectionConfiguration()
         connection.headerBlockValidation = .disabled
@@ -84,10 +84,10 @@ final class APNsConnection: Sendable {
     }()
 
     /// Sends the requests and returns each one's answer or why it has none, in order.
-    func send(_ requests: [APNsRequest]) async -> [Result<APNsAnswer, APNsConnectionError>] {
-        let promise = channel.eventLoop.makePromise(of: [Result<APNsAnswer, APNsConnectionError>].self)
+    func send(_ requests: [HTTP2Request]) async -> [Result<HTTP2Answer, HTTP2ConnectionError>] {
+        let promise = channel.eventLoop.makePromise(of: [Result<HTTP2Answer, HTTP2ConnectionError>].self)
         channel.eventLoop.execute { [handler] in
-            handler.value.submit(requests, to: APNsBatch(count: requests.count, promise: promise))
+            handler.value.submit(requests, to: HTTP2Batch(count: requests.count, promise: promise))
         }
         // The batch completes every request (answer, deadline, or the connection's end); it never fails.
         return (try? await promise.futureResult.get()) ?? requests.map { _ in .failure(.closed) }

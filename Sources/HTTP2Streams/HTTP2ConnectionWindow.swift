@@ -5,7 +5,7 @@ import NIOHTTP2
 ///
 /// NIOHTTP2's stream multiplexer does this for its users; a handler that reads frames straight from
 /// `NIOHTTP2Handler` must do it itself, or the peer stalls once 64 KiB of bodies have arrived over
-/// the connection's life. (Stream windows need no care here: every body APNs traffic carries is at
+/// the connection's life. (Stream windows need no care here: every answer APNs or FCM sends is at
 /// most 4 KiB, far below a stream's initial 64 KiB.)
 public struct HTTP2ConnectionWindow {
     private var unacknowledged = 0

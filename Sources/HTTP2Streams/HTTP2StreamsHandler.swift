@@ -3,27 +3,34 @@ import NIOHPACK
 import NIOHTTP2
 
 /// One request as a connection sends it: the whole header block (pseudo-headers included) and the body.
-struct APNsRequest: Sendable {
-    var headers: HPACKHeaders
-    var body: ByteBuffer
+public struct HTTP2Request: Sendable {
+    public var headers: HPACKHeaders
+    public var body: ByteBuffer
+
+    public init(headers: HPACKHeaders, body: ByteBuffer) {
+        self.headers = headers
+        self.body = body
+    }
 }
 
-/// What came back for one request: the status and body, and how long the stream was open.
-struct APNsAnswer: Sendable {
-    var status: Int
-    var body: ByteBuffer
-    var elapsed: Duration
+/// What came back for one request: the status, `Retry-After` when the answer had one, the body, and
+/// how long the stream was open. (Of an answer's headers only these two are read.)
+public struct HTTP2Answer: Sendable {
+    public var status: Int
+    public var retryAfter: String?
+    public var body: ByteBuffer
+    public var elapsed: Duration
 }
 
-enum APNsConnectionError: Error, Sendable, CustomStringConvertible {
+public enum HTTP2ConnectionError: Error, Sendable, CustomStringConvertible {
     case timeout
     case closed
     case failed(String)
-    /// The request never left: the connection failed or retired while it waited for a stream. APNs
-    /// cannot have seen it, so it is safe to send again at once on another connection.
+    /// The request never left: the connection failed or retired while it waited for a stream. The
+    /// server cannot have seen it, so it is safe to send again at once on another connection.
     case notSent(String)
 
-    var description: String {
+    public var description: String {
         switch self {
         case .timeout: return "timeout: no answer before the deadline"
         case .closed: return "the stream closed before an answer (GOAWAY or a dropped connection)"
@@ -35,21 +42,21 @@ enum APNsConnectionError: Error, Sendable, CustomStringConvertible {
 
 /// The outcomes of one batch of requests on one connection, completed once every request has one.
 /// Confined to the connection's event loop.
-final class APNsBatch {
-    private var outcomes: [Result<APNsAnswer, APNsConnectionError>]
+final class HTTP2Batch {
+    private var outcomes: [Result<HTTP2Answer, HTTP2ConnectionError>]
     private var remaining: Int
-    private let promise: EventLoopPromise<[Result<APNsAnswer, APNsConnectionError>]>
+    private let promise: EventLoopPromise<[Result<HTTP2Answer, HTTP2ConnectionError>]>
     /// Fails what is left of the batch when it is due.
     var deadline: Scheduled<Void>?
 
-    init(count: Int, promise: EventLoopPromise<[Result<APNsAnswer, APNsConnectionError>]>) {
+    init(count: Int, promise: EventLoopPromise<[Result<HTTP2Answer, HTTP2ConnectionError>]>) {
         outcomes = Array(repeating: .failure(.closed), count: count)
         remaining = count
         self.promise = promise
         if count == 0 { promise.succeed([]) }
     }
 
-    func complete(_ index: Int, _ outcome: Result<APNsAnswer, APNsConnectionError>) {
+    func complete(_ index: Int, _ outcome: Result<HTTP2Answer, HTTP2ConnectionError>) {
         outcomes[index] = outcome
         remaining -= 1
         if remaining == 0 {
@@ -59,33 +66,35 @@ final class APNsBatch {
     }
 }
 
-/// Runs the streams of one APNs connection at the frame level, below which sits `NIOHTTP2Handler`.
+/// Runs the streams of one HTTP/2 connection at the frame level, below which sits `NIOHTTP2Handler`:
+/// what the APNs and FCM clients send their pushes over.
 ///
-/// Why not a stream channel per push (NIOHTTP2's multiplexer, and the HTTP/1 codec on each): that
-/// costs a channel, a pipeline and several handlers per request, and was most of the client's CPU.
-/// Here a push is two frames written straight to the connection — HEADERS and DATA — and its answer
-/// is matched by stream id. Streams beyond the server's `SETTINGS_MAX_CONCURRENT_STREAMS` (or the
+/// Why not a stream channel per request (NIOHTTP2's multiplexer, and the HTTP/1 codec on each): that
+/// costs a channel, a pipeline and several handlers per request, and was most of the APNs client's
+/// CPU. Here a request is two frames written straight to the connection — HEADERS and DATA — and its
+/// answer is matched by stream id. Streams beyond the server's `SETTINGS_MAX_CONCURRENT_STREAMS` (or the
 /// client's own bound, whichever is lower) wait here; none is sent before the server's first SETTINGS
 /// frame. A batch has one deadline, from when it is handed over: what is unanswered then fails as
 /// `timeout` (and its open streams are reset).
 /// On GOAWAY, streams the server did not process fail as `closed` (the caller retries them on a new
 /// connection) and the connection takes no new ones.
-final class APNsStreamsHandler: ChannelInboundHandler {
+final class HTTP2StreamsHandler: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
 
     private struct Stream {
-        var batch: APNsBatch
+        var batch: HTTP2Batch
         var index: Int
         var started: NIODeadline
         var status: Int?
+        var retryAfter: String?
         var body: ByteBuffer?
     }
 
     private struct Waiting {
-        var batch: APNsBatch
+        var batch: HTTP2Batch
         var index: Int
-        var request: APNsRequest
+        var request: HTTP2Request
     }
 
     private let timeout: TimeAmount
@@ -120,7 +129,7 @@ final class APNsStreamsHandler: ChannelInboundHandler {
     }
 
     /// Queues the batch's requests and starts as many streams as the limits allow.
-    func submit(_ requests: [APNsRequest], to batch: APNsBatch) {
+    func submit(_ requests: [HTTP2Request], to batch: HTTP2Batch) {
         guard let context, !retiring.isSet else {
             for index in requests.indices { batch.complete(index, .failure(.notSent("the connection retired"))) }
             return
@@ -170,6 +179,7 @@ final class APNsStreamsHandler: ChannelInboundHandler {
         case .headers(let headers):
             if streams[id] != nil {
                 if let status = headers.headers.first(name: ":status").flatMap({ Int($0) }) { streams[id]?.status = status }
+                if let retryAfter = headers.headers.first(name: "retry-after") { streams[id]?.retryAfter = retryAfter }
                 if headers.endStream { answer(id) }
             }
         case .data(let data):
@@ -239,10 +249,20 @@ final class APNsStreamsHandler: ChannelInboundHandler {
             return
         }
         let elapsed = NIODeadline.now() - stream.started
-        finish(id, .success(APNsAnswer(status: status, body: stream.body ?? ByteBuffer(), elapsed: .nanoseconds(elapsed.nanoseconds))))
+        finish(
+            id,
+            .success(
+                HTTP2Answer(
+                    status: status,
+                    retryAfter: stream.retryAfter,
+                    body: stream.body ?? ByteBuffer(),
+                    elapsed: .nanoseconds(elapsed.nanoseconds)
+                )
+            )
+        )
     }
 
-    private func finish(_ id: Int32, _ outcome: Result<APNsAnswer, APNsConnectionError>) {
+    private func finish(_ id: Int32, _ outcome: Result<HTTP2Answer, HTTP2ConnectionError>) {
         guard let stream = streams.removeValue(forKey: id) else { return }
         stream.batch.complete(stream.index, outcome)
         if let context, retiring.isSet {
@@ -252,7 +272,7 @@ final class APNsStreamsHandler: ChannelInboundHandler {
         }
     }
 
-    private func expire(_ batch: APNsBatch) {
+    private func expire(_ batch: HTTP2Batch) {
         // The waiting ones first: finishing a stream below starts waiting ones.
         let late = waiting.filter { $0.batch === batch }
         waiting.removeAll { $0.batch === batch }
@@ -274,7 +294,7 @@ final class APNsStreamsHandler: ChannelInboundHandler {
         if streams.isEmpty { context.close(promise: nil) }
     }
 
-    private func failEverything(_ error: APNsConnectionError) {
+    private func failEverything(_ error: HTTP2ConnectionError) {
         while let next = waiting.popFirst() { next.batch.complete(next.index, .failure(.notSent("\(error)"))) }
         let open = streams
         streams.removeAll()
