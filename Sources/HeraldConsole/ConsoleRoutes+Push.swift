@@ -73,7 +73,12 @@ extension ConsoleRoutes {
         console.post("push/fcm-credentials") { request, context in
             let (form, session) = try await requireUpload(FCMCredentialForm.self, request, context: context)
             guard let file = form.file, !file.isEmpty else {
-                return try await pushPage(request, session: session, problem: "Choose the service account's key file (.json).", status: .unprocessableContent)
+                return try await pushPage(
+                    request,
+                    session: session,
+                    problem: "Choose the service account's key file (.json).",
+                    status: .unprocessableContent
+                )
             }
             let answer = try await actions.putFCMCredential(form.name, Array(file))
             guard answer.succeeded else {

@@ -75,7 +75,9 @@ public final class MockWebPushService: Sendable {
             var headers: [String: String] = [:]
             for field in request.headers { headers[field.name.canonicalName] = field.value }
             func answer(_ status: Int, plaintext: [UInt8]? = nil, retryAfter: Int? = nil) -> Response {
-                state.withLockedValue { $0.pushes.append(Push(subscription: id, headers: headers, plaintext: plaintext, status: status, receivedAt: Date())) }
+                state.withLockedValue {
+                    $0.pushes.append(Push(subscription: id, headers: headers, plaintext: plaintext, status: status, receivedAt: Date()))
+                }
                 var response = Response(status: .init(code: status))
                 if let retryAfter { response.headers[.retryAfter] = String(retryAfter) }
                 return response
