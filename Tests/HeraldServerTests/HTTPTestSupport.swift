@@ -92,3 +92,33 @@ extension Template {
     /// (the test support's, which the store tests send with too).
     static let plain = StoreWorld.template
 }
+
+/// Sends the plain template's notification titled `title` to `users` in the `feed` channel through
+/// the store, as the admin API does (its transaction writes the push outboxes); returns its id.
+@discardableResult
+func sendThroughStore(_ db: TestDatabase, _ title: String, to users: [String], push: PushOptions = PushOptions()) async throws -> Int64 {
+    let template = try #require(try await TemplateStore(client: db.client).get("plain"))
+    let content = try template.template.renderNotification(variables: ["title": .string(title)], userVariables: [:])
+    let draft = NotificationDraft(
+        channelURL: "feed",
+        templateKey: "plain",
+        templateVersion: template.version,
+        variables: ["title": .string(title)],
+        content: content,
+        category: "news",
+        tags: [],
+        eventDeadline: nil,
+        push: push,
+        audience: .targets(users)
+    )
+    guard
+        case .created(let stored, _) = try await NotificationStore(client: db.client).send(
+            draft,
+            idempotency: nil,
+            respond: { _ in StoredResponse(status: 201, body: []) }
+        )
+    else {
+        throw CancellationError()
+    }
+    return stored.id
+}

@@ -113,28 +113,7 @@ struct PushServicesTests {
         /// Sends a notification to `users` through the store (its transaction writes the outbox).
         @discardableResult
         func send(_ title: String, to users: [String], push: PushOptions = PushOptions()) async throws -> Int64 {
-            let template = try #require(try await TemplateStore(client: db.client).get("plain"))
-            let content = try template.template.renderNotification(variables: ["title": .string(title)], userVariables: [:])
-            let draft = NotificationDraft(
-                channelURL: "feed",
-                templateKey: "plain",
-                templateVersion: template.version,
-                variables: ["title": .string(title)],
-                content: content,
-                category: "news",
-                tags: [],
-                eventDeadline: nil,
-                push: push,
-                audience: .targets(users)
-            )
-            guard
-                case .created(let stored, _) = try await NotificationStore(client: db.client).send(
-                    draft,
-                    idempotency: nil,
-                    respond: { _ in StoredResponse(status: 201, body: []) }
-                )
-            else { throw CancellationError() }
-            return stored.id
+            try await sendThroughStore(db, title, to: users, push: push)
         }
 
         /// An alert's push options.

@@ -52,6 +52,14 @@ public struct APIError: Error, HTTPResponseError, Sendable, Equatable {
 }
 
 extension APIError {
+    /// A route that keeps secrets sealed, on a server without the key that seals them: `what` says
+    /// what cannot be kept ("credentials cannot be stored").
+    static func secretsUnavailable(_ what: String) -> APIError {
+        APIError(.serviceUnavailable, code: "secrets_unavailable", message: "No secret key is configured (HERALD_SECRET_KEY), so \(what).")
+    }
+}
+
+extension APIError {
     public static let internalError = APIError(.internalServerError, code: "internal_error", message: "An internal error occurred.")
 
     public static let databaseUnavailable = APIError(

@@ -49,11 +49,7 @@ struct APNsController: Sendable {
 
     private func store() throws -> APNsCredentialStore {
         guard let credentials else {
-            throw APIError(
-                .serviceUnavailable,
-                code: "secrets_unavailable",
-                message: "No secret key is configured (HERALD_SECRET_KEY), so credentials cannot be stored."
-            )
+            throw APIError.secretsUnavailable("credentials cannot be stored")
         }
         return credentials
     }

@@ -67,11 +67,7 @@ struct FCMController: Sendable {
 
     private func store() throws -> FCMCredentialStore {
         guard let credentials else {
-            throw APIError(
-                .serviceUnavailable,
-                code: "secrets_unavailable",
-                message: "No secret key is configured (HERALD_SECRET_KEY), so credentials cannot be stored."
-            )
+            throw APIError.secretsUnavailable("credentials cannot be stored")
         }
         return credentials
     }

@@ -42,11 +42,7 @@ struct WebPushController: Sendable {
 
     private func secretBox() throws -> SecretBox {
         guard let secrets else {
-            throw APIError(
-                .serviceUnavailable,
-                code: "secrets_unavailable",
-                message: "No secret key is configured (HERALD_SECRET_KEY), so the VAPID key cannot be kept."
-            )
+            throw APIError.secretsUnavailable("the VAPID key cannot be kept")
         }
         return secrets
     }

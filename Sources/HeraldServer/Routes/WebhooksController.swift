@@ -67,11 +67,7 @@ struct WebhooksController: Sendable {
 
     private func store() throws -> WebhookStore {
         guard let webhooks else {
-            throw APIError(
-                .serviceUnavailable,
-                code: "secrets_unavailable",
-                message: "No secret key is configured (HERALD_SECRET_KEY), so webhook secrets cannot be stored."
-            )
+            throw APIError.secretsUnavailable("webhook secrets cannot be stored")
         }
         return webhooks
     }
