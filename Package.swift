@@ -168,13 +168,15 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
-        // The FCM HTTP v1 client: the service account, its RS256 assertion and access tokens, messages
-        // and the error taxonomy, over AsyncHTTPClient (HTTP/2).
+        // The FCM HTTP v1 client: the service account, its RS256 assertion and access tokens (the token
+        // endpoint through AsyncHTTPClient), messages over HTTP2Streams, and the error taxonomy.
         .target(
             name: "FCM",
             dependencies: [
                 "HeraldCrypto",
                 "HTTP2Streams",
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

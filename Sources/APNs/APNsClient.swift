@@ -137,7 +137,7 @@ public final class APNsClient: Sendable {
                 outcomes[index] = (APNsResult(outcome: .transient, status: nil, reason: "\(HTTP2ConnectionError.timeout)"), .zero)
             case .failure(let error):
                 // No answer: the connection failed, or went away (GOAWAY) before this stream was
-                // processed. Worth retrying — on a new connection, which the slot makes.
+                // processed. Worth retrying — on a new connection, which the pool makes.
                 outcomes[index] = (APNsResult(outcome: .transient, status: nil, reason: "connection: \(error)"), .zero)
             }
         }

@@ -15,7 +15,7 @@ import Synchronization
 /// Messages go over the frame-level HTTP/2 stack the APNs client uses (`HTTP2ConnectionPool`: a few
 /// long-lived connections, two frames per message, a batch handed to each connection at once):
 /// FCM is one host that takes many small requests, the case AsyncHTTPClient served at several times
-/// the CPU per request (docs/benchmarks.md, "push end to end"). The access token comes from the
+/// the CPU per request (docs/benchmarks.md, "push services end to end"). The access token comes from the
 /// account's token endpoint — one request an hour, through AsyncHTTPClient — in exchange for a
 /// signed assertion; it is kept until five minutes before it expires, and fetched again once when FCM
 /// refuses it (401).
@@ -127,29 +127,45 @@ public final class FCMClient: Sendable {
 
     /// Sends the messages, a batch over the connections; returns what each answer means and how long
     /// its stream was open (zero when none was answered), in order. Network failures and timeouts are
-    /// `.retry`. Messages FCM refuses with `UNAUTHENTICATED` are sent once more with a new token.
-    public func send(_ messages: [FCMMessage]) async -> [(outcome: FCMOutcome, elapsed: Duration)] {
-        do {
-            let token = try await accessToken()
-            var results = await post(messages, token: token.value)
-            let refused = results.indices.filter { index in
-                if case .credentialRejected(let reason) = results[index].outcome, reason == "UNAUTHENTICATED" { return true }
-                return false
-            }
-            if !refused.isEmpty {
-                // The token may have been revoked or expired early: one new token, one more try.
-                forget(token)
-                let renewed = try await accessToken()
-                for (index, result) in zip(refused, await post(refused.map { messages[$0] }, token: renewed.value)) {
-                    results[index] = result
-                }
-            }
-            return results
-        } catch let failure as TokenFailure {
-            return messages.map { _ in (failure.outcome, .zero) }
-        } catch {
-            return messages.map { _ in (.retry(reason: "FCM could not be reached: \(error)", retryAfter: nil), .zero) }
+    /// `.retry`. Messages FCM refuses with `UNAUTHENTICATED` are sent once more with a new token. What
+    /// has not been sent by `deadline` is not sent (`.retry`): the caller's claim on it may be lapsing.
+    public func send(_ messages: [FCMMessage], deadline: ContinuousClock.Instant? = nil) async -> [(outcome: FCMOutcome, elapsed: Duration)] {
+        func notSent(_ count: Int) -> [(outcome: FCMOutcome, elapsed: Duration)] {
+            Array(repeating: (.retry(reason: "not sent: the batch's time ran out", retryAfter: nil), .zero), count: count)
         }
+        func failed(_ error: any Error, _ count: Int) -> [(outcome: FCMOutcome, elapsed: Duration)] {
+            let outcome = (error as? TokenFailure)?.outcome ?? .retry(reason: "FCM could not be reached: \(error)", retryAfter: nil)
+            return Array(repeating: (outcome, .zero), count: count)
+        }
+        let token: AccessToken
+        do {
+            token = try await accessToken()
+        } catch {
+            return failed(error, messages.count)
+        }
+        if let deadline, ContinuousClock.now >= deadline { return notSent(messages.count) }
+        var results = await post(messages, token: token.value)
+        let refused = results.indices.filter { index in
+            if case .credentialRejected(let reason) = results[index].outcome, reason == "UNAUTHENTICATED" { return true }
+            return false
+        }
+        guard !refused.isEmpty else { return results }
+        // The token may have been revoked or expired early: one new token, one more try — for the
+        // refused messages only; the others keep what FCM answered them.
+        forget(token)
+        let again: [(outcome: FCMOutcome, elapsed: Duration)]
+        do {
+            let renewed = try await accessToken()
+            if let deadline, ContinuousClock.now >= deadline {
+                again = notSent(refused.count)
+            } else {
+                again = await post(refused.map { messages[$0] }, token: renewed.value)
+            }
+        } catch {
+            again = failed(error, refused.count)
+        }
+        for (index, result) in zip(refused, again) { results[index] = result }
+        return results
     }
 
     private func post(_ messages: [FCMMessage], token: String) async -> [(outcome: FCMOutcome, elapsed: Duration)] {
@@ -253,7 +269,10 @@ public final class FCMClient: Sendable {
             throw TokenFailure(outcome: .retry(reason: "the token endpoint could not be reached: \(error)", retryAfter: nil))
         }
         let object = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any]
-        guard response.status == .ok, let value = object?["access_token"] as? String, let lifetime = object?["expires_in"] as? Int else {
+        // The token goes out in a header the frame-level client sends unchecked: visible ASCII only.
+        guard response.status == .ok, let value = object?["access_token"] as? String, !value.isEmpty,
+            value.utf8.allSatisfy({ (0x21...0x7E).contains($0) }), let lifetime = object?["expires_in"] as? Int
+        else {
             let reason = (object?["error_description"] as? String) ?? (object?["error"] as? String) ?? "HTTP \(response.status.code)"
             if response.status.code >= 500 || response.status.code == 429 {
                 throw TokenFailure(outcome: .retry(reason: "the token endpoint: \(reason)", retryAfter: nil))

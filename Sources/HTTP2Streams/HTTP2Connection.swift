@@ -23,7 +23,7 @@ final class HTTP2Connection: Sendable {
     var isUsable: Bool { channel.isActive && !retiring.isSet }
 
     /// Connects to `host:port` (TLS with ALPN `h2`, SNI for names) within `timeout`. Every request's
-    /// deadline is `timeout` from when its stream starts; at most `maximumInFlight` streams are open
+    /// deadline is `timeout` from when its batch is handed to the connection; at most `maximumInFlight` streams are open
     /// at once (fewer if the server says so).
     ///
     /// The whole pipeline is built by the channel initializer, on the event loop, before the

@@ -105,7 +105,7 @@ public final class HTTP2ConnectionPool: Sendable {
         return answered
     }
 
-    /// Closes the connections.
+    /// Closes the connections; a send after it fails without connecting.
     public func shutdown() async {
         for slot in slots { await slot.close() }
     }
@@ -119,6 +119,8 @@ private final class ConnectionSlot: Sendable {
         var connecting: Task<HTTP2Connection, any Error>?
         var failures = 0
         var retryAfter: ContinuousClock.Instant?
+        /// Set by `close()`: no connection is made or kept after it.
+        var closed = false
     }
 
     private enum Lease {
@@ -130,6 +132,7 @@ private final class ConnectionSlot: Sendable {
 
     func connection(_ connect: @escaping @Sendable () async throws -> HTTP2Connection) async throws -> HTTP2Connection {
         let lease = try state.withLock { state -> Lease in
+            if state.closed { throw PoolClosed() }
             if let connection = state.connection, connection.isUsable { return .ready(connection) }
             if let connecting = state.connecting { return .connecting(connecting) }
             if let retryAfter = state.retryAfter, ContinuousClock.now < retryAfter {
@@ -146,13 +149,20 @@ private final class ConnectionSlot: Sendable {
         }
         do {
             let connection = try await task.value
-            state.withLock { state in
+            let kept = state.withLock { state -> Bool in
+                // A connection that comes in after `close()` is closed, never kept.
+                guard !state.closed else { return false }
                 if state.connection !== connection {
                     state.connection = connection
                     state.connecting = nil
                     state.failures = 0
                     state.retryAfter = nil
                 }
+                return true
+            }
+            guard kept else {
+                await connection.close()
+                throw PoolClosed()
             }
             return connection
         } catch let error as ReconnectBackoff {
@@ -173,6 +183,7 @@ private final class ConnectionSlot: Sendable {
     func close() async {
         let connection = state.withLock { state -> HTTP2Connection? in
             defer {
+                state.closed = true
                 state.connection = nil
                 state.connecting?.cancel()
                 state.connecting = nil
@@ -181,6 +192,10 @@ private final class ConnectionSlot: Sendable {
         }
         await connection?.close()
     }
+}
+
+private struct PoolClosed: Error, CustomStringConvertible {
+    var description: String { "the connections were closed" }
 }
 
 private struct ReconnectBackoff: Error, CustomStringConvertible {

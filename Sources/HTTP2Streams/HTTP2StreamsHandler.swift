@@ -178,8 +178,11 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
         switch frame.payload {
         case .headers(let headers):
             if streams[id] != nil {
-                if let status = headers.headers.first(name: ":status").flatMap({ Int($0) }) { streams[id]?.status = status }
-                if let retryAfter = headers.headers.first(name: "retry-after") { streams[id]?.retryAfter = retryAfter }
+                if let status = headers.headers.first(name: ":status").flatMap({ Int($0) }) {
+                    // A new status block (a final answer after a 1xx) brings its own headers.
+                    streams[id]?.status = status
+                    streams[id]?.retryAfter = headers.headers.first(name: "retry-after")
+                }
                 if headers.endStream { answer(id) }
             }
         case .data(let data):

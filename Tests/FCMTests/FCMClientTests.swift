@@ -135,6 +135,23 @@ struct FCMClientTests {
         }
     }
 
+    /// Only the messages FCM refused go again with a new token; the others keep their answers, and
+    /// one refused twice is the credential's failure.
+    @Test func onlyTheRefusedMessagesOfABatchGoAgain() async throws {
+        try await Self.withMock { mock in
+            mock.script("device-3", [.error(status: 401, code: "UNAUTHENTICATED"), .error(status: 401, code: "UNAUTHENTICATED")])
+            mock.script("device-5", [.error(status: 401, code: "UNAUTHENTICATED")])
+            try await Self.withClient(mock) { client in
+                let sent = await client.send((0..<8).map { Self.refresh("device-\($0)") })
+                #expect(sent.map(\.outcome) == (0..<8).map { $0 == 3 ? .credentialRejected(reason: "UNAUTHENTICATED") : .delivered })
+            }
+            #expect(mock.tokenRequests == 2)
+            // Eight first, then the two refused ones again.
+            #expect(mock.messages.count == 10)
+            #expect(Set(mock.messages.suffix(2).map(\.token)) == ["device-3", "device-5"])
+        }
+    }
+
     @Test func answersAreSortedByWhatTheyMeanForTheDevice() async throws {
         try await Self.withMock { mock in
             mock.script(

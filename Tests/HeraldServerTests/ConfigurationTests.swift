@@ -139,7 +139,8 @@ struct ConfigurationTests {
         #expect(set.fcmURL?.absoluteString == "https://fcm.proxy.example:8443")
         #expect(set.pushCAFile == "/etc/ssl/proxy.pem" && set.vapidSubject == "https://example.com/contact")
         for environment in [
-            ["HERALD_FCM_URL": "fcm.googleapis.com"], ["HERALD_FCM_URL": "ftp://x"], ["HERALD_VAPID_SUBJECT": "ops@example.com"],
+            ["HERALD_FCM_URL": "fcm.googleapis.com"], ["HERALD_FCM_URL": "ftp://x"], ["HERALD_FCM_URL": "http://fcm.proxy.example"],
+            ["HERALD_VAPID_SUBJECT": "ops@example.com"],
             ["HERALD_VAPID_SUBJECT": "mailto:admin@localhost"],
         ] {
             #expect(throws: ConfigurationError.self, "\(environment)") { try HeraldConfiguration.resolve(environment: environment) }

@@ -200,7 +200,7 @@ public struct HeraldConfiguration: Sendable {
         }
         if let streams = try integer(nil, "HERALD_PUSH_STREAMS") { configuration.pushStreams = streams }
         guard (1...1_000).contains(configuration.pushStreams) else {
-            throw ConfigurationError("the pushes in flight per APNs connection and per FCM or Web Push lane must be between 1 and 1000")
+            throw ConfigurationError("the pushes in flight per APNs or FCM connection and in the Web Push lane must be between 1 and 1000")
         }
         guard (1...100_000).contains(configuration.fanoutBatchSize) else {
             throw ConfigurationError("the fan-out batch size must be between 1 and 100000")
@@ -235,8 +235,9 @@ public struct HeraldConfiguration: Sendable {
         configuration.apnsURL = value(nil, "HERALD_APNS_URL")
         configuration.apnsCAFile = value(nil, "HERALD_APNS_CA_FILE")
         if let text = value(nil, "HERALD_FCM_URL") {
-            guard let url = URL(string: text), url.scheme == "https" || url.scheme == "http", url.host?.isEmpty == false else {
-                throw ConfigurationError("HERALD_FCM_URL must be an http(s) URL such as https://fcm.googleapis.com, got '\(text)'")
+            // Messages go over HTTP/2 with TLS (ALPN h2), as FCM takes them; so must a proxy.
+            guard let url = URL(string: text), url.scheme == "https", url.host?.isEmpty == false else {
+                throw ConfigurationError("HERALD_FCM_URL must be an https URL (HTTP/2) such as https://fcm.googleapis.com, got '\(text)'")
             }
             configuration.fcmURL = url
         }

@@ -105,6 +105,7 @@ public final class FCMTransport: PushServiceTransport {
                 results[index] = (PushResult(.permanent, reason: "no FCM credential for project '\(project)'"), .zero)
             }
         }
+        let deadline = ContinuousClock.now + settings.batchDeadline
         await withTaskGroup(of: [(Int, (result: PushResult, elapsed: Duration))].self) { group in
             for (entry, indices) in shares {
                 let name = entries[entry].info.name
@@ -114,7 +115,7 @@ public final class FCMTransport: PushServiceTransport {
                 case .success(let client):
                     let batch = indices.map { Self.message(for: messages[$0], now: now) }
                     group.addTask {
-                        zip(indices, await client.send(batch)).map { index, sent in
+                        zip(indices, await client.send(batch, deadline: deadline)).map { index, sent in
                             (index, (PushResult(sent.outcome, credential: name), sent.elapsed))
                         }
                     }

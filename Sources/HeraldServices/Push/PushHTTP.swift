@@ -4,7 +4,8 @@ import HeraldStore
 import Logging
 import NIOSSL
 
-/// What the FCM and Web Push transports share: their HTTP client, their bounded concurrency, and the
+/// What the FCM and Web Push transports share: their HTTP client (Web Push's requests and FCM's token
+/// endpoint), Web Push's bounded concurrency, and the
 /// log that stands in for a service without credentials.
 enum PushHTTP {
     /// An HTTP client for a push service: HTTP/2 where the server offers it (ALPN), connections kept

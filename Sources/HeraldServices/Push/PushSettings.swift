@@ -25,7 +25,8 @@ public struct PushSettings: Sendable {
     /// dispatcher waited on the database (docs/decisions/2026-11-25-push-end-to-end-through-a-server.md).
     public var batchSize = 2_000
     /// Pushes in flight at once on one APNs connection (fewer if the server's
-    /// `SETTINGS_MAX_CONCURRENT_STREAMS` says so), and per FCM or Web Push lane.
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` says so), as many on each of an FCM credential's two connections,
+    /// and in the Web Push lane.
     public var concurrency = 300
     /// A claim lapses after this long; another dispatcher then takes the device over.
     public var lease: Duration = .seconds(60)
@@ -51,7 +52,7 @@ public struct PushSettings: Sendable {
     /// Every push request's deadline.
     public var requestTimeout: Duration = .seconds(10)
 
-    /// How long an FCM or Web Push lane may spend on one batch: what has not started by then is not
+    /// How long the FCM or Web Push lane may spend on one batch: what has not started by then is not
     /// sent (and retried), so that no push goes out on a claim that may have lapsed — the next batch
     /// is claimed while this one is in flight, and both must finish within the lease.
     var batchDeadline: Duration { min(requestTimeout * 2, lease / 3) }
