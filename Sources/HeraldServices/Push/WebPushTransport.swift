@@ -48,7 +48,7 @@ public final class WebPushTransport: PushServiceTransport {
             logger.error("the VAPID key cannot be opened; Web Push fails until a key is uploaded (PUT /v1/webpush/key)")
             client = .failure(Unusable(reason: "the VAPID key does not open with this server's secret key; upload one"))
         } else {
-            logger.warning("HERALD_VAPID_SUBJECT is not set: pushes to browsers fail until it names your contact (mailto: or https:)")
+            logger.notice("HERALD_VAPID_SUBJECT is not set: pushes to browsers fail until it names your contact (mailto: or https:)")
             client = .failure(Unusable(reason: "HERALD_VAPID_SUBJECT is not set: push services need the operator's contact"))
         }
         state.withLock { state in
