@@ -97,10 +97,13 @@ public enum HeraldRuntime {
             do {
                 let channels = try await PushStore(client: client).refreshSummaries(userKeys: [userKey])[userKey] ?? []
                 let expiration = Int64(Date().timeIntervalSince1970) + configuration.pushExpiration.components.seconds
+                let targets = try await DeviceStore(client: client).targets(userKey: userKey)
+                // Each service's credentials loaded once, for the services the user has devices of.
+                let used = Set(targets.map(\.service))
+                for transport in transports where used.contains(transport.service) { try await transport.refresh() }
                 var results: [PushTestResult] = []
-                for address in try await DeviceStore(client: client).targets(userKey: userKey) {
+                for address in targets {
                     guard let transport = transports.first(where: { $0.service == address.service }) else { continue }
-                    try await transport.refresh()
                     let message = PushMessage(
                         address: address,
                         userKey: userKey,

@@ -64,8 +64,13 @@ extension WakeSignal {
     /// Signals on every event of `listener` (each notification, each reconnect) until the task is
     /// cancelled: how a dispatcher hears of work another process queued.
     func signal(onEventsOf listener: PostgresListener) async {
+        await Self.signal([self], onEventsOf: listener)
+    }
+
+    /// Signals every one of `signals` on each event of `listener` (a dispatcher with several lanes).
+    static func signal(_ signals: [WakeSignal], onEventsOf listener: PostgresListener) async {
         for await _ in listener.events() {
-            signal()
+            for wake in signals { wake.signal() }
             if Task.isCancelled { break }
         }
     }

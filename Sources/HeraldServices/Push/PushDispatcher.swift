@@ -83,12 +83,7 @@ public struct PushDispatcher: Service {
         await withGracefulShutdownHandler {
             await withDiscardingTaskGroup { group in
                 if let listener {
-                    group.addTask {
-                        for await _ in listener.events() {
-                            for lane in lanes { lane.wake.signal() }
-                            if Task.isCancelled { break }
-                        }
-                    }
+                    group.addTask { await WakeSignal.signal(lanes.map(\.wake), onEventsOf: listener) }
                 }
                 await withDiscardingTaskGroup { running in
                     for lane in lanes {
