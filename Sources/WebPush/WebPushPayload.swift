@@ -20,19 +20,19 @@ public enum WebPushPayload {
         case cannotOpen
     }
 
-    /// The encrypted body of `plaintext` for the subscription keys `p256dh` and `auth`. `sender` and
-    /// `salt` are fresh for every message; a test vector passes its own.
+    /// The encrypted body of `plaintext` for the subscription keys `p256dh` and `auth`. The sender's
+    /// key and `salt` are fresh for every message; a test vector passes its own (`senderScalar`).
     public static func encrypt(
         _ plaintext: [UInt8],
         p256dh: [UInt8],
         auth: [UInt8],
-        sender: P256Key = P256Key(),
+        senderScalar: [UInt8]? = nil,
         salt: [UInt8] = SecureRandom.bytes(16)
     ) throws(Failure) -> [UInt8] {
         guard plaintext.count <= maximumPlaintext else { throw .tooLarge }
-        guard let receiver = P256PublicKey(point: p256dh), auth.count == 16, salt.count == 16 else { throw .malformed }
-        let senderPoint = sender.publicPoint
-        let (key, nonce) = keys(secret: sender.sharedSecret(with: receiver), auth: auth, receiver: p256dh, sender: senderPoint, salt: salt)
+        guard auth.count == 16, salt.count == 16, let (senderPoint, secret) = P256Agreement.agree(with: p256dh, scalar: senderScalar)
+        else { throw .malformed }
+        let (key, nonce) = keys(secret: secret, auth: auth, receiver: p256dh, sender: senderPoint, salt: salt)
         var header = salt
         withUnsafeBytes(of: recordSize.bigEndian) { header.append(contentsOf: $0) }
         header.append(UInt8(senderPoint.count))

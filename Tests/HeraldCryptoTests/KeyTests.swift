@@ -62,6 +62,29 @@ struct KeyTests {
         #expect(throws: CryptoKeyError.self) { try P256Key(pem: RS256Key().pem) }
     }
 
+    @Test func oneTimeAgreementsMatchTheKeysAndRefuseOffCurvePoints() throws {
+        let receiver = P256Key()
+        let first = try #require(P256Agreement.agree(with: receiver.publicPoint))
+        let second = try #require(P256Agreement.agree(with: receiver.publicPoint))
+        #expect(first.publicPoint != second.publicPoint && first.sharedSecret != second.sharedSecret)
+        // The receiver, on libssl's key API, derives the same secret from the one-time point.
+        for agreement in [first, second] {
+            #expect(agreement.sharedSecret == receiver.sharedSecret(with: try #require(P256PublicKey(point: agreement.publicPoint))))
+        }
+        // A given scalar makes its own key's point.
+        let scalarOfVector = Base64URL.decode("yfWPiYE-n46HLnH0KqZOF1fJJU3MYrct3AELtAQ-oRw")!
+        let pointOfVector = Base64URL.decode("BP4z9KsN6nGRTbVYI_c7VJSPQTBtkgcy27mlmlMoZIIgDll6e3vCYLocInmYWAmS6TlzAC8wEqKK6PBru3jl7A8")!
+        #expect(P256Agreement.agree(with: receiver.publicPoint, scalar: scalarOfVector)?.publicPoint == pointOfVector)
+        var offCurve = receiver.publicPoint
+        offCurve[64] ^= 1
+        #expect(P256Agreement.agree(with: offCurve) == nil)
+        #expect(P256Agreement.agree(with: Array(receiver.publicPoint.dropLast())) == nil)
+        var compressedTag = receiver.publicPoint
+        compressedTag[0] = 2
+        #expect(P256Agreement.agree(with: compressedTag) == nil)
+        #expect(P256Agreement.agree(with: [4] + [UInt8](repeating: 0, count: 64)) == nil)
+    }
+
     @Test func rs256SignsAndVerifies() throws {
         let key = RS256Key()
         let message = Array("header.claims".utf8)

@@ -22,8 +22,13 @@ struct WebPushPayloadTests {
     }
 
     @Test func encryptionReproducesRFC8291sExample() throws {
-        let sender = try #require(P256Key(scalar: Vector.senderScalar, point: Vector.senderPoint))
-        let body = try WebPushPayload.encrypt(Vector.plaintext, p256dh: Vector.receiverPoint, auth: Vector.auth, sender: sender, salt: Vector.salt)
+        let body = try WebPushPayload.encrypt(
+            Vector.plaintext,
+            p256dh: Vector.receiverPoint,
+            auth: Vector.auth,
+            senderScalar: Vector.senderScalar,
+            salt: Vector.salt
+        )
         #expect(body == Vector.body)
     }
 
