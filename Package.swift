@@ -132,6 +132,7 @@ let package = Package(
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -155,15 +156,18 @@ let package = Package(
         ),
 
         // Web Push (RFC 8030, 8291, 8292): subscriptions, the aes128gcm message encryption and VAPID
-        // through HeraldCrypto, and the client, over AsyncHTTPClient.
+        // through HeraldCrypto, and the client, over HTTP2Streams (AsyncHTTPClient for HTTP/1.1 services).
         .target(
             name: "WebPush",
             dependencies: [
                 "HeraldCrypto",
+                "HTTP2Streams",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -314,6 +318,7 @@ let package = Package(
                 "WebPush",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 "COpenSSL",
                 "ChildProcess",

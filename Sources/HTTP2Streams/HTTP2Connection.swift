@@ -22,9 +22,10 @@ final class HTTP2Connection: Sendable {
     /// True while new streams may start here.
     var isUsable: Bool { channel.isActive && !retiring.isSet }
 
-    /// Connects to `host:port` (TLS with ALPN `h2`, SNI for names) within `timeout`. Every request's
-    /// deadline is `timeout` from when its batch is handed to the connection; at most `maximumInFlight` streams are open
-    /// at once (fewer if the server says so).
+    /// Connects to `host:port` (TLS with ALPN `h2`, SNI for names), connecting and the handshake each
+    /// within `timeout`; throws `HTTP2ConnectionError.notHTTP2` if the server chooses another protocol
+    /// than `h2` or none. Every request's deadline is `timeout` from when its batch is handed to the
+    /// connection; at most `maximumInFlight` streams are open at once (fewer if the server says so).
     ///
     /// The whole pipeline is built by the channel initializer, on the event loop, before the
     /// connection is made: a handler added after `connect` returns can come too late, when the server's
@@ -42,20 +43,32 @@ final class HTTP2Connection: Sendable {
     ) async throws -> HTTP2Connection {
         let serverHostname = host.first?.isNumber == true || host.contains(":") ? nil : host
         let retiring = RetirementFlag()
-        let (channel, handler) = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let (channel, handler, negotiation) = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connectTimeout(TimeAmount(timeout))
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .connect(host: host, port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let handler = HTTP2StreamsHandler(timeout: timeout, maximumInFlight: maximumInFlight, retiring: retiring)
+                    let negotiated = channel.eventLoop.makePromise(of: Void.self)
+                    let negotiation = ProtocolNegotiationHandler(negotiated: negotiated)
                     try channel.pipeline.syncOperations.addHandlers([
                         NIOSSLClientHandler(context: tls, serverHostname: serverHostname),
+                        negotiation,
                         NIOHTTP2Handler(mode: .client, connectionConfiguration: Self.connection, streamConfiguration: Self.streams),
                         handler,
                     ])
-                    return (channel, NIOLoopBound(handler, eventLoop: channel.eventLoop))
+                    let bound = NIOLoopBound(negotiation, eventLoop: channel.eventLoop)
+                    let handshakeTimeout = channel.eventLoop.scheduleTask(in: TimeAmount(timeout)) { bound.value.timedOut() }
+                    negotiated.futureResult.whenComplete { _ in handshakeTimeout.cancel() }
+                    return (channel, NIOLoopBound(handler, eventLoop: channel.eventLoop), negotiated.futureResult)
                 }
             }
+        do {
+            try await negotiation.get()
+        } catch {
+            try? await channel.close()
+            throw error
+        }
         try await connected?(channel)
         return HTTP2Connection(channel: channel, handler: handler, retiring: retiring)
     }

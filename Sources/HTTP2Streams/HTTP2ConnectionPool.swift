@@ -22,7 +22,8 @@ public final class HTTP2ConnectionPool: Sendable {
     private let slots: [ConnectionSlot]
     private let next = Atomic<Int>(0)
 
-    /// A pool of `connections` to `host:port` over `tls` (which must offer ALPN `h2`). `timeout`
+    /// A pool of `connections` to `host:port` over `tls` (which must offer ALPN `h2`; a server that
+    /// chooses another protocol fails the requests with `HTTP2ConnectionError.notHTTP2`). `timeout`
     /// bounds connecting, and every request from when its batch is handed to a connection (waiting for
     /// a free stream included) to its answer; at most `maximumInFlight` streams are open at once per
     /// connection (fewer if the server says so). `connected` (tests) runs on each new connection
@@ -97,7 +98,8 @@ public final class HTTP2ConnectionPool: Sendable {
                 }
                 pending = unsent
             } catch {
-                answered += pending.map { ($0.offset, .failure(.failed("\(error)"))) }
+                let failure = error as? HTTP2ConnectionError ?? .failed("\(error)")
+                answered += pending.map { ($0.offset, .failure(failure)) }
                 pending = []
             }
             if pending.isEmpty { break }

@@ -29,6 +29,9 @@ public enum HTTP2ConnectionError: Error, Sendable, CustomStringConvertible {
     /// The request never left: the connection failed or retired while it waited for a stream. The
     /// server cannot have seen it, so it is safe to send again at once on another connection.
     case notSent(String)
+    /// The server chose another protocol than HTTP/2 in the TLS handshake (ALPN), or none: it cannot
+    /// be sent to on this stack.
+    case notHTTP2(String?)
 
     public var description: String {
         switch self {
@@ -36,6 +39,7 @@ public enum HTTP2ConnectionError: Error, Sendable, CustomStringConvertible {
         case .closed: return "the stream closed before an answer (GOAWAY or a dropped connection)"
         case .failed(let reason): return reason
         case .notSent(let reason): return "not sent: \(reason)"
+        case .notHTTP2(let chosen): return "the server does not speak HTTP/2 over TLS (ALPN: \(chosen ?? "none"))"
         }
     }
 }

@@ -35,6 +35,8 @@ public final class MockWebPushService: Sendable {
         public var plaintext: [UInt8]?
         public var status: Int
         public var receivedAt: Date
+        /// Whether it came over HTTP/2 (or HTTP/1.1).
+        public var overHTTP2: Bool
 
         /// The decrypted payload as a JSON object.
         public var object: [String: Any] {
@@ -62,13 +64,16 @@ public final class MockWebPushService: Sendable {
         self.service = service
     }
 
+    /// A push service on a loopback port; `http1Only` makes one that does not speak HTTP/2, as some do
+    /// not.
     public static func start(
         credentials: TestCredentials = .shared,
+        http1Only: Bool = false,
         now: @escaping @Sendable () -> Date = Date.init
     ) async throws -> MockWebPushService {
         let state = NIOLockedValueBox(State())
         let origin = NIOLockedValueBox("")
-        let router = Router()
+        let router = Router(context: PushServiceContext.self)
         router.post("push/:id") { request, context -> Response in
             let id = context.parameters.get("id") ?? ""
             let body = Array(buffer: try await request.body.collect(upTo: 64 * 1024))
@@ -76,7 +81,16 @@ public final class MockWebPushService: Sendable {
             for field in request.headers { headers[field.name.canonicalName] = field.value }
             func answer(_ status: Int, plaintext: [UInt8]? = nil, retryAfter: Int? = nil) -> Response {
                 state.withLockedValue {
-                    $0.pushes.append(Push(subscription: id, headers: headers, plaintext: plaintext, status: status, receivedAt: Date()))
+                    $0.pushes.append(
+                        Push(
+                            subscription: id,
+                            headers: headers,
+                            plaintext: plaintext,
+                            status: status,
+                            receivedAt: Date(),
+                            overHTTP2: context.overHTTP2
+                        )
+                    )
                 }
                 var response = Response(status: .init(code: status))
                 if let retryAfter { response.headers[.retryAfter] = String(retryAfter) }
@@ -101,7 +115,7 @@ public final class MockWebPushService: Sendable {
             if let scripted { return answer(scripted.status, plaintext: plaintext, retryAfter: scripted.retryAfter) }
             return answer(201, plaintext: plaintext)
         }
-        let service = try await MockHTTPSService.start(router, label: "mock.webpush", credentials: credentials)
+        let service = try await MockHTTPSService.start(router, label: "mock.webpush", credentials: credentials, http1Only: http1Only)
         origin.withLockedValue { $0 = "https://127.0.0.1:\(service.port)" }
         return MockWebPushService(state: state, service: service)
     }
@@ -139,5 +153,18 @@ public final class MockWebPushService: Sendable {
 
     public func shutdown() async {
         await service.shutdown()
+    }
+}
+
+/// A request's context that knows which HTTP version carried it.
+struct PushServiceContext: RequestContext {
+    var coreContext: CoreRequestContextStorage
+    /// An HTTP/2 request has a stream's channel, a child of its connection's, itself a child of the
+    /// listening socket's; an HTTP/1.1 request has the connection's channel.
+    let overHTTP2: Bool
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        overHTTP2 = source.channel.parent?.parent != nil
     }
 }

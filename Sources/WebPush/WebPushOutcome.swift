@@ -13,6 +13,9 @@ public enum WebPushOutcome: Sendable, Equatable {
     case credentialRejected(status: Int)
     /// The message itself was refused (400, 413 payload too large, …): not retried.
     case rejected(status: Int)
+    /// No answer: the service could not be reached or did not answer in time, or the message was not
+    /// sent before its batch's deadline. Tried again later.
+    case unreachable(reason: String)
 
     public init(status: Int, retryAfter: String?) {
         let wait = retryAfter.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }.map { Duration.seconds(max(0, $0)) }

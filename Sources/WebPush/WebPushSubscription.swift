@@ -59,6 +59,16 @@ public struct WebPushSubscription: Sendable, Equatable {
         return origin
     }
 
+    /// The request target of the endpoint (`:path`): its path and query as written, percent-encoding
+    /// kept.
+    public var requestTarget: String {
+        let components = URLComponents(url: endpoint, resolvingAgainstBaseURL: false)
+        var target = components?.percentEncodedPath ?? ""
+        if target.isEmpty { target = "/" }
+        if let query = components?.percentEncodedQuery { target += "?" + query }
+        return target
+    }
+
     /// Base64url as browsers write it; some libraries pad it.
     private static func decode(_ text: String) -> [UInt8]? {
         var trimmed = Substring(text)

@@ -4,9 +4,8 @@ import HeraldStore
 import Logging
 import NIOSSL
 
-/// What the FCM and Web Push transports share: their HTTP client (Web Push's requests and FCM's token
-/// endpoint), Web Push's bounded concurrency, and the
-/// log that stands in for a service without credentials.
+/// What the FCM and Web Push transports share: their AsyncHTTPClient (FCM's token endpoint, push
+/// services without HTTP/2), and the log that stands in for a service without credentials.
 enum PushHTTP {
     /// An HTTP client for a push service: HTTP/2 where the server offers it (ALPN), connections kept
     /// for reuse, and the extra trust roots of `HERALD_PUSH_CA_FILE`.
@@ -19,35 +18,6 @@ enum PushHTTP {
         // A push service answers; it never sends a push elsewhere.
         configuration.redirectConfiguration = .disallow
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-    }
-
-    /// What a push not started before its batch's deadline gets (`PushSettings.batchDeadline`).
-    static let notSent = (result: PushResult(.transient, reason: "not sent: the batch's time ran out"), elapsed: Duration.zero)
-
-    /// `body` for each of `items`, at most `limit` at once; the results in order.
-    static func map<Item: Sendable, Result: Sendable>(
-        _ items: [Item],
-        limit: Int,
-        _ body: @escaping @Sendable (Item) async -> Result
-    ) async -> [Result] {
-        var results = [Result?](repeating: nil, count: items.count)
-        await withTaskGroup(of: (Int, Result).self) { group in
-            var next = 0
-            while next < items.count, next < limit {
-                let (index, item) = (next, items[next])
-                group.addTask { (index, await body(item)) }
-                next += 1
-            }
-            for await (index, result) in group {
-                results[index] = result
-                if next < items.count {
-                    let (index, item) = (next, items[next])
-                    group.addTask { (index, await body(item)) }
-                    next += 1
-                }
-            }
-        }
-        return results.map { $0! }
     }
 
     /// A push written to the log instead of sent (no credential stored for its service): counted as

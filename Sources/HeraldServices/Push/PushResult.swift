@@ -85,12 +85,9 @@ public struct PushResult: Sendable, Equatable {
         case .gone(let status):
             self.init(.gone, status: status, reason: "the subscription is gone")
         case .retry(let status, let retryAfter):
-            self.init(
-                status == 429 ? .throttled : .transient,
-                status: status == 0 ? nil : status,
-                reason: status == 0 ? "unreachable" : nil,
-                retryAfter: retryAfter
-            )
+            self.init(status == 429 ? .throttled : .transient, status: status, retryAfter: retryAfter)
+        case .unreachable(let reason):
+            self.init(.transient, reason: reason)
         case .credentialRejected(let status):
             self.init(.permanent, status: status, reason: "the push service refused the VAPID key for this subscription")
         case .rejected(let status):

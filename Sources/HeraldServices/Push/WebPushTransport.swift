@@ -9,7 +9,8 @@ import WebPush
 
 /// Where the dispatcher's Web Push pushes go: browsers' push services, each message encrypted for its
 /// subscription and signed with the server's VAPID key (made at first start, kept sealed in the
-/// database, replaced by an upload). A key that does not open fails the pushes with the reason.
+/// database, replaced by an upload). A key that does not open fails the pushes with the reason. The
+/// client keeps HTTP/2 connections to each push service; `http` serves those without HTTP/2.
 public final class WebPushTransport: PushServiceTransport {
     private struct State: Sendable {
         var fingerprint: [UInt8]?
@@ -43,7 +44,17 @@ public final class WebPushTransport: PushServiceTransport {
         let (key, sealed) = try await store.vapidKey(box: box)
         let client: Result<WebPushClient, Unusable>
         if let key, let subject = settings.vapidSubject {
-            client = .success(WebPushClient(key: key, subject: subject, http: http, logger: logger, timeout: settings.requestTimeout))
+            let configuration = WebPushClient.Configuration(
+                timeout: settings.requestTimeout,
+                additionalTrustRootFiles: settings.pushCAFile.map { [$0] } ?? [],
+                maximumInFlight: settings.concurrency
+            )
+            do {
+                client = .success(try WebPushClient(key: key, subject: subject, configuration: configuration, http: http, logger: logger))
+            } catch {
+                logger.error("the Web Push client cannot be made", metadata: ["error": "\(error)"])
+                client = .failure(Unusable(reason: "the Web Push client cannot be made: \(error)"))
+            }
         } else if key == nil {
             logger.error("the VAPID key cannot be opened; Web Push fails until a key is uploaded (PUT /v1/webpush/key)")
             client = .failure(Unusable(reason: "the VAPID key does not open with this server's secret key; upload one"))
@@ -51,36 +62,40 @@ public final class WebPushTransport: PushServiceTransport {
             logger.notice("HERALD_VAPID_SUBJECT is not set: pushes to browsers fail until it names your contact (mailto: or https:)")
             client = .failure(Unusable(reason: "HERALD_VAPID_SUBJECT is not set: push services need the operator's contact"))
         }
-        state.withLock { state in
-            state.client = client
-            state.fingerprint = sealed
+        let old = state.withLock { state -> Result<WebPushClient, Unusable>? in
+            defer {
+                state.client = client
+                state.fingerprint = sealed
+            }
+            return state.client
         }
+        if case .success(let replaced) = old { await replaced.shutdown() }
     }
 
     public func send(_ messages: [PushMessage]) async -> [(result: PushResult, elapsed: Duration)] {
-        let client = state.withLock { $0.client }
-        let now = Int64(Date().timeIntervalSince1970)
         let deadline = ContinuousClock.now + settings.batchDeadline
-        return await PushHTTP.map(messages, limit: settings.concurrency) { message in
-            guard ContinuousClock.now < deadline else { return PushHTTP.notSent }
-            let usable: WebPushClient
-            switch client {
-            case .success(let held): usable = held
-            case .failure(let unusable): return (PushResult(.permanent, reason: unusable.reason), .zero)
-            case nil: return (PushResult(.transient, reason: "the VAPID key is not loaded yet"), .zero)
-            }
+        let client: WebPushClient
+        switch state.withLock({ $0.client }) {
+        case .success(let held): client = held
+        case .failure(let unusable): return messages.map { _ in (PushResult(.permanent, reason: unusable.reason), .zero) }
+        case nil: return messages.map { _ in (PushResult(.transient, reason: "the VAPID key is not loaded yet"), .zero) }
+        }
+        let now = Int64(Date().timeIntervalSince1970)
+        var results = [(result: PushResult, elapsed: Duration)?](repeating: nil, count: messages.count)
+        var sendable: [(index: Int, message: WebPushClient.Message)] = []
+        for (index, message) in messages.enumerated() {
             guard let keys = message.address.webPushKeys, let endpoint = URL(string: message.address.token) else {
-                return (PushResult(.permanent, reason: "not a Web Push subscription"), .zero)
+                results[index] = (PushResult(.permanent, reason: "not a Web Push subscription"), .zero)
+                continue
             }
             let (payload, options) = Self.payload(for: message, now: now)
-            let start = ContinuousClock.now
-            let outcome = await usable.send(
-                payload,
-                to: WebPushSubscription(endpoint: endpoint, p256dh: keys.p256dh, auth: keys.auth),
-                options: options
-            )
-            return (PushResult(outcome), ContinuousClock.now - start)
+            let subscription = WebPushSubscription(endpoint: endpoint, p256dh: keys.p256dh, auth: keys.auth)
+            sendable.append((index, WebPushClient.Message(payload: payload, subscription: subscription, options: options)))
         }
+        for (item, sent) in zip(sendable, await client.send(sendable.map(\.message), deadline: deadline)) {
+            results[item.index] = (PushResult(sent.outcome), sent.elapsed)
+        }
+        return results.map { $0! }
     }
 
     /// What a browser receives for `message`, and how the push service treats it: a refresh is
@@ -106,6 +121,11 @@ public final class WebPushTransport: PushServiceTransport {
     }
 
     public func shutdown() async {
+        let client = state.withLock { state -> Result<WebPushClient, Unusable>? in
+            defer { state.client = nil }
+            return state.client
+        }
+        if case .success(let held) = client { await held.shutdown() }
         try? await http.shutdown()
     }
 }
