@@ -11,11 +11,11 @@ import Glibc
 /// Web Push service alike; `/token` answers as Google's OAuth endpoint does (an access token for an
 /// hour).
 ///
-/// APNs' and FCM's messages get a bare `return 200`, which answers before the body is read, so nginx
-/// then resets the stream (RFC 9113 §8.1), as a real server may; their clients take the answer. Every
-/// other request's body is read first, as the push services read it: AsyncHTTPClient, which the Web
-/// Push client and FCM's token requests use, fails a request whose stream is reset while its body is
-/// still going out, although the answer came. nginx reads a body only to pass it on, so those
+/// APNs', FCM's and Web Push's messages get a bare `return` (Web Push's `201`), which answers before
+/// the body is read, so nginx then resets the stream (RFC 9113 §8.1), as a real server may; their
+/// clients take the answer. Every other request's body is read first, as real services read it:
+/// AsyncHTTPClient, which FCM's token requests use, fails a request whose stream is reset while its
+/// body is still going out, although the answer came. nginx reads a body only to pass it on, so those
 /// requests go through a proxy to a second server block that answers.
 struct NginxSink {
     let process: ChildProcess
@@ -49,6 +49,7 @@ struct NginxSink {
                     proxy_temp_path \(root)/proxy;
                     location /3/device/ { return 200; }
                     location /v1/projects/ { return 200; }
+                    location /push/ { return 201; }
                     location / {
                         proxy_pass http://answer;
                         proxy_http_version 1.1;

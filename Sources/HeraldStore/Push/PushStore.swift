@@ -223,13 +223,15 @@ public struct PushStore: Sendable {
         let rows = try await client.query(
             """
             UPDATE device_push_state p SET claimed_until = now() + \(TimeSQL.interval(terms.lease))::interval, attempts = p.attempts + 1
-            FROM (
+            FROM devices d
+            -- The devices are chosen first (in the due index's order), then updated through the
+            -- primary key: as a join, the planner read the whole table to update a batch of it.
+            WHERE d.id = p.device_id AND p.device_id = ANY(ARRAY(
                 SELECT s.device_id FROM device_push_state s JOIN devices d ON d.id = s.device_id
                 WHERE s.wanted_xid IS NOT NULL AND s.service = \(terms.service.rawValue)
                     AND \(Self.claimable("s", user: "d.user_key", terms: terms))
                 ORDER BY s.next_attempt_at, s.device_id LIMIT \(limit) FOR UPDATE OF s SKIP LOCKED
-            ) AS due, devices d
-            WHERE p.device_id = due.device_id AND d.id = p.device_id
+            ))
             RETURNING d.id, d.user_key, \(PushAddress.columns("d")), p.wanted_xid, p.notification_id, p.attempts,
                 \(TimeSQL.nowMicroseconds)
             """
