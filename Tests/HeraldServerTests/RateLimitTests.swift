@@ -95,7 +95,10 @@ struct RateLimitTests {
                 let limited = try await get("/v1/me/channels", u1)
                 #expect(limited.status == .tooManyRequests)
                 #expect(try errorCode(limited) == "rate_limited")
-                #expect(limited.headers[.retryAfter] == "100")
+                // A token comes back every 100 s, less the time the five requests took: on a machine
+                // busy with the whole suite, seconds of it.
+                let retryAfter = try #require(limited.headers[.retryAfter].flatMap { Int($0) })
+                #expect((50...100).contains(retryAfter))
                 // The other session, and the admin, are not held back.
                 #expect(try await get("/v1/me/unread", u2).status == .ok)
                 for _ in 0..<8 { #expect(try await get("/v1/push/failures", Self.adminToken).status == .ok) }
