@@ -16,11 +16,19 @@ public final class TestStream: Sendable {
     private let task: Task<WebSocketCloseFrame?, any Error>
 
     /// Connects and waits for the `ready` event (after which the stream's device counts as online).
-    public static func open(port: Int, session: String, device: String? = nil, timeout: Duration = .seconds(30)) async throws -> TestStream {
+    public static func open(
+        port: Int,
+        session: String,
+        device: String? = nil,
+        origin: String? = nil,
+        timeout: Duration = .seconds(30)
+    ) async throws -> TestStream {
         var url = "ws://127.0.0.1:\(port)/v1/me/stream"
         if let device { url += "?device=\(device)" }
         var headers = HTTPFields()
         headers[.authorization] = "Bearer \(session)"
+        // As a browser's page sends it.
+        if let origin { headers[.origin] = origin }
         let stream = TestStream(url: url, headers: headers)
         let ready = try await stream.next(type: "ready", timeout: timeout)
         guard ready["connection_id"] is String else { throw HeraldProcessError(message: "ready without connection_id: \(ready)") }

@@ -26,6 +26,7 @@ extension PushTests {
     func withLiveServer(
         _ world: World,
         configure: (inout LiveSettings) -> Void = { _ in },
+        crossOrigin: CrossOriginPolicy = .sameOriginOnly,
         _ body: @escaping @Sendable (_ port: Int, _ hub: LiveHub, _ client: any TestClientProtocol) async throws -> Void
     ) async throws {
         var settings = LiveSettings()
@@ -40,7 +41,7 @@ extension PushTests {
             listener: PostgresListener(conninfo: world.db.directConninfo, channels: [LiveHint.channel], logger: logger),
             logger: logger
         )
-        let dependencies = HeraldApplication.Dependencies(
+        var dependencies = HeraldApplication.Dependencies(
             client: world.db.client,
             migrator: Migrator(client: world.db.client, migrations: try TestPostgres.repositoryMigrations()),
             metricsRegistry: PrometheusCollectorRegistry(),
@@ -48,6 +49,7 @@ extension PushTests {
             secrets: world.box,
             hub: hub
         )
+        dependencies.crossOrigin = crossOrigin
         let app = HeraldApplication.build(dependencies, host: "127.0.0.1", port: 0, logger: logger, services: [hub])
         try await app.test(.live) { client in
             try await body(try #require(client.port), hub, client)
@@ -342,7 +344,7 @@ extension PushTests {
         try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
             let world = try await world(db, users: ["u1"], devices: ["u1": [Self.token(1)]])
             defer { Task { await world.shutdown() } }
-            try await withLiveServer(world) { port, _, client in
+            try await withLiveServer(world, crossOrigin: try CrossOriginPolicy(parsing: "https://app.example.com")) { port, _, client in
                 let plain = try await client.execute(uri: "/v1/me/stream", method: .get, headers: jsonHeaders(bearer: world.sessions["u1"]))
                 #expect(plain.status == .upgradeRequired)
                 #expect(try errorCode(plain) == "upgrade_required")
@@ -365,6 +367,20 @@ extension PushTests {
                 #expect(refused.hasPrefix("HTTP/1.1 401 "), "\(refused)")
                 #expect(refused.contains(#""code":"unauthorized""#))
                 #expect(!refused.contains("101 Switching"))
+                // A browser's upgrade carries its page's origin: one not listed is refused, even with a
+                // good session (the token in a page's query would otherwise open the stream for it);
+                // a listed one and Herald's own are admitted.
+                let foreignUpgrade = [
+                    "GET /v1/me/stream?access_token=\(world.sessions["u1"]!) HTTP/1.1", "Host: 127.0.0.1:\(port)",
+                    "Origin: https://evil.example.net", "Connection: Upgrade", "Upgrade: websocket", "Sec-WebSocket-Version: 13",
+                    "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "", "",
+                ].joined(separator: "\r\n")
+                let foreign = try await RawHTTPExchange.send(Array(foreignUpgrade.utf8), port: port).response
+                #expect(foreign.hasPrefix("HTTP/1.1 403 "), "\(foreign)")
+                #expect(foreign.contains(#""code":"origin_not_allowed""#))
+                for origin in ["https://app.example.com", "http://127.0.0.1:\(port)"] {
+                    try await TestStream.open(port: port, session: world.sessions["u1"]!, origin: origin).close()
+                }
                 // A browser authenticates with ?access_token= and may name the device by its id.
                 let devices = try await client.execute(uri: "/v1/me/devices", method: .get, headers: jsonHeaders(bearer: world.sessions["u1"]))
                 let deviceID = try #require((try jsonObject(devices)["devices"] as? [[String: Any]])?.first?["id"] as? String)

@@ -23,6 +23,10 @@ import HTTPTypes
 /// seconds) past a session's or a client address's request rate; any authenticated route may answer it
 /// to an address whose requests were refused for their credentials too often.
 ///
+/// Pages on the web origins listed in `HERALD_CORS_ORIGINS` may call the user routes, the stream and
+/// `GET /v1/webpush/key` (CORS; admin routes never). A request to those routes whose `Origin` is
+/// neither listed nor Herald's own answers 403 `origin_not_allowed` and changes nothing.
+///
 /// Any route may answer 503: `database_unavailable` (the database cannot be reached) or
 /// `database_timeout` (a statement ran past `HERALD_DB_STATEMENT_TIMEOUT`); either way nothing was
 /// changed, and the request can be sent again.

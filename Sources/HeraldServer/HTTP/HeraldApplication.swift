@@ -39,6 +39,8 @@ public enum HeraldApplication {
         public var notifier: ChangeNotifier?
         /// The push services browsers' subscriptions may name (`HERALD_WEBPUSH_HOSTS`).
         public var webPushHosts: WebPushHosts = .browsers
+        /// The origins whose pages may call the user routes (`HERALD_CORS_ORIGINS`).
+        public var crossOrigin: CrossOriginPolicy = .sameOriginOnly
 
         public init(
             client: PostgresClient,
@@ -86,13 +88,16 @@ public enum HeraldApplication {
         let router = Router(context: HeraldRequestContext.self)
         router.add(middleware: RequestMetricsMiddleware())
         router.add(middleware: RequestLogMiddleware(level: .debug))
+        let crossOriginRoutes = CrossOriginRoutes()
+        router.add(middleware: CrossOriginMiddleware(policy: dependencies.crossOrigin, routes: crossOriginRoutes))
         router.add(middleware: ErrorMiddleware())
         let sessions = SessionStore(client: dependencies.client)
         let registry = RouteRegistry(
             router: router,
             authenticator: Authenticator(adminToken: dependencies.adminToken, sessions: sessions, notifier: dependencies.notifier),
             limits: dependencies.limits,
-            replica: dependencies.replica
+            replica: dependencies.replica,
+            crossOrigin: crossOriginRoutes
         )
         OperationsController(migrator: dependencies.migrator, metricsRegistry: dependencies.metricsRegistry)
             .register(in: registry)
@@ -148,7 +153,8 @@ public enum HeraldApplication {
             hub: dependencies.hub,
             sessions: sessions,
             devices: DeviceStore(client: dependencies.client),
-            limits: dependencies.limits
+            limits: dependencies.limits,
+            crossOrigin: dependencies.crossOrigin
         )
         stream.register(in: registry)
         if let console = dependencies.console {

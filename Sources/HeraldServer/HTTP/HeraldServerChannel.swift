@@ -59,11 +59,21 @@ struct HeraldServerChannel: ServerChildChannel, HTTPChannelHandler {
                 maxFrameSize: Self.maximumFrameSize,
                 shouldUpgrade: { channel, head in
                     let (uri, authorization, device) = (head.uri, head.headers["Authorization"].first, head.headers["Herald-Device"].first)
+                    let (origin, host) = (head.headers["Origin"].first, head.headers["Host"].first)
                     let address = channel.remoteAddress?.ipAddress
                     let promise = channel.eventLoop.makePromise(of: Result<LiveClient, APIError>.self)
                     promise.completeWithTask {
                         do {
-                            return .success(try await streams.authenticate(uri: uri, authorization: authorization, device: device, address: address))
+                            return .success(
+                                try await streams.authenticate(
+                                    uri: uri,
+                                    authorization: authorization,
+                                    device: device,
+                                    origin: origin,
+                                    host: host,
+                                    address: address
+                                )
+                            )
                         } catch let error as APIError {
                             return .failure(error)
                         } catch {

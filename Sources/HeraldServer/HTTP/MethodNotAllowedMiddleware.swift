@@ -8,11 +8,10 @@ import Hummingbird
 struct MethodNotAllowedMiddleware: RouterMiddleware {
     typealias Context = HeraldRequestContext
 
-    /// Each route's method (upper case) and path segments, `{name}` standing for any one segment.
-    private let routes: [(method: String, segments: [Substring])]
+    private let routes: RoutePaths
 
     init(routes: [RouteDescription]) {
-        self.routes = routes.map { ($0.method.uppercased(), $0.path.split(separator: "/")) }
+        self.routes = RoutePaths(routes)
     }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
@@ -27,13 +26,6 @@ struct MethodNotAllowedMiddleware: RouterMiddleware {
 
     /// The methods of the routes whose path template matches `path`, sorted; empty when none does.
     func methods(allowedFor path: String) -> [String] {
-        let segments = path.split(separator: "/")
-        let matching = routes.filter { route in
-            route.segments.count == segments.count
-                && zip(route.segments, segments).allSatisfy { template, segment in
-                    (template.first == "{" && template.last == "}") || template == segment
-                }
-        }
-        return Set(matching.map(\.method)).sorted()
+        routes.methods(allowedFor: path)
     }
 }

@@ -26,18 +26,22 @@ final class RouteRegistry {
     let limits: RequestLimits
     /// The standby that routes registered with `reads: .standby` read on (see `RequestReads`).
     let replica: ReadReplica?
+    /// The routes pages on other origins may call (`CrossOriginMiddleware`).
+    let crossOrigin: CrossOriginRoutes
     private(set) var routes: [RouteDescription] = []
 
     init(
         router: Router<HeraldRequestContext>,
         authenticator: Authenticator,
         limits: RequestLimits = RequestLimits(.off),
-        replica: ReadReplica? = nil
+        replica: ReadReplica? = nil,
+        crossOrigin: CrossOriginRoutes = CrossOriginRoutes()
     ) {
         self.router = router
         self.authenticator = authenticator
         self.limits = limits
         self.replica = replica
+        self.crossOrigin = crossOrigin
     }
 
     /// Where a user route's reads go: the session check, the route's main lookup and the reads its
@@ -48,12 +52,14 @@ final class RouteRegistry {
         case standby
     }
 
-    /// Registers `handler` for `method` and `path` behind `access`.
+    /// Registers `handler` for `method` and `path` behind `access`. User routes may be called by pages
+    /// on the listed origins; other routes only when `crossOrigin` says so.
     func add(
         _ method: HTTPRequest.Method,
         _ path: String,
         access: Authenticator.Access,
         reads: Reads = .primary,
+        crossOrigin: Bool = false,
         use handler: @escaping @Sendable (Request, HeraldRequestContext) async throws -> some ResponseGenerator
     ) {
         let (authenticator, limits) = (self.authenticator, self.limits)
@@ -70,7 +76,7 @@ final class RouteRegistry {
             await Self.caughtUp(after: method, authenticator.notifier)
             return response
         }
-        routes.append(RouteDescription(method: method.rawValue.lowercased(), path: path))
+        record(RouteDescription(method: method.rawValue.lowercased(), path: path), crossOrigin: crossOrigin || access == .user)
     }
 
     /// Registers a user route that reads its request once, with `parse`, before the session check, and
@@ -103,7 +109,12 @@ final class RouteRegistry {
             await Self.caughtUp(after: method, authenticator.notifier)
             return response
         }
-        routes.append(RouteDescription(method: method.rawValue.lowercased(), path: path))
+        record(RouteDescription(method: method.rawValue.lowercased(), path: path), crossOrigin: true)
+    }
+
+    private func record(_ route: RouteDescription, crossOrigin: Bool) {
+        routes.append(route)
+        if crossOrigin { self.crossOrigin.add(route) }
     }
 
     /// A write answers once memory has heard of it (`ChangeNotifier.catchUp`): a client that writes

@@ -19,10 +19,13 @@ struct LiveController {
     let sessions: SessionStore
     let devices: DeviceStore
     let limits: RequestLimits
+    /// Pages on these origins (and Herald's own) may open the stream; a browser's upgrade from any
+    /// other is refused, since the token in its query would otherwise open it for that page.
+    let crossOrigin: CrossOriginPolicy
 
     /// The HTTP side: explains why the request was not upgraded.
     func register(in routes: RouteRegistry) {
-        routes.add(.get, "/v1/me/stream", access: .anyone) { request, context -> Response in
+        routes.add(.get, "/v1/me/stream", access: .anyone, crossOrigin: true) { request, context -> Response in
             _ = try await authenticate(request, address: context.remoteAddress?.ipAddress)
             if request.headers[HTTPField.Name(RequestHeadFilter.brokenWebSocketHeader)!] != nil {
                 throw APIError(
@@ -49,10 +52,25 @@ struct LiveController {
         )
     }
 
-    /// For the upgrade: the client behind an upgrade request for this route; throws for any other path.
-    func authenticate(uri: String, authorization: String?, device: String?, address: String?) async throws -> LiveClient {
+    /// For the upgrade: the client behind an upgrade request for this route; throws for any other path,
+    /// and for a page on an origin that may not call Herald (`origin`, `host`: the request's headers).
+    func authenticate(
+        uri: String,
+        authorization: String?,
+        device: String?,
+        origin: String?,
+        host: String?,
+        address: String?
+    ) async throws -> LiveClient {
         let parsed = URI(uri)
         guard parsed.path == "/v1/me/stream" else { throw APIError(.notFound, code: "not_found", message: "Not a stream.") }
+        guard crossOrigin.admits(origin: origin, host: host) else {
+            throw APIError(
+                .forbidden,
+                code: "origin_not_allowed",
+                message: "Pages on \(origin ?? "") may not call Herald: list the origin in HERALD_CORS_ORIGINS."
+            )
+        }
         guard hub != nil else {
             throw APIError(.serviceUnavailable, code: "streams_unavailable", message: "This server does not serve live streams.")
         }

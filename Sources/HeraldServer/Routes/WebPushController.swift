@@ -11,7 +11,7 @@ struct WebPushController: Sendable {
     let secrets: SecretBox?
 
     func register(in routes: RouteRegistry) {
-        routes.add(.get, "/v1/webpush/key", access: .anyone) { _, _ in
+        routes.add(.get, "/v1/webpush/key", access: .anyone, crossOrigin: true) { _, _ in
             try await key()
         }
         routes.add(.put, "/v1/webpush/key", access: .admin) { request, context in

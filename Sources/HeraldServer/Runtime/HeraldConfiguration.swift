@@ -69,6 +69,9 @@ public struct HeraldConfiguration: Sendable {
     /// `HERALD_WEBPUSH_HOSTS`: the push services browsers' subscriptions may name (host names, each
     /// with its subdomains, comma-separated); by default today's browsers' own.
     public var webPushHosts = WebPushHosts.browsers
+    /// `HERALD_CORS_ORIGINS`: the origins whose pages may call the user routes from a browser (exact
+    /// origins, comma-separated); by default none but Herald's own.
+    public var crossOrigin = CrossOriginPolicy.sameOriginOnly
     /// `HERALD_REFRESH_MIN_INTERVAL`: the least time between two refresh pushes to one device.
     public var refreshMinimumInterval: Duration = .seconds(60)
     /// `HERALD_PUSH_EXPIRATION`: how long APNs keeps trying to deliver a refresh push (`apns-expiration`).
@@ -248,6 +251,9 @@ public struct HeraldConfiguration: Sendable {
                 throw ConfigurationError("HERALD_WEBPUSH_HOSTS must list host names separated by commas, got '\(text)'")
             }
             configuration.webPushHosts = WebPushHosts(domains: domains)
+        }
+        if let text = value(nil, "HERALD_CORS_ORIGINS") {
+            configuration.crossOrigin = try CrossOriginPolicy(parsing: text)
         }
         if let subject = value(nil, "HERALD_VAPID_SUBJECT") {
             // Apple's push service refuses a contact at localhost.

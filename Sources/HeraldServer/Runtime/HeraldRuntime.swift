@@ -247,6 +247,7 @@ public enum HeraldRuntime {
             notifier: notifier
         )
         dependencies.webPushHosts = configuration.webPushHosts
+        dependencies.crossOrigin = configuration.crossOrigin
         let pushSettings = pushSettings(configuration)
         let transports = PushDispatcher.transports(client: client, box: secrets, settings: pushSettings, logger: logger)
         // Says at startup whether pushes go to their services or to the log.
