@@ -1,0 +1,448 @@
+import { HeraldAPI } from "./api.js";
+import { reconnectDelay } from "./backoff.js";
+import { ChannelList } from "./channel-list.js";
+import { NotificationCollection } from "./collection.js";
+import { HeraldError } from "./errors.js";
+
+/**
+ * A signed-in user's view of Herald in a web page: their collections, channel list and unread
+ * counts, kept current by the live stream while it is open and by syncs when the page comes back
+ * into view or online.
+ *
+ * Events (`addEventListener`):
+ * - `unread` — the unread counts changed (`client.unread`).
+ * - `connection` — the stream's state changed (`client.connectionState`: `disconnected`,
+ *   `connecting`, `connected`, `waiting`, `failed`).
+ * - `sessionrefused` — the server refused the session and `fetchSessionToken` gave no new one; the
+ *   stream stops until `connect()` is called again.
+ * - `error` — a refresh the client started by itself failed (`detail`: the error).
+ */
+export class HeraldClient extends EventTarget {
+  /**
+   * @param {import("./types.js").HeraldClientOptions} options
+   */
+  constructor(options) {
+    super();
+    const { baseURL, sessionToken, fetchSessionToken, device, fetch: fetcher, WebSocket: socket, pageSize, reconnect, rateLimitRetries } = options;
+    /** The requests (exposed for what the client does not wrap). */
+    this.api = new HeraldAPI({ baseURL, sessionToken, fetchSessionToken, fetch: fetcher });
+    this.api.onUnauthorized = () => this.dispatchEvent(new Event("sessionrefused"));
+    /** The device this page is, by its id (a Web Push subscription's), named on syncs and the stream. */
+    this.device = device ?? null;
+    this.WebSocket = socket ?? globalThis.WebSocket;
+    this.pageSize = pageSize ?? 30;
+    this.reconnect = { initial: reconnect?.initial ?? 1_000, maximum: reconnect?.maximum ?? 60_000 };
+    this.rateLimitRetries = rateLimitRetries ?? 3;
+    /** The user's total unread count (the badge) and each channel's. */
+    this.unread = { total: 0, channels: /** @type {Record<string, number>} */ ({}) };
+    /** @type {"disconnected" | "connecting" | "connected" | "waiting" | "failed"} */
+    this.connectionState = "disconnected";
+    /** The user's channel list. */
+    this.channels = new ChannelList(this);
+    /** @type {Map<string, NotificationCollection>} */
+    this.collections = new Map();
+    /** @type {Map<string, bigint>} The position each channel's unread count is from. */
+    this.unreadPositions = new Map();
+    this.closed = false;
+    this.wantsStream = false;
+    /** @type {Promise<void> | null} */
+    this.stream = null;
+    this.generation = 0;
+    /** @type {WebSocket | null} */
+    this.socket = null;
+    /** @type {(() => void) | null} Ends the wait before the next reconnection at once. */
+    this.wakeReconnect = null;
+  }
+
+  /**
+   * The collection of `channelURL` (of one `category`, if given): one object per channel and
+   * category, kept current while the client holds it. Call `refresh()` on it to load it.
+   * @param {string} channelURL
+   * @param {{category?: string | null}} options
+   */
+  collection(channelURL, { category = null } = {}) {
+    if (this.closed) throw new Error("The client was closed.");
+    const key = category === null ? channelURL : `${channelURL}\u001f${category}`;
+    let collection = this.collections.get(key);
+    if (!collection) {
+      collection = new NotificationCollection(channelURL, category, this);
+      collection.pageSize = this.pageSize;
+      this.collections.set(key, collection);
+    }
+    return collection;
+  }
+
+  /**
+   * Refreshes every collection held, the channel list and the unread counts; resolves to whether
+   * anything changed.
+   */
+  async refreshAll() {
+    const results = await Promise.allSettled([...this.collections.values()].map((collection) => collection.refresh()).concat(this.channels.refresh()));
+    await this.refreshUnread();
+    const failed = results.find((result) => result.status === "rejected");
+    if (failed) throw /** @type {PromiseRejectedResult} */ (failed).reason;
+    return results.some((result) => result.status === "fulfilled" && result.value);
+  }
+
+  /** Asks for the unread counts; a count held from a newer position (a mark, an event) stays. */
+  async refreshUnread() {
+    let answer;
+    try {
+      answer = await this.api.unread();
+    } catch {
+      return;
+    }
+    if (this.closed) return;
+    const horizon = BigInt(answer.horizon);
+    /** @type {Record<string, number>} */
+    const channels = {};
+    let newer = false;
+    for (const { channel_url: url, unread_count: count } of answer.channels) {
+      if (horizon >= (this.unreadPositions.get(url) ?? 0n)) {
+        channels[url] = count;
+        this.unreadPositions.set(url, horizon);
+      } else {
+        channels[url] = this.unread.channels[url] ?? count;
+        newer = true;
+      }
+    }
+    const total = newer ? Object.values(channels).reduce((sum, count) => sum + count, 0) : answer.total;
+    this.setUnread(total, channels);
+  }
+
+  /**
+   * The badge of a collection answer read at `horizon`: taken unless a count held is newer.
+   * @param {number} badge
+   * @param {bigint} horizon
+   */
+  noteBadge(badge, horizon) {
+    let newest = 0n;
+    for (const position of this.unreadPositions.values()) if (position > newest) newest = position;
+    if (badge === this.unread.total || horizon < newest) return;
+    this.setUnread(badge, this.unread.channels);
+  }
+
+  /**
+   * A channel's unread count from an event or an answer, unless a later change already gave one.
+   * @param {number} count
+   * @param {string} url
+   * @param {bigint} position
+   */
+  noteUnread(count, url, position) {
+    if (position < (this.unreadPositions.get(url) ?? 0n)) return;
+    this.unreadPositions.set(url, position);
+    if (this.unread.channels[url] === count) return;
+    this.setUnread(this.unread.total, { ...this.unread.channels, [url]: count });
+  }
+
+  /**
+   * @param {number} total
+   * @param {Record<string, number>} channels
+   */
+  setUnread(total, channels) {
+    this.unread = { total, channels };
+    this.dispatchEvent(new Event("unread"));
+  }
+
+  // The live stream ---------------------------------------------------------------------------
+
+  /**
+   * Opens the live stream: events are applied to the collections and the channel list as they
+   * happen, and while it is open Herald sends this device no pushes. A dropped connection is opened
+   * again after an exponential backoff with jitter (at once when the browser comes back online);
+   * every opening syncs what the client holds, since events may have been missed in between.
+   */
+  connect() {
+    if (this.closed) throw new Error("The client was closed.");
+    this.wantsStream = true;
+    if (!this.stream) this.startStream();
+  }
+
+  /** Closes the live stream; resolves once it is closed. */
+  async disconnect() {
+    this.wantsStream = false;
+    this.generation += 1;
+    const stream = this.stream;
+    this.stream = null;
+    this.socket?.close(1000);
+    this.wakeReconnect?.();
+    this.setConnectionState("disconnected");
+    await stream;
+  }
+
+  startStream() {
+    this.generation += 1;
+    const generation = this.generation;
+    this.stream = this.runStream(generation).finally(() => {
+      if (this.generation === generation) this.stream = null;
+    });
+  }
+
+  /** @param {number} generation */
+  async runStream(generation) {
+    const current = () => this.generation === generation && !this.closed;
+    let failures = 0;
+    while (current()) {
+      this.setConnectionState("connecting");
+      let token;
+      try {
+        token = await this.api.currentToken();
+      } catch {
+        if (!current()) return;
+        this.setConnectionState("failed");
+        this.dispatchEvent(new Event("sessionrefused"));
+        return;
+      }
+      if (!current()) return;
+      const { opened, code } = await this.openSocket(token, generation);
+      if (!current()) return;
+      if (opened) failures = 0;
+      // Refused before it opened (a browser does not show why), or closed as revoked or expired
+      // (1008): a plain request finds out — a session that cannot be renewed ends the stream.
+      if (!opened || code === 1008) {
+        try {
+          await this.channels.refresh();
+        } catch (error) {
+          if (!current()) return;
+          if (error instanceof HeraldError && error.status === 401) {
+            this.setConnectionState("failed");
+            return;
+          }
+        }
+        if (!current()) return;
+      }
+      failures += 1;
+      this.setConnectionState("waiting");
+      await new Promise((resolve) => {
+        const timer = setTimeout(resolve, reconnectDelay(failures, this.reconnect.initial, this.reconnect.maximum));
+        this.wakeReconnect = () => {
+          clearTimeout(timer);
+          resolve(undefined);
+        };
+      });
+      this.wakeReconnect = null;
+    }
+  }
+
+  /**
+   * One connection: resolves when it closes, saying whether it said `ready` and its close code.
+   * @param {string} token
+   * @param {number} generation
+   * @returns {Promise<{opened: boolean, code: number}>}
+   */
+  openSocket(token, generation) {
+    const url = new URL(this.api.baseURL + "/v1/me/stream");
+    url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+    // A browser's WebSocket cannot carry headers.
+    url.searchParams.set("access_token", token);
+    if (this.device) url.searchParams.set("device", this.device);
+    return new Promise((resolve) => {
+      let opened = false;
+      let settled = false;
+      /** @param {number} code */
+      const settle = (code) => {
+        if (settled) return;
+        settled = true;
+        if (this.socket === socket) this.socket = null;
+        resolve({ opened, code });
+      };
+      /** @type {WebSocket} */
+      let socket;
+      try {
+        socket = new this.WebSocket(url.toString());
+      } catch {
+        resolve({ opened: false, code: 0 });
+        return;
+      }
+      this.socket = socket;
+      socket.onmessage = (message) => {
+        if (this.generation !== generation) return;
+        let event;
+        try {
+          event = JSON.parse(typeof message.data === "string" ? message.data : "");
+        } catch {
+          return;
+        }
+        if (event?.type === "ready") {
+          opened = true;
+          this.setConnectionState("connected");
+          // Whatever happened while the stream was closed is in the syncs.
+          this.refreshInBackground();
+          return;
+        }
+        this.apply(event);
+      };
+      socket.onclose = (close) => settle(close.code);
+      // A browser closes a socket after its error; Node's may not when the handshake failed.
+      socket.onerror = () => {
+        if (!opened) settle(1006);
+      };
+    });
+  }
+
+  /**
+   * Applies one stream event (the stream is the fast path; syncs stay the truth).
+   * @param {any} event
+   */
+  apply(event) {
+    switch (event?.type) {
+      case "notification.created":
+      case "notification.updated": {
+        const position = BigInt(event.notification.position);
+        this.noteUnread(event.unread_count, event.channel_url, position);
+        for (const collection of this.collectionsOf(event.channel_url)) {
+          const { inserted, updated } = collection.apply([event.notification], [], true);
+          collection.takeUnread(event.unread_count, position);
+          this.saveCollection(collection);
+          collection.changed(inserted, updated, []);
+        }
+        break;
+      }
+      case "notification.deleted": {
+        const position = BigInt(event.position);
+        this.noteUnread(event.unread_count, event.channel_url, position);
+        for (const collection of this.collectionsOf(event.channel_url)) {
+          const { removed } = collection.apply([], [event.notification_id], true);
+          collection.takeUnread(event.unread_count, position);
+          this.saveCollection(collection);
+          collection.changed([], [], removed);
+        }
+        break;
+      }
+      case "channel.read": {
+        const position = BigInt(event.position);
+        this.noteUnread(event.unread_count, event.channel_url, position);
+        for (const collection of this.collectionsOf(event.channel_url)) {
+          collection.takeState(event, position);
+          // The copies' statuses changed with it: the sync brings them, each by position.
+          this.background(() => collection.refresh());
+        }
+        break;
+      }
+      case "delivery.updated": {
+        const position = BigInt(event.position);
+        for (const collection of this.collectionsOf(event.channel_url)) {
+          /** @type {string[]} */
+          const updated = [];
+          for (const id of event.notification_ids) {
+            const index = collection.indexOf(id);
+            if (index === -1) continue;
+            const held = collection.notifications[index];
+            if (BigInt(held.position) > position || held.status !== "SENT") continue;
+            collection.notifications[index] = { ...held, status: "DELIVERED", position: event.position };
+            updated.push(id);
+          }
+          this.saveCollection(collection);
+          collection.changed([], updated, []);
+        }
+        break;
+      }
+      case "channel.updated":
+        this.channels.update(event);
+        break;
+      case "channel.deleted": {
+        this.channels.remove(event.channel_url);
+        const { [event.channel_url]: _gone, ...channels } = this.unread.channels;
+        this.setUnread(this.unread.total, channels);
+        break;
+      }
+      case "badge":
+        if (event.badge !== this.unread.total) this.setUnread(event.badge, this.unread.channels);
+        break;
+      case "resync":
+        this.refreshInBackground();
+        break;
+      default:
+        break;
+    }
+  }
+
+  /** @param {string} url */
+  collectionsOf(url) {
+    return [...this.collections.values()].filter((collection) => collection.channelURL === url && collection.token !== null);
+  }
+
+  /** @param {"disconnected" | "connecting" | "connected" | "waiting" | "failed"} state */
+  setConnectionState(state) {
+    if (state === this.connectionState) return;
+    this.connectionState = state;
+    this.dispatchEvent(new Event("connection"));
+  }
+
+  // The page ------------------------------------------------------------------------------------
+
+  /**
+   * Follows the page: when it comes back into view, or the browser back online, everything held is
+   * synced and a stream that is waiting to reconnect goes at once. Returns the function that stops
+   * following it.
+   * @param {{document?: Document, window?: Window}} target
+   */
+  followPage({ document = globalThis.document, window = globalThis.window } = {}) {
+    const visible = () => {
+      if (document.visibilityState !== "visible") return;
+      this.wakeReconnect?.();
+      this.refreshInBackground();
+    };
+    const online = () => {
+      this.wakeReconnect?.();
+      this.refreshInBackground();
+    };
+    document.addEventListener("visibilitychange", visible);
+    window.addEventListener("online", online);
+    return () => {
+      document.removeEventListener("visibilitychange", visible);
+      window.removeEventListener("online", online);
+    };
+  }
+
+  /** Everything, as the client refreshes by itself: a 429 waited out (up to 30 s), failures told. */
+  refreshInBackground() {
+    this.background(() => this.refreshAll());
+  }
+
+  /** @param {() => Promise<unknown>} work */
+  background(work) {
+    (async () => {
+      for (let waits = 0; ; waits++) {
+        try {
+          await work();
+          return;
+        } catch (error) {
+          if (this.closed) return;
+          const retryAfter = error instanceof HeraldError && error.status === 429 ? error.retryAfter ?? 1 : null;
+          if (retryAfter !== null && waits < this.rateLimitRetries && retryAfter <= 30) {
+            await new Promise((resolve) => setTimeout(resolve, retryAfter * 1_000));
+            continue;
+          }
+          this.dispatchEvent(new CustomEvent("error", { detail: error }));
+          return;
+        }
+      }
+    })();
+  }
+
+  // Keeping -------------------------------------------------------------------------------------
+
+  /**
+   * Kept for the cache (none yet: every page load starts from the server).
+   * @param {NotificationCollection} _collection
+   */
+  saveCollection(_collection) {}
+
+  /** @param {ChannelList} _list */
+  saveChannelList(_list) {}
+
+  /** @param {NotificationCollection} collection */
+  forget(collection) {
+    for (const [key, held] of this.collections) if (held === collection) this.collections.delete(key);
+  }
+
+  /** Closes the stream and empties every collection and the list; the client cannot be used again. */
+  async close() {
+    await this.disconnect();
+    this.closed = true;
+    for (const collection of this.collections.values()) collection.detach();
+    this.collections.clear();
+    this.channels.detach();
+  }
+}

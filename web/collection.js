@@ -1,0 +1,397 @@
+/**
+ * One channel's notifications for the signed-in user (optionally one category), newest first, kept
+ * in step with Herald.
+ *
+ * It keeps the sync protocol's duties so the page does not: the sync token; every change applied by
+ * its position (a version older than the one held changes nothing); never a notification twice;
+ * deleted ones removed; and when the server cannot continue the token (`is_live: false`: the channel
+ * was reset, the gap grew too large, the token expired) it loads the newest page afresh and says so.
+ *
+ * Events (`addEventListener`): `change` (`detail`: `{inserted, updated, removed}`, ids) after every
+ * change, and `reload` when it was loaded afresh (the first load too).
+ */
+export class NotificationCollection extends EventTarget {
+  /**
+   * @param {string} channelURL
+   * @param {string | null} category
+   * @param {import("./client.js").HeraldClient} client
+   */
+  constructor(channelURL, category, client) {
+    super();
+    /** The channel's URL (its id). */
+    this.channelURL = channelURL;
+    /** Only notifications of this category, when set. */
+    this.category = category;
+    /** @type {import("./types.js").HeraldNotification[]} Newest first. */
+    this.notifications = [];
+    /** Older notifications exist on the server that `loadPrevious()` would bring. */
+    this.hasPrevious = false;
+    /** @type {import("./types.js").ChannelState} The user's unread count, last read and last seen here. */
+    this.state = { unread_count: 0, last_read_at: null, last_seen_at: null };
+    /** @type {import("./types.js").ChannelInfo | null} The channel as the server last described it. */
+    this.channel = null;
+    /** Whether it continues from a token the server accepted. */
+    this.isLive = false;
+    /** How many times it was loaded afresh because the server could not continue its token. */
+    this.reloadCount = 0;
+    /** The page size of loads and syncs (the server allows up to 100). */
+    this.pageSize = 30;
+
+    /** @type {import("./client.js").HeraldClient | null} */
+    this.client = client;
+    /** @type {string | null} */
+    this.token = null;
+    /** Every change below this position is reflected here (the horizon of the last whole answer). */
+    this.syncedThrough = 0n;
+    /** The position of the newest change `state` reflects. */
+    this.statePosition = 0n;
+    /** @type {string | null} */
+    this.previousCursor = null;
+    /** Ids removed by a deletion, so that an older version arriving late cannot bring them back. */
+    this.removedIDs = new Set();
+    /** Loads of the newest page: an older page asked for under one load is not added to the next. */
+    this.loads = 0;
+    /** @type {Promise<boolean> | null} */
+    this.running = null;
+    this.again = false;
+    /** @type {Promise<void> | null} */
+    this.loadingPrevious = null;
+  }
+
+  /**
+   * Brings the collection up to date: the first page when it has none (or the server refused its
+   * token), else every change since its token. Resolves to whether anything changed. A refresh asked
+   * for while one runs makes that one go round once more, and shares its outcome.
+   * @returns {Promise<boolean>}
+   */
+  refresh() {
+    if (!this.client) return Promise.reject(signedOut());
+    if (this.running) {
+      this.again = true;
+      return this.running;
+    }
+    this.running = (async () => {
+      try {
+        let changed = false;
+        do {
+          this.again = false;
+          changed = (await this.sync()) || changed;
+        } while (this.again);
+        return changed;
+      } finally {
+        this.running = null;
+      }
+    })();
+    return this.running;
+  }
+
+  /**
+   * Loads the page older than the oldest held. A call while one loads shares it; a page that comes
+   * back after the collection was loaded afresh is dropped (it would leave a gap).
+   * @returns {Promise<void>}
+   */
+  loadPrevious() {
+    if (this.loadingPrevious) return this.loadingPrevious;
+    this.loadingPrevious = (async () => {
+      try {
+        await this.loadPreviousPage();
+      } finally {
+        this.loadingPrevious = null;
+      }
+    })();
+    return this.loadingPrevious;
+  }
+
+  async loadPreviousPage() {
+    const client = this.client;
+    if (!this.hasPrevious || !this.previousCursor || !client) return;
+    const load = this.loads;
+    const page = await client.api.older(this.channelURL, { before: this.previousCursor, limit: this.pageSize, category: this.category });
+    if (load !== this.loads || this.client !== client) return;
+    /** @type {string[]} */
+    const inserted = [];
+    for (const version of page.notifications) {
+      if (this.removedIDs.has(version.id) || this.indexOf(version.id) !== -1) continue;
+      this.notifications.splice(this.insertionIndex(BigInt(version.id)), 0, version);
+      inserted.push(version.id);
+    }
+    this.previousCursor = page.prev_cursor;
+    this.hasPrevious = page.prev_cursor !== null;
+    client.saveCollection(this);
+    this.changed(inserted, [], []);
+  }
+
+  /**
+   * Marks every notification of the channel read, or only `ids`; resolves to the unread count after.
+   * @param {string[] | null} [ids]
+   * @returns {Promise<number>}
+   */
+  async markRead(ids = null) {
+    const client = this.client;
+    if (!client) throw signedOut();
+    const marked = await client.api.markRead(this.channelURL, ids);
+    if (this.client !== client) throw signedOut();
+    this.takeMark(marked);
+    // The copies' statuses change with it; the sync brings them (by position, like any change).
+    await this.refresh();
+    await client.refreshUnread();
+    return this.state.unread_count;
+  }
+
+  /**
+   * Moves the channel's `last_seen_at` forward (to now, or `at`).
+   * @param {Date | null} [at]
+   */
+  async markSeen(at = null) {
+    const client = this.client;
+    if (!client) throw signedOut();
+    const marked = await client.api.markSeen(this.channelURL, at);
+    if (this.client !== client) throw signedOut();
+    this.takeMark(marked);
+    this.dispatchEvent(new CustomEvent("change", { detail: { inserted: [], updated: [], removed: [] } }));
+  }
+
+  /**
+   * Tells the server the user saw or opened these notifications (for its statistics).
+   * @param {"viewed" | "clicked"} type
+   * @param {string[]} ids
+   */
+  async log(type, ids) {
+    if (!this.client) throw signedOut();
+    await this.client.api.logEvents(type, ids);
+  }
+
+  /** Stops keeping the collection up to date; the client forgets it. */
+  dispose() {
+    this.client?.forget(this);
+  }
+
+  // Sync ------------------------------------------------------------------------------------------
+
+  /**
+   * Syncs until the server has no more (`has_more`), or loads afresh when it cannot continue the
+   * token. An answer that arrives after the collection was cut from its client changes nothing.
+   * @returns {Promise<boolean>}
+   */
+  async sync() {
+    const client = this.client;
+    if (!client) throw signedOut();
+    if (this.token === null) {
+      await this.reload();
+      return true;
+    }
+    let changed = false;
+    let current = this.token;
+    for (;;) {
+      const answer = await client.api.sync(this.channelURL, { token: current, limit: this.pageSize, category: this.category, device: client.device });
+      if (this.client !== client) throw signedOut();
+      if (!answer.is_live || answer.next_token === null) {
+        this.isLive = false;
+        await this.reload();
+        return true;
+      }
+      const { inserted, updated, removed } = this.apply(answer.notifications, answer.deleted);
+      this.takeChannel(answer);
+      if (!answer.has_more) this.syncedThrough = max(this.syncedThrough, BigInt(answer.horizon));
+      client.noteBadge(answer.badge, BigInt(answer.horizon));
+      this.token = answer.next_token;
+      client.saveCollection(this);
+      this.changed(inserted, updated, removed);
+      changed = changed || inserted.length + updated.length + removed.length > 0;
+      if (!answer.has_more) return changed;
+      current = answer.next_token;
+    }
+  }
+
+  /** Loads the newest page afresh, dropping everything held. */
+  async reload() {
+    const client = this.client;
+    if (!client) throw signedOut();
+    const answer = await client.api.sync(this.channelURL, { limit: this.pageSize, category: this.category, device: client.device });
+    if (this.client !== client) throw signedOut();
+    const wasLoaded = this.token !== null;
+    this.loads += 1;
+    this.notifications = [...answer.notifications].sort(newestFirst);
+    this.previousCursor = answer.prev_cursor;
+    this.hasPrevious = answer.prev_cursor !== null;
+    this.removedIDs = new Set();
+    this.token = answer.next_token;
+    this.isLive = answer.next_token !== null;
+    this.syncedThrough = BigInt(answer.horizon);
+    this.statePosition = 0n;
+    this.takeChannel(answer);
+    client.noteBadge(answer.badge, BigInt(answer.horizon));
+    if (wasLoaded) this.reloadCount += 1;
+    client.saveCollection(this);
+    this.dispatchEvent(new Event("reload"));
+  }
+
+  /**
+   * Applies versions of notifications and removals by position: a version replaces the one held only
+   * if its position is not lower; one not held comes in only if it is not older than what the
+   * collection has synced through (`live` events; a sync's own versions always); a removed id never
+   * comes back; one older than the oldest held while older pages exist is left for `loadPrevious()`
+   * (holding it would leave a gap).
+   * @param {import("./types.js").HeraldNotification[]} versions
+   * @param {string[]} removedIDs
+   * @param {boolean} [live]
+   */
+  apply(versions, removedIDs, live = false) {
+    /** @type {string[]} */ const inserted = [];
+    /** @type {string[]} */ const updated = [];
+    /** @type {string[]} */ const removed = [];
+    for (const version of versions) {
+      if (this.category !== null && version.category !== this.category) continue;
+      if (this.removedIDs.has(version.id)) continue;
+      const index = this.indexOf(version.id);
+      if (index !== -1) {
+        const held = this.notifications[index];
+        const position = BigInt(version.position);
+        const heldPosition = BigInt(held.position);
+        if (position < heldPosition || (position === heldPosition && JSON.stringify(version) === JSON.stringify(held))) continue;
+        this.notifications[index] = version;
+        updated.push(version.id);
+      } else {
+        if (live && BigInt(version.position) < this.syncedThrough) continue;
+        const oldest = this.notifications[this.notifications.length - 1];
+        if (this.hasPrevious && oldest && BigInt(version.id) < BigInt(oldest.id)) continue;
+        this.notifications.splice(this.insertionIndex(BigInt(version.id)), 0, version);
+        inserted.push(version.id);
+      }
+    }
+    for (const id of removedIDs) {
+      this.removedIDs.add(id);
+      const index = this.indexOf(id);
+      if (index !== -1) {
+        this.notifications.splice(index, 1);
+        removed.push(id);
+      }
+    }
+    return { inserted, updated, removed };
+  }
+
+  /**
+   * A state a stream event or a mark carries, if newer than the state held.
+   * @param {import("./types.js").ChannelState} state
+   * @param {bigint} position
+   */
+  takeState(state, position) {
+    if (position < this.statePosition) return;
+    this.state = { unread_count: state.unread_count, last_read_at: state.last_read_at, last_seen_at: state.last_seen_at };
+    this.statePosition = position;
+  }
+
+  /**
+   * Only the unread count a stream event carries, if newer than the state held.
+   * @param {number} count
+   * @param {bigint} position
+   */
+  takeUnread(count, position) {
+    if (position < this.statePosition) return;
+    this.state = { ...this.state, unread_count: count };
+    this.statePosition = position;
+  }
+
+  /**
+   * A mark's answer: newer than any answer read below its position (a read standby that has not
+   * replayed the mark yet), which therefore cannot replace it.
+   * @param {import("./types.js").ChannelState & {position?: string}} marked
+   */
+  takeMark(marked) {
+    if (marked.position === undefined) {
+      this.takeState(marked, this.statePosition);
+      return;
+    }
+    const position = BigInt(marked.position) + 1n;
+    this.takeState(marked, position);
+    this.client?.noteUnread(marked.unread_count, this.channelURL, position);
+  }
+
+  /** @param {any} answer */
+  takeChannel(answer) {
+    const horizon = BigInt(answer.horizon);
+    // The answer's state is its snapshot's: newer than any event below its horizon.
+    if (horizon >= this.statePosition) {
+      this.takeState(answer.channel.state, horizon);
+      this.client?.noteUnread(answer.channel.state.unread_count, this.channelURL, horizon);
+    }
+    const { state: _state, ...channel } = answer.channel;
+    this.channel = channel;
+  }
+
+  // Lookup ------------------------------------------------------------------------------------------
+
+  /**
+   * The index of notification `id`, by binary search (newest first; ids grow), or -1.
+   * @param {string} id
+   */
+  indexOf(id) {
+    let number;
+    try {
+      number = BigInt(id);
+    } catch {
+      return -1;
+    }
+    const at = this.insertionIndex(number);
+    return at < this.notifications.length && BigInt(this.notifications[at].id) === number ? at : -1;
+  }
+
+  /**
+   * Where a notification with id `number` belongs: the first index whose id is not greater.
+   * @param {bigint} number
+   */
+  insertionIndex(number) {
+    let low = 0;
+    let high = this.notifications.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (BigInt(this.notifications[middle].id) > number) low = middle + 1;
+      else high = middle;
+    }
+    return low;
+  }
+
+  /**
+   * @param {string[]} inserted
+   * @param {string[]} updated
+   * @param {string[]} removed
+   */
+  changed(inserted, updated, removed) {
+    if (inserted.length + updated.length + removed.length === 0) return;
+    this.dispatchEvent(new CustomEvent("change", { detail: { inserted, updated, removed } }));
+  }
+
+  /** Empties the collection and cuts it from its client: answers still in flight change nothing. */
+  detach() {
+    this.client = null;
+    this.notifications = [];
+    this.hasPrevious = false;
+    this.previousCursor = null;
+    this.state = { unread_count: 0, last_read_at: null, last_seen_at: null };
+    this.channel = null;
+    this.isLive = false;
+    this.token = null;
+    this.dispatchEvent(new Event("reload"));
+  }
+}
+
+/**
+ * @param {{id: string}} a
+ * @param {{id: string}} b
+ */
+function newestFirst(a, b) {
+  const [x, y] = [BigInt(a.id), BigInt(b.id)];
+  return x > y ? -1 : x < y ? 1 : 0;
+}
+
+/**
+ * @param {bigint} a
+ * @param {bigint} b
+ */
+function max(a, b) {
+  return a > b ? a : b;
+}
+
+function signedOut() {
+  return new Error("The collection's client was closed.");
+}

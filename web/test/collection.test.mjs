@@ -1,0 +1,195 @@
+// The web client's collections against a real `herald serve`: loading and paging, convergence with
+// what happens elsewhere, and the reloads the server asks for.
+
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { HeraldAPI, HeraldClient, HeraldError } from "../herald.js";
+import { HeraldServer } from "../test-support/herald-server.mjs";
+
+/** @type {HeraldServer} */
+let server;
+before(async () => {
+  server = await HeraldServer.start();
+});
+after(async () => {
+  await server?.close();
+});
+
+let channels = 0;
+/** A fresh channel and user for one test, and a client signed in as the user. */
+async function world() {
+  channels += 1;
+  const channel = `web-collection-${channels}`;
+  const user = `${channel}-user`;
+  await server.channel(channel);
+  const session = await server.session(user);
+  const client = new HeraldClient({ baseURL: server.url, sessionToken: session });
+  return { channel, user, session, client };
+}
+
+/**
+ * What a fresh load of the whole collection holds: every notification's id, status and data, newest
+ * first (paging until the end).
+ * @param {string} session
+ * @param {string} channel
+ */
+async function freshView(session, channel) {
+  const fresh = new HeraldClient({ baseURL: server.url, sessionToken: session });
+  const collection = fresh.collection(channel);
+  collection.pageSize = 100;
+  await collection.refresh();
+  while (collection.hasPrevious) await collection.loadPrevious();
+  const [view, state] = [summary(collection.notifications), collection.state];
+  await fresh.close();
+  return { view, state };
+}
+
+/** @param {any[]} notifications */
+function summary(notifications) {
+  return notifications.map((notification) => ({ id: notification.id, status: notification.status, data: notification.data }));
+}
+
+describe("a collection", () => {
+  test("loads the newest page, then older pages, newest first and each once", async () => {
+    const { channel, user, client } = await world();
+    const sent = [];
+    for (let index = 0; index < 75; index++) sent.push(await server.send(channel, [user], `n${index}`));
+    const collection = client.collection(channel);
+    let reloads = 0;
+    collection.addEventListener("reload", () => (reloads += 1));
+    assert.equal(await collection.refresh(), true);
+    assert.equal(reloads, 1);
+    assert.equal(collection.notifications.length, 30);
+    assert.deepEqual(
+      collection.notifications.map((notification) => notification.id),
+      sent.slice(45).reverse(),
+    );
+    assert.equal(collection.hasPrevious, true);
+    assert.equal(collection.state.unread_count, 75);
+    assert.equal(client.unread.total, 75);
+    // Two calls at once share one page.
+    await Promise.all([collection.loadPrevious(), collection.loadPrevious()]);
+    assert.equal(collection.notifications.length, 60);
+    await collection.loadPrevious();
+    assert.deepEqual(
+      collection.notifications.map((notification) => notification.id),
+      [...sent].reverse(),
+    );
+    assert.equal(collection.hasPrevious, false);
+    assert.equal(collection.notifications[0].data.title, "n74");
+    assert.equal(await collection.refresh(), false, "a quiet sync changes nothing");
+    await client.close();
+  });
+
+  test("converges with sends, edits, deletions and reads made elsewhere", async () => {
+    const { channel, user, session, client } = await world();
+    const ids = [];
+    for (let index = 0; index < 5; index++) ids.push(await server.send(channel, [user], `first ${index}`));
+    const collection = client.collection(channel);
+    await collection.refresh();
+    /** @type {{inserted: string[], updated: string[], removed: string[]}[]} */
+    const changes = [];
+    collection.addEventListener("change", (event) => changes.push(/** @type {CustomEvent} */ (event).detail));
+
+    const added = await server.send(channel, [user], "later");
+    await server.admin("PATCH", `/v1/notifications/${ids[1]}`, { variables: { title: "edited" } });
+    await server.admin("DELETE", `/v1/notifications/${ids[2]}`);
+    // Another device of the same user reads one.
+    await new HeraldAPI({ baseURL: server.url, sessionToken: session }).markRead(channel, [ids[3]]);
+
+    assert.equal(await collection.refresh(), true);
+    const detail = changes.reduce(
+      (all, change) => ({
+        inserted: [...all.inserted, ...change.inserted],
+        updated: [...all.updated, ...change.updated],
+        removed: [...all.removed, ...change.removed],
+      }),
+      { inserted: [], updated: [], removed: [] },
+    );
+    assert.deepEqual(detail.inserted, [added]);
+    assert.deepEqual(detail.removed, [ids[2]]);
+    assert.deepEqual([...detail.updated].sort(), [ids[1], ids[3]].sort());
+    const fresh = await freshView(session, channel);
+    assert.deepEqual(summary(collection.notifications), fresh.view);
+    assert.equal(collection.notifications.find((notification) => notification.id === ids[1])?.data.title, "edited");
+    assert.equal(collection.notifications.find((notification) => notification.id === ids[3])?.status, "READ");
+    assert.equal(collection.state.unread_count, 4);
+    assert.deepEqual(collection.state, fresh.state);
+
+    // Marking all read here: the count, the statuses and the client's badge follow.
+    assert.equal(await collection.markRead(), 0);
+    assert.ok(collection.notifications.every((notification) => notification.status === "READ"));
+    assert.equal(client.unread.total, 0);
+    await client.close();
+  });
+
+  test("loads afresh when the channel is reset or the token is not one", async () => {
+    const { channel, user, client } = await world();
+    await server.send(channel, [user], "before the reset");
+    const collection = client.collection(channel);
+    await collection.refresh();
+    let reloads = 0;
+    collection.addEventListener("reload", () => (reloads += 1));
+    await server.admin("POST", `/v1/users/${encodeURIComponent(user)}/channels/${encodeURIComponent(channel)}/reset`);
+    const after = await server.send(channel, [user], "after the reset");
+    assert.equal(await collection.refresh(), true);
+    assert.equal(reloads, 1);
+    assert.equal(collection.reloadCount, 1);
+    assert.deepEqual(
+      collection.notifications.map((notification) => notification.id),
+      [after],
+    );
+    assert.equal(collection.isLive, true);
+
+    // A token the server did not make (a forged or damaged one) is not live: loaded afresh.
+    collection.token = collection.token?.slice(0, -4) + "AAAA";
+    assert.equal(await collection.refresh(), true);
+    assert.equal(collection.reloadCount, 2);
+    assert.deepEqual(
+      collection.notifications.map((notification) => notification.id),
+      [after],
+    );
+    await client.close();
+  });
+
+  test("errors are typed, with the server's code and Retry-After", async () => {
+    const { client } = await world();
+    await assert.rejects(client.collection("no-such-channel").refresh(), (error) => {
+      assert.ok(error instanceof HeraldError);
+      assert.equal(error.status, 404);
+      assert.equal(error.code, "channel_not_found");
+      return true;
+    });
+    const refused = new HeraldClient({ baseURL: server.url, sessionToken: "not-a-session" });
+    let told = 0;
+    refused.addEventListener("sessionrefused", () => (told += 1));
+    await assert.rejects(refused.channels.refresh(), (error) => error instanceof HeraldError && error.status === 401 && error.code === "unauthorized");
+    assert.equal(told, 1);
+    const unreachable = new HeraldClient({ baseURL: "http://127.0.0.1:9" });
+    unreachable.api.token = "x";
+    await assert.rejects(unreachable.channels.refresh(), (error) => error instanceof HeraldError && error.status === 0 && error.code === "network");
+    await client.close();
+  });
+
+  test("asks the app for a new session token once when the server refuses the one held", async () => {
+    const { channel, user, session, client } = await world();
+    await client.close();
+    await server.send(channel, [user], "hello");
+    let asked = 0;
+    const renewing = new HeraldClient({
+      baseURL: server.url,
+      sessionToken: "expired-or-revoked",
+      fetchSessionToken: async () => {
+        asked += 1;
+        return session;
+      },
+    });
+    const collection = renewing.collection(channel);
+    // Two requests refused at once share one renewal.
+    await Promise.all([collection.refresh(), renewing.channels.refresh()]);
+    assert.equal(asked, 1);
+    assert.equal(collection.notifications.length, 1);
+    assert.equal(renewing.channels.feed.map((entry) => entry.channel_url).includes(channel), true);
+    await renewing.close();
+  });
+});

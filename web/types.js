@@ -1,0 +1,78 @@
+// The shapes Herald's API answers with, as the client hands them on (snake_case, as on the wire),
+// and the client's options. Types only: TypeScript reads them from here into `types/`.
+
+/**
+ * One notification as a user's collection holds it.
+ * @typedef {object} HeraldNotification
+ * @property {string} id Decimal; ids grow with time.
+ * @property {string} template_key
+ * @property {number} template_version
+ * @property {Record<string, any>} data The template's data, rendered for this user.
+ * @property {string} category
+ * @property {string[]} tags
+ * @property {string} [event_deadline]
+ * @property {"SENT" | "DELIVERED" | "READ"} status
+ * @property {string} created_at RFC 3339.
+ * @property {number} created_at_ms
+ * @property {string} updated_at
+ * @property {number} updated_at_ms
+ * @property {string} position This version's place in the user's change stream (decimal).
+ */
+
+/**
+ * The user's unread count, last read and last seen in one channel.
+ * @typedef {object} ChannelState
+ * @property {number} unread_count
+ * @property {string | null} last_read_at
+ * @property {string | null} last_seen_at Notifications created after it are new.
+ */
+
+/**
+ * A channel as a collection describes it.
+ * @typedef {object} ChannelInfo
+ * @property {string} channel_url
+ * @property {"feed" | "chat"} kind
+ * @property {string} name
+ * @property {string} cover_url
+ * @property {string} custom_type
+ */
+
+/**
+ * One channel of the user's channel list.
+ * @typedef {object} ChannelListEntry
+ * @property {string} channel_url
+ * @property {"feed" | "chat"} kind
+ * @property {string} name
+ * @property {string} cover_url
+ * @property {string} custom_type
+ * @property {number} unread_count
+ * @property {string} last_activity_at
+ * @property {HeraldNotification} [last_notification] A chat channel's newest.
+ */
+
+/**
+ * What a collection's `change` event tells: the ids that came, changed and went.
+ * @typedef {object} CollectionChange
+ * @property {string[]} inserted
+ * @property {string[]} updated
+ * @property {string[]} removed
+ */
+
+/**
+ * @typedef {object} HeraldClientOptions
+ * @property {string} baseURL Herald's URL.
+ * @property {string} [sessionToken] The user's session token (your backend asks Herald for it).
+ * @property {() => Promise<string>} [fetchSessionToken] Asked for a new token when Herald refuses the
+ *   one held (expired, revoked), or for the first one.
+ * @property {string} [device] This page's device id (its Web Push subscription's), named on syncs
+ *   and the stream so that Herald does not push to it while it is open.
+ * @property {typeof fetch} [fetch]
+ * @property {typeof WebSocket} [WebSocket]
+ * @property {number} [pageSize] Notifications per page (at most 100; 30 by default).
+ * @property {{initial?: number, maximum?: number}} [reconnect] The stream's reconnection delays,
+ *   milliseconds (1 s doubling to 60 s by default, with full jitter).
+ * @property {number} [rateLimitRetries] How many 429s a refresh the client starts by itself waits
+ *   out (3 by default).
+ */
+
+export {};

@@ -1,0 +1,152 @@
+/**
+ * A signed-in user's view of Herald in a web page: their collections, channel list and unread
+ * counts, kept current by the live stream while it is open and by syncs when the page comes back
+ * into view or online.
+ *
+ * Events (`addEventListener`):
+ * - `unread` — the unread counts changed (`client.unread`).
+ * - `connection` — the stream's state changed (`client.connectionState`: `disconnected`,
+ *   `connecting`, `connected`, `waiting`, `failed`).
+ * - `sessionrefused` — the server refused the session and `fetchSessionToken` gave no new one; the
+ *   stream stops until `connect()` is called again.
+ * - `error` — a refresh the client started by itself failed (`detail`: the error).
+ */
+export class HeraldClient extends EventTarget {
+    /**
+     * @param {import("./types.js").HeraldClientOptions} options
+     */
+    constructor(options: import("./types.js").HeraldClientOptions);
+    /** The requests (exposed for what the client does not wrap). */
+    api: HeraldAPI;
+    /** The device this page is, by its id (a Web Push subscription's), named on syncs and the stream. */
+    device: string | null;
+    WebSocket: {
+        new (url: string | URL, protocols?: string | string[] | undefined): WebSocket;
+        prototype: WebSocket;
+        readonly CLOSED: number;
+        readonly CLOSING: number;
+        readonly CONNECTING: number;
+        readonly OPEN: number;
+    };
+    pageSize: number;
+    reconnect: {
+        initial: number;
+        maximum: number;
+    };
+    rateLimitRetries: number;
+    /** The user's total unread count (the badge) and each channel's. */
+    unread: {
+        total: number;
+        channels: Record<string, number>;
+    };
+    /** @type {"disconnected" | "connecting" | "connected" | "waiting" | "failed"} */
+    connectionState: "disconnected" | "connecting" | "connected" | "waiting" | "failed";
+    /** The user's channel list. */
+    channels: ChannelList;
+    /** @type {Map<string, NotificationCollection>} */
+    collections: Map<string, NotificationCollection>;
+    /** @type {Map<string, bigint>} The position each channel's unread count is from. */
+    unreadPositions: Map<string, bigint>;
+    closed: boolean;
+    wantsStream: boolean;
+    /** @type {Promise<void> | null} */
+    stream: Promise<void> | null;
+    generation: number;
+    /** @type {WebSocket | null} */
+    socket: WebSocket | null;
+    /** @type {(() => void) | null} Ends the wait before the next reconnection at once. */
+    wakeReconnect: (() => void) | null;
+    /**
+     * The collection of `channelURL` (of one `category`, if given): one object per channel and
+     * category, kept current while the client holds it. Call `refresh()` on it to load it.
+     * @param {string} channelURL
+     * @param {{category?: string | null}} options
+     */
+    collection(channelURL: string, { category }?: {
+        category?: string | null;
+    }): NotificationCollection;
+    /**
+     * Refreshes every collection held, the channel list and the unread counts; resolves to whether
+     * anything changed.
+     */
+    refreshAll(): Promise<boolean>;
+    /** Asks for the unread counts; a count held from a newer position (a mark, an event) stays. */
+    refreshUnread(): Promise<void>;
+    /**
+     * The badge of a collection answer read at `horizon`: taken unless a count held is newer.
+     * @param {number} badge
+     * @param {bigint} horizon
+     */
+    noteBadge(badge: number, horizon: bigint): void;
+    /**
+     * A channel's unread count from an event or an answer, unless a later change already gave one.
+     * @param {number} count
+     * @param {string} url
+     * @param {bigint} position
+     */
+    noteUnread(count: number, url: string, position: bigint): void;
+    /**
+     * @param {number} total
+     * @param {Record<string, number>} channels
+     */
+    setUnread(total: number, channels: Record<string, number>): void;
+    /**
+     * Opens the live stream: events are applied to the collections and the channel list as they
+     * happen, and while it is open Herald sends this device no pushes. A dropped connection is opened
+     * again after an exponential backoff with jitter (at once when the browser comes back online);
+     * every opening syncs what the client holds, since events may have been missed in between.
+     */
+    connect(): void;
+    /** Closes the live stream; resolves once it is closed. */
+    disconnect(): Promise<void>;
+    startStream(): void;
+    /** @param {number} generation */
+    runStream(generation: number): Promise<void>;
+    /**
+     * One connection: resolves when it closes, saying whether it said `ready` and its close code.
+     * @param {string} token
+     * @param {number} generation
+     * @returns {Promise<{opened: boolean, code: number}>}
+     */
+    openSocket(token: string, generation: number): Promise<{
+        opened: boolean;
+        code: number;
+    }>;
+    /**
+     * Applies one stream event (the stream is the fast path; syncs stay the truth).
+     * @param {any} event
+     */
+    apply(event: any): void;
+    /** @param {string} url */
+    collectionsOf(url: string): NotificationCollection[];
+    /** @param {"disconnected" | "connecting" | "connected" | "waiting" | "failed"} state */
+    setConnectionState(state: "disconnected" | "connecting" | "connected" | "waiting" | "failed"): void;
+    /**
+     * Follows the page: when it comes back into view, or the browser back online, everything held is
+     * synced and a stream that is waiting to reconnect goes at once. Returns the function that stops
+     * following it.
+     * @param {{document?: Document, window?: Window}} target
+     */
+    followPage({ document, window }?: {
+        document?: Document;
+        window?: Window;
+    }): () => void;
+    /** Everything, as the client refreshes by itself: a 429 waited out (up to 30 s), failures told. */
+    refreshInBackground(): void;
+    /** @param {() => Promise<unknown>} work */
+    background(work: () => Promise<unknown>): void;
+    /**
+     * Kept for the cache (none yet: every page load starts from the server).
+     * @param {NotificationCollection} _collection
+     */
+    saveCollection(_collection: NotificationCollection): void;
+    /** @param {ChannelList} _list */
+    saveChannelList(_list: ChannelList): void;
+    /** @param {NotificationCollection} collection */
+    forget(collection: NotificationCollection): void;
+    /** Closes the stream and empties every collection and the list; the client cannot be used again. */
+    close(): Promise<void>;
+}
+import { HeraldAPI } from "./api.js";
+import { ChannelList } from "./channel-list.js";
+import { NotificationCollection } from "./collection.js";

@@ -1,0 +1,121 @@
+/**
+ * One notification as a user's collection holds it.
+ */
+export type HeraldNotification = {
+    /**
+     * Decimal; ids grow with time.
+     */
+    id: string;
+    template_key: string;
+    template_version: number;
+    /**
+     * The template's data, rendered for this user.
+     */
+    data: Record<string, any>;
+    category: string;
+    tags: string[];
+    event_deadline?: string | undefined;
+    status: "SENT" | "DELIVERED" | "READ";
+    /**
+     * RFC 3339.
+     */
+    created_at: string;
+    created_at_ms: number;
+    updated_at: string;
+    updated_at_ms: number;
+    /**
+     * This version's place in the user's change stream (decimal).
+     */
+    position: string;
+};
+/**
+ * The user's unread count, last read and last seen in one channel.
+ */
+export type ChannelState = {
+    unread_count: number;
+    last_read_at: string | null;
+    /**
+     * Notifications created after it are new.
+     */
+    last_seen_at: string | null;
+};
+/**
+ * A channel as a collection describes it.
+ */
+export type ChannelInfo = {
+    channel_url: string;
+    kind: "feed" | "chat";
+    name: string;
+    cover_url: string;
+    custom_type: string;
+};
+/**
+ * One channel of the user's channel list.
+ */
+export type ChannelListEntry = {
+    channel_url: string;
+    kind: "feed" | "chat";
+    name: string;
+    cover_url: string;
+    custom_type: string;
+    unread_count: number;
+    last_activity_at: string;
+    /**
+     * A chat channel's newest.
+     */
+    last_notification?: HeraldNotification | undefined;
+};
+/**
+ * What a collection's `change` event tells: the ids that came, changed and went.
+ */
+export type CollectionChange = {
+    inserted: string[];
+    updated: string[];
+    removed: string[];
+};
+export type HeraldClientOptions = {
+    /**
+     * Herald's URL.
+     */
+    baseURL: string;
+    /**
+     * The user's session token (your backend asks Herald for it).
+     */
+    sessionToken?: string | undefined;
+    /**
+     * Asked for a new token when Herald refuses the
+     * one held (expired, revoked), or for the first one.
+     */
+    fetchSessionToken?: (() => Promise<string>) | undefined;
+    /**
+     * This page's device id (its Web Push subscription's), named on syncs
+     * and the stream so that Herald does not push to it while it is open.
+     */
+    device?: string | undefined;
+    fetch?: typeof fetch | undefined;
+    WebSocket?: {
+        new (url: string | URL, protocols?: string | string[] | undefined): WebSocket;
+        prototype: WebSocket;
+        readonly CLOSED: number;
+        readonly CLOSING: number;
+        readonly CONNECTING: number;
+        readonly OPEN: number;
+    } | undefined;
+    /**
+     * Notifications per page (at most 100; 30 by default).
+     */
+    pageSize?: number | undefined;
+    /**
+     * The stream's reconnection delays,
+     * milliseconds (1 s doubling to 60 s by default, with full jitter).
+     */
+    reconnect?: {
+        initial?: number | undefined;
+        maximum?: number | undefined;
+    } | undefined;
+    /**
+     * How many 429s a refresh the client starts by itself waits
+     * out (3 by default).
+     */
+    rateLimitRetries?: number | undefined;
+};
