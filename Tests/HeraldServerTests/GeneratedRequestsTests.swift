@@ -285,7 +285,8 @@ struct GeneratedRequestsTests {
     /// Herald on the test database, served over real HTTP (with a key for APNs credentials).
     static func server(_ db: TestDatabase) throws -> some ApplicationProtocol {
         let box = try SecretBox(hexKey: secretKeyHex)
-        let dependencies = try heraldDependencies(db, adminToken: adminToken, secrets: box)
+        var dependencies = try heraldDependencies(db, adminToken: adminToken, secrets: box)
+        dependencies.clientFiles = try ClientFiles.load(directory: TestPostgres.repositoryRoot() + "/web")
         return HeraldApplication.build(dependencies, host: "127.0.0.1", port: 0, logger: Logger(label: "test.generated"), services: [])
     }
 
@@ -354,7 +355,7 @@ struct GeneratedRequestsTests {
             "user_id": users, "targets[]": ["me", "u1", "u2"], "force_push[]": users, "mentioned_user_ids[]": users, "sender_id": ["u1"],
             "channel_url": ["feed", "chat", "nope"], "key": ["plain", "nope"], "template_key": ["plain"],
             "device_token": [device, String(repeating: "cd", count: 32)], "Herald-Device": [device], "device": [device],
-            "name": ["main", "other"], "category": ["news"], "token": [syncToken, listToken],
+            "name": ["main", "other"], "category": ["news"], "token": [syncToken, listToken], "file": ["herald.js", "nope.js"],
             "updateNotification.body": [["variables": ["title": "changed"]]],
             "sendNotification.variables": [["title": "hello"]], "updateNotification.variables": [["title": "changed"]],
             "sendNotification.channel_url": ["feed"], "sendNotification.audience": [OpenAPIRequestGenerator.Absent()],

@@ -41,6 +41,8 @@ public enum HeraldApplication {
         public var webPushHosts: WebPushHosts = .browsers
         /// The origins whose pages may call the user routes (`HERALD_CORS_ORIGINS`).
         public var crossOrigin: CrossOriginPolicy = .sameOriginOnly
+        /// The web client's modules, served at `/client/`; `nil` serves none.
+        public var clientFiles: ClientFiles?
 
         public init(
             client: PostgresClient,
@@ -157,6 +159,7 @@ public enum HeraldApplication {
             crossOrigin: dependencies.crossOrigin
         )
         stream.register(in: registry)
+        ClientFilesController(files: dependencies.clientFiles).register(in: registry)
         if let console = dependencies.console {
             ConsoleRoutes<HeraldRequestContext>(
                 site: console,

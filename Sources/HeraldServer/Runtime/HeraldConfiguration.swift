@@ -116,6 +116,8 @@ public struct HeraldConfiguration: Sendable {
     public var consoleSessionLifetime: Duration = .seconds(12 * 3600)
     /// `HERALD_FIXTURES_DIR`: the fixtures the embedded default loads on first start (default `fixtures/`).
     public var fixturesDirectory: String?
+    /// `HERALD_WEB_DIR`: the web client served at `/client/` (default `web/`, found as `sql/` is).
+    public var webDirectory: String?
 
     public init() {}
 
@@ -344,6 +346,7 @@ public struct HeraldConfiguration: Sendable {
             configuration.consoleEnabled = text == "on"
         }
         configuration.consoleDirectory = value(nil, "HERALD_CONSOLE_DIR")
+        configuration.webDirectory = value(nil, "HERALD_WEB_DIR")
         if let text = value(nil, "HERALD_CONSOLE_SESSION_LIFETIME") {
             guard let lifetime = Self.duration(text), lifetime >= .seconds(60) else {
                 throw ConfigurationError("HERALD_CONSOLE_SESSION_LIFETIME must be a duration of at least 60s such as 12h, got '\(text)'")

@@ -163,6 +163,7 @@ public enum HeraldRuntime {
         let migrator: Migrator
         let adminToken: String?
         let console: ConsoleSite?
+        let clientFiles: ClientFiles?
         do {
             migrator = try makeMigrator(configuration, client: client, logger: logger)
             let report =
@@ -181,6 +182,7 @@ public enum HeraldRuntime {
             }
             adminToken = try resolveAdminToken(configuration, logger: logger)
             console = try await loadConsole(configuration, logger: logger)
+            clientFiles = try loadClientFiles(configuration, logger: logger)
         } catch {
             await client.shutdown()
             try? await database.cluster?.stop()
@@ -248,6 +250,7 @@ public enum HeraldRuntime {
         )
         dependencies.webPushHosts = configuration.webPushHosts
         dependencies.crossOrigin = configuration.crossOrigin
+        dependencies.clientFiles = clientFiles
         let pushSettings = pushSettings(configuration)
         let transports = PushDispatcher.transports(client: client, box: secrets, settings: pushSettings, logger: logger)
         // Says at startup whether pushes go to their services or to the log.
@@ -377,6 +380,28 @@ public enum HeraldRuntime {
             return try await ConsoleSite.load(ConsoleSettings(directory: directory, sessionLifetime: configuration.consoleSessionLifetime))
         } catch {
             throw ConfigurationError("the console in \(directory) cannot be loaded: \(error)")
+        }
+    }
+
+    /// The web client's modules for `/client/`: from `HERALD_WEB_DIR` (which must exist), else a `web/`
+    /// directory found where a repository or release keeps it, else none (with a notice).
+    static func loadClientFiles(_ configuration: HeraldConfiguration, logger: Logger) throws -> ClientFiles? {
+        let directory: String
+        if let configured = configuration.webDirectory {
+            guard MigrationsDirectory.isDirectory(configured) else {
+                throw ConfigurationError("the web client directory \(configured) does not exist")
+            }
+            directory = configured
+        } else if let found = RepositoryDirectory.find("web") {
+            directory = found
+        } else {
+            logger.notice("no web/ directory beside herald or in the working directory; /client/ serves nothing")
+            return nil
+        }
+        do {
+            return try ClientFiles.load(directory: directory)
+        } catch {
+            throw ConfigurationError("the web client in \(directory) cannot be read: \(error)")
         }
     }
 

@@ -1,0 +1,51 @@
+import Foundation
+import HeraldCore
+import Hummingbird
+import NIOCore
+
+/// The web client's modules (`web/*.js`), read once at start: what `GET /client/{file}` serves, so that
+/// a page can import the client straight from Herald (`import … from "https://herald…/client/herald.js"`).
+public struct ClientFiles: Sendable {
+    struct File: Sendable {
+        var body: ByteBuffer
+        /// A strong validator: the first 16 bytes of the body's SHA-256, quoted.
+        var etag: String
+    }
+
+    let files: [String: File]
+
+    /// The `.js` files directly in `directory` (a module's siblings are the other modules it imports).
+    public static func load(directory: String) throws -> ClientFiles {
+        var files: [String: File] = [:]
+        for name in try FileManager.default.contentsOfDirectory(atPath: directory) where name.hasSuffix(".js") {
+            let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: directory).appendingPathComponent(name)))
+            files[name] = File(body: ByteBuffer(bytes: bytes), etag: "\"\(Hex.encode(Array(SHA256.digest(bytes).prefix(16))))\"")
+        }
+        return ClientFiles(files: files)
+    }
+}
+
+/// `GET /client/{file}`: the web client's modules, for pages on any listed origin
+/// (`HERALD_CORS_ORIGINS`) and Herald's own. Kept by browsers for five minutes, then checked again
+/// by their `ETag` (a `304` when unchanged), so a page picks up a new Herald's client within minutes.
+struct ClientFilesController {
+    let files: ClientFiles?
+
+    func register(in routes: RouteRegistry) {
+        routes.add(.get, "/client/{file}", access: .anyone, crossOrigin: true) { request, context -> Response in
+            guard let name = context.parameters.get("file"), let file = files?.files[name] else {
+                throw APIError(.notFound, code: "not_found", message: "There is no such file of the web client.")
+            }
+            var headers = HTTPFields()
+            headers[.cacheControl] = "public, max-age=300"
+            headers[.eTag] = file.etag
+            if request.headers[values: .ifNoneMatch].contains(where: {
+                $0.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces) == file.etag }
+            }) {
+                return Response(status: .notModified, headers: headers)
+            }
+            headers[.contentType] = "text/javascript; charset=utf-8"
+            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: file.body))
+        }
+    }
+}
