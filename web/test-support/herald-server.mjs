@@ -37,6 +37,9 @@ export class HeraldServer {
       HERALD_ADMIN_TOKEN: this.adminToken,
       HERALD_SECRET_KEY: randomBytes(32).toString("hex"),
       HERALD_LOG_LEVEL: "notice",
+      // The tests make more requests a second from one session and one address than a page would.
+      HERALD_RATE_LIMIT_SESSION: "off",
+      HERALD_RATE_LIMIT_ADDRESS: "off",
       ...environment,
     };
     for (const name of passedThrough) if (process.env[name] !== undefined) this.environment[name] = /** @type {string} */ (process.env[name]);
@@ -140,12 +143,20 @@ export class HeraldServer {
   }
 
   /**
-   * A feed channel `url` and the template `note` (`{"title": …}`, and a link from `url`).
+   * A channel `url` (a feed unless `kind` says otherwise; categories `news`, the default, and
+   * `promo`) and the template `note` (`{"title": …}`, and a link from `url`).
    * @param {string} url
    * @param {{kind?: "feed" | "chat"}} [options]
    */
   async channel(url, { kind = "feed" } = {}) {
-    await this.admin("PUT", `/v1/channels/${encodeURIComponent(url)}`, { kind, name: `Channel ${url}` });
+    await this.admin("PUT", `/v1/channels/${encodeURIComponent(url)}`, {
+      kind,
+      name: `Channel ${url}`,
+      categories: [
+        { id: "news", name: "News", is_default: true },
+        { id: "promo", name: "Offers", is_default: false },
+      ],
+    });
     await this.admin("PUT", "/v1/templates/note", {
       name: "Note",
       variables: [
@@ -162,14 +173,16 @@ export class HeraldServer {
    * @param {string} channel
    * @param {string[]} targets
    * @param {string} title
+   * @param {{category?: string}} [options]
    * @returns {Promise<string>}
    */
-  async send(channel, targets, title) {
+  async send(channel, targets, title, { category } = {}) {
     const answer = await this.admin("POST", "/v1/notifications", {
       channel_url: channel,
       template_key: "note",
       targets,
       variables: { title, url: "https://example.com/" + encodeURIComponent(title) },
+      ...(category ? { category } : {}),
     });
     return answer.id;
   }
