@@ -1,0 +1,206 @@
+"""Walks the web client's demo page in headless Chromium, served from another origin than Herald's.
+
+Run by WebFeedBrowserTests (Tests/HeraldServerTests), which starts `herald serve` with
+HERALD_CORS_ORIGINS naming http://127.0.0.1:PAGE_PORT:
+
+    python3 Tests/Browser/web_feed_walk.py --herald URL --token ADMIN_TOKEN --page-port PORT \
+        --other-port PORT --demo web/demo.html --screenshots DIR
+
+It serves the demo page itself on PAGE_PORT (listed) and OTHER_PORT (not listed), makes a user, a
+session and a channel through the admin API, and checks that the page on the listed origin loads the
+feed through CORS, shows a send live within a second, marks read, pages, and is walked by keyboard
+alone; that the page on the other origin is refused by the browser; and that the browser console stays
+clean. Screenshots, light and dark, go to DIR. Uses Debian's chromium and chromium-driver through
+Selenium; nothing is downloaded. Exits non-zero, saying why, at the first failure.
+"""
+
+import argparse
+import functools
+import http.server
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import WebDriverWait
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+
+
+def fail(message):
+    print("FAIL: " + message)
+    sys.exit(1)
+
+
+class Herald:
+    def __init__(self, url, token):
+        self.url = url.rstrip("/")
+        self.token = token
+
+    def admin(self, method, path, body=None):
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.url + path, data=data, method=method)
+        request.add_header("Authorization", "Bearer " + self.token)
+        request.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(request, timeout=30) as response:
+            text = response.read().decode()
+            return json.loads(text) if text else None
+
+    def send(self, channel, user, title):
+        return self.admin("POST", "/v1/notifications", {
+            "channel_url": channel, "template_key": "walk", "targets": [user],
+            "variables": {"title": title, "url": "https://example.com/" + title.replace(" ", "-")},
+        })["id"]
+
+
+def serve(directory, port):
+    """A static server for the demo page on 127.0.0.1:port, in a thread."""
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=directory)
+    handler.log_message = lambda *args: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+class Walk:
+    def __init__(self, screenshots):
+        self.screenshots = screenshots
+        options = webdriver.ChromeOptions()
+        options.binary_location = CHROMIUM
+        for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1100,800"]:
+            options.add_argument(argument)
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+        self.driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+        self.driver.set_page_load_timeout(30)
+
+    def close(self):
+        self.driver.quit()
+
+    def shadow(self, script):
+        """Runs `script` with `root` bound to the feed's shadow root; returns its value."""
+        return self.driver.execute_script(
+            "const root = document.querySelector('herald-feed')?.shadowRoot; if (!root) return null;" + script)
+
+    def until(self, what, condition, timeout=15):
+        try:
+            WebDriverWait(self.driver, timeout, poll_frequency=0.05).until(lambda _: condition())
+        except Exception as error:
+            status = self.driver.execute_script("return document.getElementById('status')?.textContent")
+            fail(f"timed out waiting for {what} ({type(error).__name__}; page status: {status}; console: {self.console_errors()})")
+
+    def console_errors(self):
+        return [entry["message"] for entry in self.driver.get_log("browser") if entry["level"] == "SEVERE"]
+
+    def screenshot(self, name):
+        os.makedirs(self.screenshots, exist_ok=True)
+        self.driver.save_screenshot(os.path.join(self.screenshots, name))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--herald", required=True)
+    parser.add_argument("--token", required=True)
+    parser.add_argument("--page-port", type=int, required=True)
+    parser.add_argument("--other-port", type=int, required=True)
+    parser.add_argument("--demo", required=True)
+    parser.add_argument("--screenshots", required=True)
+    arguments = parser.parse_args()
+
+    herald = Herald(arguments.herald, arguments.token)
+    channel, user = "walk-orders", "walker"
+    herald.admin("PUT", "/v1/channels/" + channel, {"kind": "feed", "name": "Orders"})
+    herald.admin("PUT", "/v1/templates/walk", {
+        "name": "Walk", "variables": [{"name": "title", "type": "string", "required": True}, {"name": "url", "type": "string"}],
+        "data": {"title": "{{title}}", "body": "Your order: {{title}}", "action_url": "{{url}}"},
+    })
+    herald.admin("PUT", "/v1/users/" + user, {"nickname": "Walker"})
+    session = herald.admin("POST", f"/v1/users/{user}/sessions")["token"]
+    sent = [herald.send(channel, user, f"order {index}") for index in range(40)]
+
+    pages = tempfile.mkdtemp()
+    shutil.copy(arguments.demo, os.path.join(pages, "demo.html"))
+    listed = serve(pages, arguments.page_port)
+    other = serve(pages, arguments.other_port)
+    walk = Walk(arguments.screenshots)
+    try:
+        fragment = f"#herald={arguments.herald}&session={session}&channel={channel}"
+        walk.driver.get(f"http://127.0.0.1:{arguments.page_port}/demo.html{fragment}")
+        walk.until("the feed to load through CORS", lambda: walk.shadow("return root.querySelectorAll('[part=item]').length") == 30)
+        if walk.shadow("return root.querySelector('[part=badge]').textContent") != "40":
+            fail("the badge does not show 40 unread")
+        walk.until("the stream to open", lambda: "connected" in walk.driver.find_element("id", "status").text)
+
+        # Keyboard only: Tab reaches the bell, Enter opens the panel with focus inside, Escape closes
+        # it and gives focus back to the bell.
+        body = walk.driver.find_element("tag name", "body")
+        body.send_keys(Keys.TAB)
+        focused = walk.driver.execute_script("return document.activeElement.tagName.toLowerCase() + '|' + (document.activeElement.shadowRoot?.activeElement?.getAttribute('part') ?? '')")
+        if focused != "herald-feed|bell":
+            fail(f"Tab did not reach the bell: {focused}")
+        walk.driver.switch_to.active_element.send_keys(Keys.ENTER)
+        walk.until("the panel to open", lambda: walk.shadow("return !root.querySelector('[part=panel]').hidden"))
+        if walk.shadow("return root.activeElement?.id") != "heading":
+            fail("focus did not move into the panel")
+        if walk.shadow("return root.querySelector('[part=bell]').getAttribute('aria-expanded')") != "true":
+            fail("the bell does not say it is expanded")
+        walk.screenshot("web-feed-light.png")
+
+        # A send appears live within a second, and is announced.
+        started = time.monotonic()
+        live = herald.send(channel, user, "order live")
+        walk.until("the live send", lambda: walk.shadow("return root.querySelector('[part=item]')?.dataset.id") == live, timeout=5)
+        if time.monotonic() - started > 1.0:
+            fail(f"the send took {time.monotonic() - started:.2f} s to show")
+        if "order live" not in walk.shadow("return root.querySelector('.announcer').textContent"):
+            fail("the new notification was not announced")
+
+        # Older pages: the button brings them (scrolling does too).
+        walk.shadow("root.querySelector('[part=more]').click()")
+        walk.until("the older page", lambda: walk.shadow("return root.querySelectorAll('[part=item]').length") == 41)
+        ids = walk.shadow("return [...root.querySelectorAll('[part=item]')].map((item) => item.dataset.id)")
+        if ids != [live] + list(reversed(sent)):
+            fail(f"the list is not every notification, newest first, once: {ids}")
+
+        # Mark all read: the badge goes, and no item is unread.
+        walk.shadow("root.querySelector('[part=mark-all]').click()")
+        walk.until("everything read", lambda: walk.shadow("return root.querySelector('[part=badge]').hidden && !root.querySelector('[part=item][data-unread]')"))
+
+        walk.driver.switch_to.active_element.send_keys(Keys.ESCAPE)
+        walk.until("the panel to close", lambda: walk.shadow("return root.querySelector('[part=panel]').hidden"))
+        if walk.shadow("return root.activeElement?.getAttribute('part')") != "bell":
+            fail("Escape did not give focus back to the bell")
+
+        # Dark: the same page with theme=dark.
+        # (A query of its own: a change of the fragment alone would not load the page again.)
+        walk.driver.get(f"http://127.0.0.1:{arguments.page_port}/demo.html?dark{fragment}&theme=dark")
+        walk.until("the dark feed", lambda: walk.shadow("return root.querySelectorAll('[part=item]').length") == 30)
+        walk.shadow("root.querySelector('[part=bell]').click()")
+        walk.screenshot("web-feed-dark.png")
+        errors = walk.console_errors()
+        if errors:
+            fail(f"the browser console has errors: {errors}")
+
+        # A page on an origin Herald does not list cannot load the client: the browser refuses it.
+        walk.driver.get(f"http://127.0.0.1:{arguments.other_port}/demo.html{fragment}")
+        refusals = []
+        walk.until("the browser to refuse the client", lambda: refusals.extend(m for m in walk.console_errors() if "CORS policy" in m) or refusals)
+        if walk.driver.execute_script("return customElements.get('herald-feed') !== undefined || document.querySelector('herald-feed').shadowRoot !== null"):
+            fail("a page on an origin not listed loaded the feed")
+    finally:
+        walk.close()
+        listed.shutdown()
+        other.shutdown()
+        shutil.rmtree(pages, ignore_errors=True)
+    print("the web feed walk passed")
+
+
+if __name__ == "__main__":
+    main()
