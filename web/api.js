@@ -109,6 +109,8 @@ export class HeraldAPI {
         signal: combined,
         // Herald takes a bearer token, never cookies.
         credentials: "omit",
+        // A write (a read mark, a click) still goes when the page navigates away right after it.
+        keepalive: method !== "GET",
       });
       // Read within the same deadline: a body that stalls is no answer either.
       return { response, text: await response.text() };
@@ -126,7 +128,14 @@ export class HeraldAPI {
    * @param {string} text Its body.
    */
   static answer(response, text) {
-    if (response.ok) return text === "" ? null : JSON.parse(text);
+    if (response.ok) {
+      if (text === "") return null;
+      try {
+        return JSON.parse(text);
+      } catch (error) {
+        throw new HeraldError("The answer was not JSON (a proxy's page?).", { status: response.status, code: "invalid_answer", cause: error });
+      }
+    }
     let code = "http_" + response.status;
     let message = `HTTP ${response.status}`;
     try {

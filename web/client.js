@@ -194,9 +194,12 @@ export class HeraldClient extends EventTarget {
         return;
       }
       if (!current()) return;
+      const openedAt = Date.now();
       const { opened, code } = await this.openSocket(token, generation);
       if (!current()) return;
-      if (opened) failures = 0;
+      // Only a stream that stayed open a while starts the backoff over: one closed soon after it
+      // opened (displaced by the user's other tabs past the server's limit, say) keeps backing off.
+      if (opened && Date.now() - openedAt > 30_000) failures = 0;
       // Refused before it opened (a browser does not show why), or closed as revoked or expired
       // (1008): a plain request finds out — a session that cannot be renewed ends the stream.
       if (!opened || code === 1008) {

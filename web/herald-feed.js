@@ -209,7 +209,8 @@ export class HeraldFeedElement extends HTMLElement {
     const changed = (/** @type {Event} */ event) => {
       const detail = /** @type {CustomEvent} */ (event).detail;
       // New ones that arrived live are announced; a first load or a page of older ones is not.
-      const fresh = (detail?.inserted ?? []).filter((/** @type {string} */ id) => !this.known.has(id));
+      const newestKnown = [...this.known].reduce((newest, id) => (BigInt(id) > newest ? BigInt(id) : newest), 0n);
+      const fresh = (detail?.inserted ?? []).filter((/** @type {string} */ id) => !this.known.has(id) && BigInt(id) > newestKnown);
       if (this.known.size > 0 && fresh.length > 0) {
         const newest = collection.notifications.find((notification) => notification.id === fresh[0]);
         this.announcer.textContent = `New notification: ${title(newest)}`;

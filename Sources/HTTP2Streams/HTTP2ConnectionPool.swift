@@ -121,6 +121,8 @@ private final class ConnectionSlot: Sendable {
         var connecting: Task<HTTP2Connection, any Error>?
         var failures = 0
         var retryAfter: ContinuousClock.Instant?
+        /// Why the last connect failed: told to the requests refused while the slot waits.
+        var lastFailure = ""
         /// Set by `close()`: no connection is made or kept after it.
         var closed = false
     }
@@ -138,7 +140,7 @@ private final class ConnectionSlot: Sendable {
             if let connection = state.connection, connection.isUsable { return .ready(connection) }
             if let connecting = state.connecting { return .connecting(connecting) }
             if let retryAfter = state.retryAfter, ContinuousClock.now < retryAfter {
-                throw ReconnectBackoff()
+                throw ReconnectBackoff(cause: state.lastFailure)
             }
             let task = Task { try await connect() }
             state.connecting = task
@@ -174,6 +176,7 @@ private final class ConnectionSlot: Sendable {
                 if state.connecting != nil {
                     state.connecting = nil
                     state.failures += 1
+                    state.lastFailure = "\(error)"
                     // 100 ms doubling, at most 30 s.
                     state.retryAfter = .now + .milliseconds(min(30_000, 100 << min(state.failures - 1, 9)))
                 }
@@ -201,5 +204,6 @@ private struct PoolClosed: Error, CustomStringConvertible {
 }
 
 private struct ReconnectBackoff: Error, CustomStringConvertible {
-    var description: String { "waiting before reconnecting after a failed connection" }
+    var cause: String
+    var description: String { "waiting before reconnecting after a failed connection (\(cause))" }
 }

@@ -41,7 +41,7 @@ final class ProtocolNegotiationHandler: ChannelInboundHandler, RemovableChannelH
 
     /// The handshake's time ran out.
     func timedOut() {
-        finish(.failure(HTTP2ConnectionError.failed("the TLS handshake did not finish in time")))
+        finish(.failure(HTTP2ConnectionError.failed("timeout: the TLS handshake did not finish in time")))
     }
 
     private func finish(_ result: Result<Void, any Error>) {

@@ -249,7 +249,9 @@ struct APNsClientTests {
         server.script(hangs, [.hang])
         let hung = await client.send(Self.push(hangs))
         #expect(hung.outcome == .transient, "\(hung)")
-        #expect(hung.reason?.contains("timeout") == true)
+        // A timeout: of the stream, or — on a machine busy enough that a new connection's handshake
+        // ran out of time first — of that handshake, which the refusal while the slot waits names.
+        #expect(hung.reason?.contains("timeout") == true, "\(hung)")
         var after = await client.send(Self.push())
         for _ in 0..<5 where after.outcome != .delivered { after = await client.send(Self.push()) }
         #expect(after.outcome == .delivered, "\(after)")

@@ -108,9 +108,9 @@ struct GeneratedRequestsTests {
                 // succeeded at least once (the stream answers only upgrades) and was refused at least once.
                 let neverSucceeded = operations.map(\.id).filter { succeeded[$0] == nil && $0 != "openStream" }
                 #expect(neverSucceeded.isEmpty, "operations that never succeeded: \(neverSucceeded)")
-                // The VAPID public key takes no input and no credentials: nothing to refuse.
+                // The VAPID public key and the demo page take no input and no credentials: nothing to refuse.
                 let neverRejected = operations.map(\.id).filter {
-                    rejected[$0] == nil && !["health", "ready", "metrics", "webPushKey"].contains($0)
+                    rejected[$0] == nil && !["health", "ready", "metrics", "webPushKey", "demoPage"].contains($0)
                 }
                 #expect(neverRejected.isEmpty, "operations never refused: \(neverRejected)")
                 #expect(succeeded.values.reduce(0, +) + rejected.values.reduce(0, +) == rounds * operations.count)
@@ -286,7 +286,7 @@ struct GeneratedRequestsTests {
     static func server(_ db: TestDatabase) throws -> some ApplicationProtocol {
         let box = try SecretBox(hexKey: secretKeyHex)
         var dependencies = try heraldDependencies(db, adminToken: adminToken, secrets: box)
-        dependencies.clientFiles = try ClientFiles.load(directory: TestPostgres.repositoryRoot() + "/web")
+        dependencies.clientFiles = try ClientFiles.load(directory: TestPostgres.repositoryRoot() + "/web", demo: true)
         return HeraldApplication.build(dependencies, host: "127.0.0.1", port: 0, logger: Logger(label: "test.generated"), services: [])
     }
 

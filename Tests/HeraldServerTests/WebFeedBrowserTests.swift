@@ -29,7 +29,7 @@ struct WebFeedBrowserTests {
                 arguments: ["serve", "--port", "0", "--sql-dir", root + "/sql"],
                 environment: db.heraldEnvironment.merging([
                     "HERALD_ADMIN_TOKEN": Self.adminToken, "HERALD_SECRET_KEY": Hex.encode(SecureRandom.bytes(32)),
-                    "HERALD_WEB_DIR": root + "/web", "HERALD_CORS_ORIGINS": "http://127.0.0.1:\(page)",
+                    "HERALD_WEB_DIR": root + "/web", "HERALD_CORS_ORIGINS": "http://127.0.0.1:\(page)", "HERALD_DEMO": "on",
                 ]) { $1 }
             )
             defer { herald.signal(SIGKILL) }

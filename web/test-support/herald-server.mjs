@@ -189,6 +189,24 @@ export class HeraldServer {
 }
 
 /**
+ * Waits until every change to `channel` for the session's user is below a sync's horizon, so that the
+ * next sync of any token returns them all: a sync holds back what transactions still open anywhere in
+ * the database cluster might precede (other tests' too, on a shared cluster).
+ * @param {string} url Herald's URL.
+ * @param {string} session
+ * @param {string} channel
+ */
+export async function settled(url, session, channel) {
+  await waitUntil(`the changes of ${channel} to settle`, async () => {
+    const answer = await fetch(`${url}/v1/me/channels/${encodeURIComponent(channel)}/collection?limit=100`, {
+      headers: { Authorization: `Bearer ${session}` },
+    }).then((response) => response.json());
+    const newest = answer.notifications.reduce((/** @type {bigint} */ top, /** @type {any} */ n) => (BigInt(n.position) > top ? BigInt(n.position) : top), 0n);
+    return BigInt(answer.horizon) > newest;
+  });
+}
+
+/**
  * Node's WebSocket on a connection of its own, as a browser's always is. Node's own shares fetch's
  * pool of keep-alive connections, and Herald (on NIO's HTTP upgrader) upgrades only the first request
  * of a connection: a stream asked for on a connection that already served requests is refused (426).

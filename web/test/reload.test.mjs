@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { HeraldClient } from "../herald.js";
-import { HeraldServer } from "../test-support/herald-server.mjs";
+import { HeraldServer, settled } from "../test-support/herald-server.mjs";
 
 /** @type {HeraldServer} */
 let server;
@@ -30,12 +30,14 @@ test("a token more changes behind than the huge gap loads afresh, and says so", 
     collection.addEventListener("reload", () => (reloads += 1));
     // A few changes: followed by a sync.
     for (let index = 0; index < 3; index++) await server.send(channel, [user], `near ${index}`);
+    await settled(server.url, session, channel);
     await collection.refresh();
     assert.equal(reloads, 0);
     assert.equal(collection.notifications.length, 4);
     // More than five: the token cannot go on.
     const ids = [];
     for (let index = 0; index < 8; index++) ids.push(await server.send(channel, [user], `far ${index}`));
+    await settled(server.url, session, channel);
     assert.equal(await collection.refresh(), true);
     assert.equal(reloads, 1);
     assert.equal(collection.reloadCount, 1);

@@ -118,6 +118,8 @@ public struct HeraldConfiguration: Sendable {
     public var fixturesDirectory: String?
     /// `HERALD_WEB_DIR`: the web client served at `/client/` (default `web/`, found as `sql/` is).
     public var webDirectory: String?
+    /// `HERALD_DEMO` (`on`/`off`): serve the web client's demo page at `/demo`.
+    public var demoEnabled = false
 
     public init() {}
 
@@ -347,6 +349,10 @@ public struct HeraldConfiguration: Sendable {
         }
         configuration.consoleDirectory = value(nil, "HERALD_CONSOLE_DIR")
         configuration.webDirectory = value(nil, "HERALD_WEB_DIR")
+        if let text = value(nil, "HERALD_DEMO") {
+            guard text == "on" || text == "off" else { throw ConfigurationError("HERALD_DEMO must be on or off, got '\(text)'") }
+            configuration.demoEnabled = text == "on"
+        }
         if let text = value(nil, "HERALD_CONSOLE_SESSION_LIFETIME") {
             guard let lifetime = Self.duration(text), lifetime >= .seconds(60) else {
                 throw ConfigurationError("HERALD_CONSOLE_SESSION_LIFETIME must be a duration of at least 60s such as 12h, got '\(text)'")

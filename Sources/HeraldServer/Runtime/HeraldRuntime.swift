@@ -399,7 +399,7 @@ public enum HeraldRuntime {
             return nil
         }
         do {
-            return try ClientFiles.load(directory: directory)
+            return try ClientFiles.load(directory: directory, demo: configuration.demoEnabled)
         } catch {
             throw ConfigurationError("the web client in \(directory) cannot be read: \(error)")
         }
