@@ -132,7 +132,22 @@ export class NotificationCollection extends EventTarget {
     const marked = await client.api.markRead(this.channelURL, ids);
     if (this.client !== client) throw signedOut();
     this.takeMark(marked);
-    // The copies' statuses change with it; the sync brings them (by position, like any change).
+    // The copies the mark read are read at its position now: a sync may hold the server's versions
+    // back a while (a transaction open elsewhere in the database cluster), and no older version can
+    // undo these. The sync then brings the server's own, by position like any change.
+    if (marked.position !== undefined) {
+      const position = BigInt(marked.position);
+      const targets = ids ? new Set(ids) : null;
+      /** @type {string[]} */
+      const updated = [];
+      this.notifications = this.notifications.map((notification) => {
+        if (notification.status === "READ" || (targets && !targets.has(notification.id)) || BigInt(notification.position) > position) return notification;
+        updated.push(notification.id);
+        return { ...notification, status: "READ", position: marked.position };
+      });
+      client.saveCollection(this);
+      this.changed([], updated, []);
+    }
     await this.refresh();
     await client.refreshUnread();
     return this.state.unread_count;
