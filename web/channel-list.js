@@ -1,3 +1,5 @@
+import { Coalescing } from "./coalescing.js";
+
 /**
  * The user's channels — chat channels newest activity first, then feed channels by URL — kept up to
  * date by the list's own change log: a refresh asks only for what changed since its token, and
@@ -17,9 +19,8 @@ export class ChannelList extends EventTarget {
     this.client = client;
     /** @type {string | null} */
     this.token = null;
-    /** @type {Promise<boolean> | null} */
-    this.running = null;
-    this.again = false;
+    /** One refresh at a time. */
+    this.refreshing = new Coalescing(() => this.refreshOnce());
   }
 
   /**
@@ -28,23 +29,7 @@ export class ChannelList extends EventTarget {
    * @returns {Promise<boolean>}
    */
   refresh() {
-    if (this.running) {
-      this.again = true;
-      return this.running;
-    }
-    this.running = (async () => {
-      try {
-        let changed = false;
-        do {
-          this.again = false;
-          changed = (await this.refreshOnce()) || changed;
-        } while (this.again);
-        return changed;
-      } finally {
-        this.running = null;
-      }
-    })();
-    return this.running;
+    return this.refreshing.run();
   }
 
   async refreshOnce() {

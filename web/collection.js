@@ -1,3 +1,5 @@
+import { Coalescing } from "./coalescing.js";
+
 /**
  * One channel's notifications for the signed-in user (optionally one category), newest first, kept
  * in step with Herald.
@@ -51,9 +53,8 @@ export class NotificationCollection extends EventTarget {
     this.removedIDs = new Set();
     /** Loads of the newest page: an older page asked for under one load is not added to the next. */
     this.loads = 0;
-    /** @type {Promise<boolean> | null} */
-    this.running = null;
-    this.again = false;
+    /** One refresh at a time. */
+    this.refreshing = new Coalescing(() => this.sync());
     /** @type {Promise<void> | null} */
     this.loadingPrevious = null;
   }
@@ -66,23 +67,7 @@ export class NotificationCollection extends EventTarget {
    */
   refresh() {
     if (!this.client) return Promise.reject(signedOut());
-    if (this.running) {
-      this.again = true;
-      return this.running;
-    }
-    this.running = (async () => {
-      try {
-        let changed = false;
-        do {
-          this.again = false;
-          changed = (await this.sync()) || changed;
-        } while (this.again);
-        return changed;
-      } finally {
-        this.running = null;
-      }
-    })();
-    return this.running;
+    return this.refreshing.run();
   }
 
   /**

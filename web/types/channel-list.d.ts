@@ -16,9 +16,8 @@ export class ChannelList extends EventTarget {
     client: import("./client.js").HeraldClient | null;
     /** @type {string | null} */
     token: string | null;
-    /** @type {Promise<boolean> | null} */
-    running: Promise<boolean> | null;
-    again: boolean;
+    /** One refresh at a time. */
+    refreshing: Coalescing;
     /**
      * The whole list (no token yet, or the token cannot continue) or the changes since the token;
      * resolves to whether anything changed. One refresh at a time, as a collection's.
@@ -50,3 +49,4 @@ export class ChannelList extends EventTarget {
     /** Empties the list and cuts it from its client. */
     detach(): void;
 }
+import { Coalescing } from "./coalescing.js";

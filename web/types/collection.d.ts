@@ -49,9 +49,8 @@ export class NotificationCollection extends EventTarget {
     removedIDs: Set<any>;
     /** Loads of the newest page: an older page asked for under one load is not added to the next. */
     loads: number;
-    /** @type {Promise<boolean> | null} */
-    running: Promise<boolean> | null;
-    again: boolean;
+    /** One refresh at a time. */
+    refreshing: Coalescing;
     /** @type {Promise<void> | null} */
     loadingPrevious: Promise<void> | null;
     /**
@@ -151,3 +150,4 @@ export class NotificationCollection extends EventTarget {
     /** Empties the collection and cuts it from its client: answers still in flight change nothing. */
     detach(): void;
 }
+import { Coalescing } from "./coalescing.js";

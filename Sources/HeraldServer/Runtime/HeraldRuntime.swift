@@ -357,22 +357,12 @@ public enum HeraldRuntime {
         try migrator(client: client, migrationsDirectory: configuration.migrationsDirectory, logger: logger)
     }
 
-    /// A migrator for the given `sql/` directory, else the one found beside the working directory or
-    /// the executable (as `herald migrate` finds it).
     /// The admin console's pages, unless `HERALD_CONSOLE=off`. A `console/` directory that is not
     /// found where a repository or release keeps it turns the console off with a warning; one named by
     /// `HERALD_CONSOLE_DIR` must exist.
     static func loadConsole(_ configuration: HeraldConfiguration, logger: Logger) async throws -> ConsoleSite? {
         guard configuration.consoleEnabled else { return nil }
-        let directory: String
-        if let configured = configuration.consoleDirectory {
-            guard MigrationsDirectory.isDirectory(configured) else {
-                throw ConfigurationError("the console directory \(configured) does not exist")
-            }
-            directory = configured
-        } else if let found = RepositoryDirectory.find("console") {
-            directory = found
-        } else {
+        guard let directory = try RepositoryDirectory.locate("console", configured: configuration.consoleDirectory, what: "console") else {
             logger.warning("no console/ directory beside herald or in the working directory; the admin console is off")
             return nil
         }
@@ -386,15 +376,7 @@ public enum HeraldRuntime {
     /// The web client's modules for `/client/`: from `HERALD_WEB_DIR` (which must exist), else a `web/`
     /// directory found where a repository or release keeps it, else none (with a notice).
     static func loadClientFiles(_ configuration: HeraldConfiguration, logger: Logger) throws -> ClientFiles? {
-        let directory: String
-        if let configured = configuration.webDirectory {
-            guard MigrationsDirectory.isDirectory(configured) else {
-                throw ConfigurationError("the web client directory \(configured) does not exist")
-            }
-            directory = configured
-        } else if let found = RepositoryDirectory.find("web") {
-            directory = found
-        } else {
+        guard let directory = try RepositoryDirectory.locate("web", configured: configuration.webDirectory, what: "web client") else {
             logger.notice("no web/ directory beside herald or in the working directory; /client/ serves nothing")
             return nil
         }
@@ -405,6 +387,8 @@ public enum HeraldRuntime {
         }
     }
 
+    /// A migrator for the given `sql/` directory, else the one found beside the working directory or
+    /// the executable (as `herald migrate` finds it).
     public static func migrator(client: PostgresClient, migrationsDirectory: String? = nil, logger: Logger) throws -> Migrator {
         let directory = try MigrationsDirectory.locate(configured: migrationsDirectory)
         return Migrator(client: client, migrations: try Migration.load(from: directory), logger: logger)

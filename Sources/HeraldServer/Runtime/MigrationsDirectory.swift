@@ -35,6 +35,16 @@ enum FixturesDirectory {
 /// Looks for a directory of the repository: under the working directory, then beside or above the
 /// running executable.
 enum RepositoryDirectory {
+    /// `configured` when set (it must exist: throws, naming `what`), else `name` found as `find` finds
+    /// it, else nil.
+    static func locate(_ name: String, configured: String?, what: String) throws(ConfigurationError) -> String? {
+        if let configured {
+            guard MigrationsDirectory.isDirectory(configured) else { throw ConfigurationError("the \(what) directory \(configured) does not exist") }
+            return configured
+        }
+        return find(name)
+    }
+
     static func find(_ name: String) -> String? {
         var candidates = [FileManager.default.currentDirectoryPath]
         var directory = URL(fileURLWithPath: executablePath()).deletingLastPathComponent()
