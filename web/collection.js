@@ -51,6 +51,12 @@ export class NotificationCollection extends EventTarget {
     this.previousCursor = null;
     /** Ids removed by a deletion, so that an older version arriving late cannot bring them back. */
     this.removedIDs = new Set();
+    /**
+     * Copies this client's own read marks read, by id, with the mark's position: until a sync has
+     * passed that position, a version older than it still shows them read (see `markRead`).
+     * @type {Map<string, bigint>}
+     */
+    this.readAhead = new Map();
     /** Loads of the newest page: an older page asked for under one load is not added to the next. */
     this.loads = 0;
     /** One refresh at a time. */
@@ -117,9 +123,10 @@ export class NotificationCollection extends EventTarget {
     const marked = await client.api.markRead(this.channelURL, ids);
     if (this.client !== client) throw signedOut();
     this.takeMark(marked);
-    // The copies the mark read are read at its position now: a sync may hold the server's versions
-    // back a while (a transaction open elsewhere in the database cluster), and no older version can
-    // undo these. The sync then brings the server's own, by position like any change.
+    // The copies the mark read show read now: a sync may hold the server's versions back a while (a
+    // transaction open elsewhere in the database cluster). They keep their own positions — the
+    // server's version may be older than the mark (read already, elsewhere) or the mark's own — and
+    // until a sync passes the mark, a version below it still shows them read.
     if (marked.position !== undefined) {
       const position = BigInt(marked.position);
       const targets = ids ? new Set(ids) : null;
@@ -127,8 +134,9 @@ export class NotificationCollection extends EventTarget {
       const updated = [];
       this.notifications = this.notifications.map((notification) => {
         if (notification.status === "READ" || (targets && !targets.has(notification.id)) || BigInt(notification.position) > position) return notification;
+        this.readAhead.set(notification.id, position);
         updated.push(notification.id);
-        return { ...notification, status: "READ", position: marked.position };
+        return { ...notification, status: /** @type {const} */ ("READ") };
       });
       client.saveCollection(this);
       this.changed([], updated, []);
@@ -192,7 +200,7 @@ export class NotificationCollection extends EventTarget {
       }
       const { inserted, updated, removed } = this.apply(answer.notifications, answer.deleted);
       this.takeChannel(answer);
-      if (!answer.has_more) this.syncedThrough = max(this.syncedThrough, BigInt(answer.horizon));
+      if (!answer.has_more) this.passSyncedThrough(BigInt(answer.horizon));
       client.noteBadge(answer.badge, BigInt(answer.horizon));
       this.token = answer.next_token;
       client.saveCollection(this);
@@ -211,13 +219,14 @@ export class NotificationCollection extends EventTarget {
     if (this.client !== client) throw signedOut();
     const wasLoaded = this.token !== null;
     this.loads += 1;
-    this.notifications = [...answer.notifications].sort(newestFirst);
+    this.notifications = answer.notifications.map((/** @type {import("./types.js").HeraldNotification} */ version) => this.readAheadOf(version)).sort(newestFirst);
     this.previousCursor = answer.prev_cursor;
     this.hasPrevious = answer.prev_cursor !== null;
     this.removedIDs = new Set();
     this.token = answer.next_token;
     this.isLive = answer.next_token !== null;
-    this.syncedThrough = BigInt(answer.horizon);
+    this.syncedThrough = 0n;
+    this.passSyncedThrough(BigInt(answer.horizon));
     this.statePosition = 0n;
     this.takeChannel(answer);
     client.noteBadge(answer.badge, BigInt(answer.horizon));
@@ -240,8 +249,9 @@ export class NotificationCollection extends EventTarget {
     /** @type {string[]} */ const inserted = [];
     /** @type {string[]} */ const updated = [];
     /** @type {string[]} */ const removed = [];
-    for (const version of versions) {
-      if (this.category !== null && version.category !== this.category) continue;
+    for (const received of versions) {
+      if (this.category !== null && received.category !== this.category) continue;
+      const version = this.readAheadOf(received);
       if (this.removedIDs.has(version.id)) continue;
       const index = this.indexOf(version.id);
       if (index !== -1) {
@@ -268,6 +278,31 @@ export class NotificationCollection extends EventTarget {
       }
     }
     return { inserted, updated, removed };
+  }
+
+  /**
+   * A version as this collection shows it: read when one of this client's marks read the copy and
+   * the version is older than the mark (the server's answer, read before the mark, or held back).
+   * @param {import("./types.js").HeraldNotification} version
+   * @returns {import("./types.js").HeraldNotification}
+   */
+  readAheadOf(version) {
+    const mark = this.readAhead.get(version.id);
+    if (mark === undefined || version.status === "READ") return version;
+    if (BigInt(version.position) >= mark) {
+      this.readAhead.delete(version.id);
+      return version;
+    }
+    return { ...version, status: /** @type {const} */ ("READ") };
+  }
+
+  /**
+   * Every change below `horizon` is reflected now; the marks below it need no more showing ahead.
+   * @param {bigint} horizon
+   */
+  passSyncedThrough(horizon) {
+    this.syncedThrough = max(this.syncedThrough, horizon);
+    for (const [id, mark] of this.readAhead) if (mark < this.syncedThrough) this.readAhead.delete(id);
   }
 
   /**

@@ -186,6 +186,38 @@ export class HeraldServer {
     });
     return answer.id;
   }
+
+  /**
+   * Opens a transaction that holds a transaction id on the server's database (through `psql`) and
+   * keeps it open until `end()`: until then every sync's answer stops below it, as on a busy
+   * cluster. Needs DATABASE_URL (`swift test` gives one).
+   * @returns {Promise<{end: () => Promise<void>}>}
+   */
+  async holdTransaction() {
+    const database = process.env.DATABASE_URL;
+    if (!database) throw new Error("holdTransaction needs DATABASE_URL");
+    const psql = spawn("psql", [database, "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1"], { stdio: ["pipe", "pipe", "pipe"] });
+    let output = "";
+    const exited = new Promise((resolve) => psql.once("exit", resolve));
+    await new Promise((resolve, reject) => {
+      psql.stdout?.on("data", (chunk) => {
+        output += chunk.toString();
+        if (/^\d+$/m.test(output)) resolve(undefined);
+      });
+      psql.stderr?.on("data", (chunk) => (output += chunk.toString()));
+      psql.once("exit", (code) => reject(new Error(`psql exited (${code}) before it held a transaction: ${output}`)));
+      psql.stdin?.write("BEGIN;\nSELECT pg_current_xact_id();\n");
+    });
+    let ended = false;
+    return {
+      end: async () => {
+        if (ended) return;
+        ended = true;
+        psql.stdin?.end("COMMIT;\n");
+        await exited;
+      },
+    };
+  }
 }
 
 /**

@@ -195,7 +195,11 @@ async function differences(client, held, session, step) {
     if (new Set(ids).size !== ids.length) problems.push(`${label}: duplicates ${ids}`);
     const expected = truth.notifications.slice(0, mine.length);
     if (JSON.stringify(mine) !== JSON.stringify(expected)) {
-      problems.push(`${label}: held ${ids}, truth ${truth.notifications.map((notification) => notification.id)}`);
+      const first = mine.findIndex((notification, index) => JSON.stringify(notification) !== JSON.stringify(expected[index]));
+      problems.push(
+        `${label}: held ${ids}, truth ${truth.notifications.map((notification) => notification.id)}; ` +
+          `first difference: held ${JSON.stringify(mine[first])}, truth ${JSON.stringify(expected[first])}`,
+      );
     }
     if (!collection.hasPrevious && mine.length !== truth.notifications.length) problems.push(`${label}: missing the oldest`);
     if (JSON.stringify(collection.state) !== JSON.stringify(truth.state)) {

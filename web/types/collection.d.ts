@@ -47,6 +47,12 @@ export class NotificationCollection extends EventTarget {
     previousCursor: string | null;
     /** Ids removed by a deletion, so that an older version arriving late cannot bring them back. */
     removedIDs: Set<any>;
+    /**
+     * Copies this client's own read marks read, by id, with the mark's position: until a sync has
+     * passed that position, a version older than it still shows them read (see `markRead`).
+     * @type {Map<string, bigint>}
+     */
+    readAhead: Map<string, bigint>;
     /** Loads of the newest page: an older page asked for under one load is not added to the next. */
     loads: number;
     /** One refresh at a time. */
@@ -109,6 +115,18 @@ export class NotificationCollection extends EventTarget {
         updated: string[];
         removed: string[];
     };
+    /**
+     * A version as this collection shows it: read when one of this client's marks read the copy and
+     * the version is older than the mark (the server's answer, read before the mark, or held back).
+     * @param {import("./types.js").HeraldNotification} version
+     * @returns {import("./types.js").HeraldNotification}
+     */
+    readAheadOf(version: import("./types.js").HeraldNotification): import("./types.js").HeraldNotification;
+    /**
+     * Every change below `horizon` is reflected now; the marks below it need no more showing ahead.
+     * @param {bigint} horizon
+     */
+    passSyncedThrough(horizon: bigint): void;
     /**
      * A state a stream event or a mark carries, if newer than the state held.
      * @param {import("./types.js").ChannelState} state
