@@ -350,6 +350,7 @@ let package = Package(
                 "HeraldCore",
                 "HeraldStore",
                 "HeraldTesting",
+                "Postgres",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -52,6 +52,8 @@ export class HeraldClient extends EventTarget {
     this.socket = null;
     /** @type {(() => void) | null} Ends the wait before the next reconnection at once. */
     this.wakeReconnect = null;
+    /** @type {Set<() => void>} Ends the stream's other waits (`pause`) when it is closed. */
+    this.pauses = new Set();
   }
 
   /**
@@ -166,6 +168,7 @@ export class HeraldClient extends EventTarget {
     this.stream = null;
     this.socket?.close(1000);
     this.wakeReconnect?.();
+    for (const wake of this.pauses) wake();
     this.setConnectionState("disconnected");
     await stream;
   }
@@ -260,6 +263,7 @@ export class HeraldClient extends EventTarget {
       this.socket = socket;
       socket.onmessage = (message) => {
         if (this.generation !== generation) return;
+        /** @type {any} */
         let event;
         try {
           event = JSON.parse(typeof message.data === "string" ? message.data : "");
@@ -270,7 +274,7 @@ export class HeraldClient extends EventTarget {
           opened = true;
           this.setConnectionState("connected");
           // Whatever happened while the stream was closed is in the syncs.
-          this.refreshInBackground();
+          this.background(() => this.catchUp(event.position, generation));
           return;
         }
         this.apply(event);
@@ -358,6 +362,45 @@ export class HeraldClient extends EventTarget {
       default:
         break;
     }
+  }
+
+  /**
+   * Syncs everything once the stream is ready, and again, less and less often, while a collection's
+   * answers stop below the ready's `position`: an answer is held back below any transaction still
+   * open in the database cluster, so a change committed just before the stream was ready may be in
+   * no answer yet, and it will come as no event. Gives up after 30 s (a transaction held open that
+   * long holds back every sync anyway).
+   * @param {string | undefined} position
+   * @param {number} generation
+   */
+  async catchUp(position, generation) {
+    const target = position === undefined ? null : BigInt(position);
+    const started = Date.now();
+    for (let delay = 250; ; delay = Math.min(delay * 2, 5_000)) {
+      await this.refreshAll();
+      if (target === null || this.generation !== generation) return;
+      const behind = [...this.collections.values()].some((collection) => collection.token !== null && collection.syncedThrough < target);
+      if (!behind || Date.now() - started + delay > 30_000) return;
+      await this.pause(delay);
+      if (this.generation !== generation) return;
+    }
+  }
+
+  /**
+   * Waits `milliseconds`, or until the stream is closed.
+   * @param {number} milliseconds
+   * @returns {Promise<void>}
+   */
+  pause(milliseconds) {
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.pauses.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, milliseconds);
+      this.pauses.add(wake);
+    });
   }
 
   /** @param {string} url */

@@ -23,6 +23,8 @@ extension HeraldClient {
         wantsStream = false
         streamGeneration += 1
         connectionState = .disconnected
+        catchingUp?.cancel()
+        catchingUp = nil
         if let closing = stream {
             stream = nil
             closing.cancel()
@@ -35,6 +37,8 @@ extension HeraldClient {
     /// A new stream, in a generation of its own; the one before, if any, is cancelled.
     func startStream() {
         stream?.cancel()
+        catchingUp?.cancel()
+        catchingUp = nil
         streamGeneration += 1
         let generation = streamGeneration
         stream = Task { @MainActor in await self.runStream(generation) }
@@ -43,16 +47,48 @@ extension HeraldClient {
     /// Starts a refresh in a task of its own, so that closing the stream does not cancel requests in
     /// flight (see `refreshAll`); `disconnect()` and sign-out wait for it. Its requests wait out a
     /// `429` (`refreshAllInBackground`, `retryingRateLimits`).
-    func startBackgroundRefresh(_ why: String, _ work: @escaping @MainActor () async throws -> Void) {
+    @discardableResult
+    func startBackgroundRefresh(_ why: String, _ work: @escaping @MainActor () async throws -> Void) -> Task<Void, Never> {
         let key = nextBackgroundRefresh
         nextBackgroundRefresh += 1
-        backgroundRefreshes[key] = Task {
+        let task = Task {
             do {
                 try await work()
             } catch {
                 self.log(.warning, "\(why): refresh failed: \(error)")
             }
             self.backgroundRefreshes[key] = nil
+        }
+        backgroundRefreshes[key] = task
+        return task
+    }
+
+    /// Syncs every collection once the stream is ready, and again — a quarter of a second later, then
+    /// less and less often — while a collection's answers stop below the ready's `position`: an answer
+    /// is held back below any transaction still open in the database cluster, so a change committed
+    /// just before the stream was ready may be in no answer yet, and it will come as no event. Gives
+    /// up after 30 s (a transaction held open that long holds back every sync anyway). The waits
+    /// end with the stream; the refreshes are background refreshes, which `disconnect()` awaits.
+    func catchUp(to position: Int64?, generation: Int) {
+        let first = startBackgroundRefresh("stream opened") { try await self.refreshAllInBackground() }
+        guard let position else { return }
+        catchingUp?.cancel()
+        catchingUp = Task { @MainActor in
+            await first.value
+            let started = ContinuousClock.now
+            var delay = Duration.milliseconds(250)
+            while streamGeneration == generation, !Task.isCancelled {
+                let behind = collections.values.contains { $0.token != nil && $0.syncedThrough < position }
+                guard behind, ContinuousClock.now - started + delay <= .seconds(30) else { return }
+                do {
+                    try await Task.sleep(for: delay)
+                } catch {
+                    return
+                }
+                guard streamGeneration == generation else { return }
+                await startBackgroundRefresh("catching up after the stream opened") { try await self.refreshAllInBackground() }.value
+                delay = min(delay * 2, .seconds(5))
+            }
         }
     }
 
@@ -141,12 +177,12 @@ extension HeraldClient {
 
     private func receive(_ event: LiveEvent, opened: OpenedFlag, generation: Int) async {
         guard streamGeneration == generation else { return }
-        if case .ready = event {
+        if case .ready(let position) = event {
             await opened.set()
             guard streamGeneration == generation else { return }
             connectionState = .connected
             // Whatever happened while the stream was closed is in the syncs.
-            startBackgroundRefresh("stream opened") { try await self.refreshAllInBackground() }
+            catchUp(to: position, generation: generation)
             return
         }
         await apply(event)

@@ -73,6 +73,9 @@ public final class HeraldClient {
     /// Refreshes the library started by itself (stream, pushes, lifecycle), which outlive the stream.
     @ObservationIgnored var backgroundRefreshes: [Int: Task<Void, Never>] = [:]
     @ObservationIgnored var nextBackgroundRefresh = 0
+    /// Syncs again after `ready` while answers stop below its position (`catchUp(to:generation:)`);
+    /// cancelled when the stream closes.
+    @ObservationIgnored var catchingUp: Task<Void, Never>?
 
     // The device (HeraldClient+Devices).
     /// The APNs registration the app handed over, kept across sign-ins: registered for each user who

@@ -127,6 +127,36 @@ extension ClientSuites {
             }
         }
 
+        /// A send committed just before the stream is ready comes as no event, and while a transaction
+        /// elsewhere in the cluster is open every sync's answer stops below it: the client syncs again
+        /// until its answers pass the `ready` event's position, so the send arrives once that
+        /// transaction ends — with no further event or refresh to prompt it.
+        @Test func aSendHeldBackFromTheReadySyncArrivesOnceTheHorizonPasses() async throws {
+            try await ServerWorld.with { world in
+                let client = try await world.client("u1")
+                let collection = await client.collection(channelURL: "feed")
+                try await collection.refresh()
+                let loaded = collection.token
+                // A transaction after the load, so the held one's id is above the load's horizon and
+                // the next sync's token differs from the load's.
+                _ = try await world.send("for someone else", to: ["u2"])
+                let held = try await HeldTransaction.open(on: world.database)
+                do {
+                    let sent = try await world.send("held back", to: ["u1"])
+                    client.connect()
+                    try await eventually("the stream to open") { client.connectionState == .connected }
+                    try await eventually("the sync the stream's opening makes") { collection.token != loaded }
+                    #expect(!collection.notifications.contains { $0.id == sent }, "the open transaction did not hold the sync back")
+                    try await held.end()
+                    try await eventually("the held-back send") { collection.notifications.contains { $0.id == sent } }
+                } catch {
+                    try? await held.end()
+                    throw error
+                }
+                await client.disconnect()
+            }
+        }
+
         /// The stream names its device the same ways a sync does: `Herald-Device` or `?device=`; a
         /// malformed name is a 400 and a device that is not the caller's a 404, answered to the upgrade.
         @Test func theStreamRefusesADeviceItCannotName() async throws {

@@ -302,3 +302,45 @@ func eventually(_ what: String, timeout: Duration = .seconds(30), _ condition: @
         try await Task.sleep(for: .milliseconds(10))
     }
 }
+
+/// A transaction holding an id on a database until `end()`: until then every sync's answer stops
+/// below it, as on a busy cluster.
+final class HeldTransaction: Sendable {
+    private let release: AsyncStream<Void>.Continuation
+    private let task: Task<Void, any Error>
+
+    private init(release: AsyncStream<Void>.Continuation, task: Task<Void, any Error>) {
+        self.release = release
+        self.task = task
+    }
+
+    /// Opens it; returns once it holds its id.
+    static func open(on database: PostgresClient) async throws -> HeldTransaction {
+        let (opened, openedSignal) = AsyncStream<Void>.makeStream()
+        let (released, release) = AsyncStream<Void>.makeStream()
+        let task = Task {
+            defer { openedSignal.finish() }
+            try await database.withTransaction { connection in
+                try await connection.query("SELECT pg_current_xact_id()")
+                openedSignal.yield()
+                for await _ in released { break }
+            }
+        }
+        var held = false
+        for await _ in opened {
+            held = true
+            break
+        }
+        guard held else {
+            try await task.value
+            throw HeraldProcessError(message: "the transaction ended before it held an id")
+        }
+        return HeldTransaction(release: release, task: task)
+    }
+
+    /// Commits it (once; later calls wait for the same end).
+    func end() async throws {
+        release.finish()
+        try await task.value
+    }
+}

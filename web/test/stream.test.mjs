@@ -1,5 +1,6 @@
 // The web client's live stream against a real `herald serve`: events applied as they happen, and a
-// stream that comes back by itself after the server was killed and started again.
+// stream that comes back by itself after the server was killed and started again, and the catch-up
+// after `ready` that brings what a held-back sync could not.
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
@@ -51,6 +52,43 @@ describe("the live stream", () => {
     await client.close();
     assert.equal(client.connectionState, "disconnected");
   });
+
+  test(
+    "brings a send the sync on ready was held back from, once the horizon passes",
+    { skip: process.env.DATABASE_URL ? false : "holding a transaction needs DATABASE_URL (swift test gives one)" },
+    async () => {
+      // Sent just before the stream is ready, it comes as no event; while a transaction elsewhere in
+      // the cluster is open, every sync's answer stops below it. The client syncs again until its
+      // answers pass the `ready` event's position, with nothing else to prompt it.
+      const channel = "web-stream-held";
+      const user = `${channel}-user`;
+      await server.channel(channel);
+      const session = await server.session(user);
+      const client = new HeraldClient({ baseURL: server.url, sessionToken: session, WebSocket: SeparateWebSocket });
+      const collection = client.collection(channel);
+      await collection.refresh();
+      let syncs = 0;
+      const sync = client.api.sync.bind(client.api);
+      client.api.sync = async (...request) => {
+        const answer = await sync(...request);
+        syncs += 1;
+        return answer;
+      };
+      const held = await server.holdTransaction();
+      try {
+        const sent = await server.send(channel, [user], "held back");
+        client.connect();
+        await waitUntil("the stream to open", () => client.connectionState === "connected");
+        await waitUntil("the sync the stream's opening makes", () => syncs > 0);
+        assert.ok(!collection.notifications.some((notification) => notification.id === sent), "the open transaction did not hold the sync back");
+        await held.end();
+        await waitUntil("the held-back send", () => collection.notifications.some((notification) => notification.id === sent));
+      } finally {
+        await held.end();
+        await client.close();
+      }
+    },
+  );
 
   test("comes back after the server is killed and started again, and catches up", async () => {
     const channel = "web-stream-restart";

@@ -56,6 +56,8 @@ export class HeraldClient extends EventTarget {
     socket: WebSocket | null;
     /** @type {(() => void) | null} Ends the wait before the next reconnection at once. */
     wakeReconnect: (() => void) | null;
+    /** @type {Set<() => void>} Ends the stream's other waits (`pause`) when it is closed. */
+    pauses: Set<() => void>;
     /**
      * The collection of `channelURL` (of one `category`, if given): one object per channel and
      * category, kept current while the client holds it. Call `refresh()` on it to load it.
@@ -117,6 +119,22 @@ export class HeraldClient extends EventTarget {
      * @param {any} event
      */
     apply(event: any): void;
+    /**
+     * Syncs everything once the stream is ready, and again, less and less often, while a collection's
+     * answers stop below the ready's `position`: an answer is held back below any transaction still
+     * open in the database cluster, so a change committed just before the stream was ready may be in
+     * no answer yet, and it will come as no event. Gives up after 30 s (a transaction held open that
+     * long holds back every sync anyway).
+     * @param {string | undefined} position
+     * @param {number} generation
+     */
+    catchUp(position: string | undefined, generation: number): Promise<void>;
+    /**
+     * Waits `milliseconds`, or until the stream is closed.
+     * @param {number} milliseconds
+     * @returns {Promise<void>}
+     */
+    pause(milliseconds: number): Promise<void>;
     /** @param {string} url */
     collectionsOf(url: string): NotificationCollection[];
     /** @param {"disconnected" | "connecting" | "connected" | "waiting" | "failed"} state */

@@ -2,7 +2,9 @@ import Foundation
 
 /// A message of the live stream (`GET /v1/me/stream`), as `openapi.yaml` describes them.
 enum LiveEvent: Sendable {
-    case ready
+    /// The stream is open; every change committed before lies below `position` (older servers send
+    /// none), every later one comes as an event.
+    case ready(position: Int64?)
     case upserted(channelURL: String, notification: HeraldNotification, unreadCount: Int)
     case deleted(channelURL: String, id: String, position: Int64, unreadCount: Int)
     case channelRead(channelURL: String, state: ChannelState, position: Int64)
@@ -20,7 +22,7 @@ enum LiveEvent: Sendable {
         guard let data = text.data(using: .utf8), let message = try? Self.decoder.decode(Message.self, from: data) else { return nil }
         switch message.type {
         case "ready":
-            self = .ready
+            self = .ready(position: message.position.flatMap { Int64($0) })
         case "notification.created", "notification.updated":
             guard let channelURL = message.channelUrl, let wire = message.notification, let notification = try? HeraldNotification(converting: wire)
             else {

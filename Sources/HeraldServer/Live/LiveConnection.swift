@@ -30,6 +30,8 @@ final class LiveConnection: Sendable {
         var closing = false
         /// Why we closed it (the close frame's reason), once we did.
         var closeReason: String?
+        /// Frames written before `ready` went out, sent right after it: `ready` is always the first.
+        var heldUntilReady: [(frame: WebSocketFrame, size: Int)]? = []
         /// The attempt to record the stream's presence is over (it succeeded or failed); its end
         /// waits for this, so presence is never recorded after it was removed.
         var presenceSettled = false
@@ -73,6 +75,19 @@ final class LiveConnection: Sendable {
         write(WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(string: text)), size: text.utf8.count)
     }
 
+    /// Sends `ready`, then whatever was written before it, in order.
+    func sendReady(_ text: String) {
+        let size = text.utf8.count
+        state.withLock { state in
+            guard !state.closing, let held = state.heldUntilReady else { return }
+            state.heldUntilReady = nil
+            state.pendingBytes += size
+            state.peakBytes = max(state.peakBytes, state.pendingBytes)
+            enqueue(WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(string: text)), size: size)
+            for (frame, size) in held { enqueue(frame, size: size) }
+        }
+    }
+
     /// Answers the client's ping, counted like an event: a client that pings without reading fills
     /// the same bound and is closed as a slow consumer, instead of its pongs piling up.
     @discardableResult
@@ -88,6 +103,11 @@ final class LiveConnection: Sendable {
             if state.pendingBytes + size > limits.bytes { return .overflow }
             state.pendingBytes += size
             state.peakBytes = max(state.peakBytes, state.pendingBytes)
+            if state.heldUntilReady != nil {
+                state.heldUntilReady?.append((frame, size))
+            } else {
+                enqueue(frame, size: size)
+            }
             return .write
         }
         switch verdict {
@@ -97,10 +117,19 @@ final class LiveConnection: Sendable {
             close(.unknown(1013), reason: "slow consumer")
             return false
         case .write:
+            return true
+        }
+    }
+
+    /// Hands a frame to the event loop. Called under the lock, so frames go out in the order they
+    /// were written; `execute` never runs the work inline, so the lock is never taken again from
+    /// within.
+    private func enqueue(_ frame: WebSocketFrame, size: Int) {
+        let channel = self.channel
+        channel.eventLoop.execute {
             channel.writeAndFlush(frame).whenComplete { _ in
                 self.state.withLock { $0.pendingBytes -= size }
             }
-            return true
         }
     }
 

@@ -9,8 +9,11 @@ import HeraldStore
 /// keeps syncing with its token as usual; events are a fast path, the sync stays the truth. After a
 /// `resync` event (events may have been missed) it syncs at once.
 enum LiveEvent {
-    /// The first event: the stream is registered and its device counts as online everywhere.
-    static func ready(connectionID: Int64, deviceID: Int64?) -> String {
+    /// The first event: the stream is registered and its device counts as online everywhere. Every
+    /// change committed before lies below `position`; every later one comes as an event. A client
+    /// syncs until its answers' horizon passes `position` (an answer is held back below a
+    /// transaction still open anywhere in the database cluster), and is then complete.
+    static func ready(connectionID: Int64, deviceID: Int64?, position: Int64) -> String {
         write { writer in
             writer.key("type")
             writer.string("ready")
@@ -18,6 +21,8 @@ enum LiveEvent {
             writer.string(String(connectionID))
             writer.key("device_id")
             writer.string(deviceID.map { String($0) })
+            writer.key("position")
+            writer.string(String(position))
         }
     }
 

@@ -111,7 +111,12 @@ public final class LiveHub: Service, Sendable {
                 try await presence.record(node: node, ttl: settings.presenceTTL, streams: batch.map(\.presence))
                 for connection in batch { register(connection) }
                 Gauge(label: "herald_stream_connections").record(count)
-                for connection in batch { connection.send(LiveEvent.ready(connectionID: connection.id, deviceID: connection.deviceID)) }
+                // Read once they are registered: every change committed before lies below it, and every
+                // one after reaches them as an event.
+                let position = try await presence.currentPosition()
+                for connection in batch {
+                    connection.sendReady(LiveEvent.ready(connectionID: connection.id, deviceID: connection.deviceID, position: position))
+                }
             } catch {
                 logger.error("could not record streams' presence", metadata: ["error": logger.describe(error), "streams": "\(batch.count)"])
                 for connection in batch { connection.close(.unexpectedServerError, reason: "presence unavailable") }

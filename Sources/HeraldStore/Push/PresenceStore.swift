@@ -68,6 +68,14 @@ public struct PresenceStore: Sendable {
         ])
     }
 
+    /// The position below which every change committed so far lies: the next transaction id as a
+    /// snapshot taken now sees it. A stream that is delivering events by then (registered) gets every
+    /// later change as an event; what came before it, a sync brings once its answers' horizon has
+    /// passed this position.
+    public func currentPosition() async throws -> Int64 {
+        try await client.query("SELECT pg_snapshot_xmax(pg_current_snapshot())::text::int8")[0].decode(Int64.self)
+    }
+
     /// A stream closed normally. Everything it could have shown live counts as seen: wants for changes
     /// committed before now are answered — the device's own (`anyOffline`), or, when this was the
     /// user's last open stream anywhere, every device's (`allOffline`, where the user was online and
