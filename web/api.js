@@ -25,6 +25,8 @@ export class HeraldAPI {
     this.renewing = null;
     /** Called when the server refused the session and no new token could be had. */
     this.onUnauthorized = /** @type {(() => void) | null} */ (null);
+    /** Called with each new token `fetchSessionToken` gives. */
+    this.onRenewed = /** @type {((token: string) => void) | null} */ (null);
   }
 
   /** The session token in use, asked of the app when there is none yet. */
@@ -47,6 +49,7 @@ export class HeraldAPI {
           const token = await /** @type {() => Promise<string>} */ (this.fetchSessionToken)();
           if (typeof token !== "string" || token === "") throw new TypeError("fetchSessionToken returned no token");
           this.token = token;
+          this.onRenewed?.(token);
           return token;
         } finally {
           this.renewing = null;

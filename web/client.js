@@ -3,6 +3,7 @@ import { reconnectDelay } from "./backoff.js";
 import { ChannelList } from "./channel-list.js";
 import { NotificationCollection } from "./collection.js";
 import { HeraldError } from "./errors.js";
+import { shareWithWorker, subscribe, unsubscribe } from "./push.js";
 
 /**
  * A signed-in user's view of Herald in a web page: their collections, channel list and unread
@@ -54,6 +55,8 @@ export class HeraldClient extends EventTarget {
     this.wakeReconnect = null;
     /** @type {Set<() => void>} Ends the stream's other waits (`pause`) when it is closed. */
     this.pauses = new Set();
+    /** @type {(() => void) | null} Stops listening to the service worker (`enablePush`). */
+    this.stopFollowingWorker = null;
   }
 
   /**
@@ -467,6 +470,54 @@ export class HeraldClient extends EventTarget {
     })();
   }
 
+  // Web Push ------------------------------------------------------------------------------------
+
+  /**
+   * Subscribes this browser to Herald's pushes through the page's service worker (which loads
+   * `herald-worker.js`, see there), with Herald's VAPID key; registers the subscription as the
+   * user's device and names it from then on (a stream that is open reconnects naming it, so that
+   * while it is open the device gets no refresh pushes); and follows the worker's word that a
+   * refresh push came (everything held is synced, which answers the push). Asks the user's
+   * permission to notify first if the page has not. Resolves to the device id.
+   * @param {ServiceWorkerRegistration} registration
+   * @returns {Promise<string>}
+   */
+  async enablePush(registration) {
+    if (globalThis.Notification && Notification.permission === "default") await Notification.requestPermission();
+    const device = await subscribe(this, registration);
+    this.device = device;
+    this.api.onRenewed = () => {
+      if (this.device === device) shareWithWorker(this, device).catch((error) => this.dispatchEvent(new CustomEvent("error", { detail: error })));
+    };
+    const worker = globalThis.navigator?.serviceWorker;
+    if (worker && !this.stopFollowingWorker) {
+      /** @param {MessageEvent} message */
+      const refresh = (message) => {
+        if (message.data?.type === "herald.refresh") this.refreshInBackground();
+      };
+      worker.addEventListener("message", refresh);
+      this.stopFollowingWorker = () => worker.removeEventListener("message", refresh);
+    }
+    if (this.wantsStream) {
+      await this.disconnect();
+      this.connect();
+    }
+    return device;
+  }
+
+  /**
+   * Ends what `enablePush` began: the device is removed from the user's, the browser's subscription
+   * ended, the worker's credentials forgotten.
+   * @param {ServiceWorkerRegistration} registration
+   */
+  async disablePush(registration) {
+    await unsubscribe(this, registration);
+    this.device = null;
+    this.api.onRenewed = null;
+    this.stopFollowingWorker?.();
+    this.stopFollowingWorker = null;
+  }
+
   // Keeping -------------------------------------------------------------------------------------
 
   /**
@@ -485,6 +536,8 @@ export class HeraldClient extends EventTarget {
 
   /** Closes the stream and empties every collection and the list; the client cannot be used again. */
   async close() {
+    this.stopFollowingWorker?.();
+    this.stopFollowingWorker = null;
     await this.disconnect();
     this.closed = true;
     for (const collection of this.collections.values()) collection.detach();

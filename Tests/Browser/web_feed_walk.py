@@ -9,7 +9,8 @@ HERALD_CORS_ORIGINS naming http://127.0.0.1:PAGE_PORT:
 It serves the demo page itself on PAGE_PORT (listed) and OTHER_PORT (not listed), makes a user, a
 session and a channel through the admin API, and checks that the page on the listed origin loads the
 feed through CORS, shows a send live within a second, marks read, pages, and is walked by keyboard
-alone; that the page on the other origin is refused by the browser; and that the browser console stays
+alone; that its service worker, loading herald-worker.js from Herald, shows an alert push and posts its
+receipt and answers a refresh push; that the page on the other origin is refused by the browser; and that the browser console stays
 clean. Screenshots, light and dark, go to DIR. Uses Debian's chromium and chromium-driver through
 Selenium; nothing is downloaded. Exits non-zero, saying why, at the first failure.
 """
@@ -61,6 +62,57 @@ class Herald:
         })["id"]
 
 
+# The page's service worker: Herald's helper, and a record of the notifications it shows (told to the
+# page: headless Chromium's getNotifications() does not always list one just shown).
+SERVICE_WORKER = """importScripts("HERALD/client/herald-worker.js");
+const show = self.registration.showNotification.bind(self.registration);
+self.registration.showNotification = async (title, options) => {
+  await show(title, options);
+  for (const page of await self.clients.matchAll({ type: "window", includeUncontrolled: true })) page.postMessage({ type: "walk.shown", title });
+};
+HeraldWorker.listen();
+"""
+
+# Registers the page's service worker and enables Web Push on the demo's client; returns the device
+# id (or why not).
+ENABLE_PUSH = """
+const done = arguments[arguments.length - 1];
+(async () => {
+  const registration = await navigator.serviceWorker.register("/sw.js");
+  await navigator.serviceWorker.ready;
+  const client = document.querySelector("herald-feed").client;
+  const pair = await crypto.subtle.generateKey({ name: "ECDH", namedCurve: "P-256" }, true, ["deriveBits"]);
+  const text = (bytes) => btoa(String.fromCharCode(...new Uint8Array(bytes))).replace(/\\+/g, "-").replace(/\\//g, "_").replace(/=+$/, "");
+  const keys = { p256dh: text(await crypto.subtle.exportKey("raw", pair.publicKey)), auth: text(crypto.getRandomValues(new Uint8Array(16))) };
+  const endpoint = "https://fcm.googleapis.com/fcm/send/web-feed-walk";
+  const pushManager = {
+    getSubscription: async () => null,
+    subscribe: async ({ applicationServerKey }) => ({ endpoint, options: { applicationServerKey }, toJSON: () => ({ endpoint, keys }) }),
+  };
+  window.heraldRefreshes = 0;
+  window.heraldShown = [];
+  navigator.serviceWorker.addEventListener("message", (message) => {
+    if (message.data?.type === "herald.refresh") window.heraldRefreshes += 1;
+    if (message.data?.type === "walk.shown") window.heraldShown.push(message.data.title);
+  });
+  // A push handed to a worker still activating is dropped: wait until it is activated.
+  const worker = registration.active;
+  if (!worker) throw new Error("the service worker is not active");
+  if (worker.state !== "activated") {
+    await new Promise((resolve) => worker.addEventListener("statechange", () => worker.state === "activated" && resolve(undefined)));
+  }
+  return await client.enablePush({ pushManager });
+})().then(done, (error) => done("failed: " + error));
+"""
+
+# Whether Herald has seen the device sync (the worker's answer to a refresh push).
+DEVICE_SYNCED = """
+const [device, done] = [arguments[0], arguments[arguments.length - 1]];
+document.querySelector("herald-feed").client.api.request("GET", "/v1/me/devices")
+  .then((answer) => done(answer.devices.some((entry) => entry.id === device && entry.last_synced_at !== null)), () => done(false));
+"""
+
+
 def serve(directory, port):
     """A static server for the demo page on 127.0.0.1:port, in a thread."""
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=directory)
@@ -99,6 +151,16 @@ class Walk:
     def console_errors(self):
         return [entry["message"] for entry in self.driver.get_log("browser") if entry["level"] == "SEVERE"]
 
+    def push(self, origin, payload):
+        """Hands the page's service worker a push with `payload` (as Herald's would be once decrypted)."""
+        self.driver.execute_cdp_cmd("ServiceWorker.enable", {})
+        # The profile is new and the page registers one worker: its registration is the first.
+        self.driver.execute_cdp_cmd("ServiceWorker.deliverPushMessage", {"origin": origin, "registrationId": "0", "data": json.dumps(payload)})
+
+    def notifications(self):
+        """The titles of the notifications the page's service worker has shown."""
+        return self.driver.execute_script("return window.heraldShown")
+
     def screenshot(self, name):
         os.makedirs(self.screenshots, exist_ok=True)
         self.driver.save_screenshot(os.path.join(self.screenshots, name))
@@ -133,6 +195,9 @@ def main():
         if marker not in page:
             fail("the demo page has no herald-url meta to fill")
         copy.write(page.replace(marker, f'<meta name="herald-url" content="{arguments.herald}">'))
+    # The page's own service worker, which loads Herald's helper.
+    with open(os.path.join(pages, "sw.js"), "w") as worker:
+        worker.write(SERVICE_WORKER.replace("HERALD", arguments.herald))
     listed = serve(pages, arguments.page_port)
     other = serve(pages, arguments.other_port)
     walk = Walk(arguments.screenshots)
@@ -183,6 +248,25 @@ def main():
         walk.until("the panel to close", lambda: walk.shadow("return root.querySelector('[part=panel]').hidden"))
         if walk.shadow("return root.activeElement?.getAttribute('part')") != "bell":
             fail("Escape did not give focus back to the bell")
+
+        # Web Push: the page's service worker loads herald-worker.js from Herald; enablePush registers
+        # the browser as the user's device and leaves the worker its credentials in Cache Storage.
+        # The browser's push service cannot be reached here, so the subscription's browser half is
+        # stood in for, and Chromium hands the worker pushes itself (DevTools' deliverPushMessage)
+        # with the content Herald's pushes carry once decrypted.
+        page_origin = f"http://127.0.0.1:{arguments.page_port}"
+        walk.driver.execute_cdp_cmd("Browser.grantPermissions", {"origin": page_origin, "permissions": ["notifications"]})
+        device = walk.driver.execute_async_script(ENABLE_PUSH)
+        if not isinstance(device, str) or not device.isdigit():
+            fail(f"enablePush did not register the browser: {device}")
+        alerted = herald.send(channel, user, "order alert")
+        walk.push(page_origin, {"notification": {"title": "Order alert", "body": "Your order is on its way"},
+                                "herald": {"message_id": int(alerted)}, "url": page_origin + "/demo.html"})
+        walk.until("the alert to be shown", lambda: "Order alert" in walk.notifications())
+        walk.until("the alert's receipt", lambda: herald.admin("GET", f"/v1/notifications/{alerted}")["counts"]["delivered"] == 1)
+        walk.push(page_origin, {"herald": {"type": "refresh", "badge": 1, "channels": []}})
+        walk.until("the page to hear of the refresh", lambda: walk.driver.execute_script("return window.heraldRefreshes") >= 1)
+        walk.until("the worker to sync naming the device", lambda: walk.driver.execute_async_script(DEVICE_SYNCED, device))
 
         # Herald's own demo page (HERALD_DEMO=on): the same feed, from Herald's origin.
         walk.driver.get(f"{herald.url}/demo{fragment}")

@@ -36,6 +36,8 @@ export class HeraldAPI {
     renewing: Promise<string> | null;
     /** Called when the server refused the session and no new token could be had. */
     onUnauthorized: (() => void) | null;
+    /** Called with each new token `fetchSessionToken` gives. */
+    onRenewed: ((token: string) => void) | null;
     /** The session token in use, asked of the app when there is none yet. */
     currentToken(): Promise<string>;
     /**

@@ -58,6 +58,8 @@ export class HeraldClient extends EventTarget {
     wakeReconnect: (() => void) | null;
     /** @type {Set<() => void>} Ends the stream's other waits (`pause`) when it is closed. */
     pauses: Set<() => void>;
+    /** @type {(() => void) | null} Stops listening to the service worker (`enablePush`). */
+    stopFollowingWorker: (() => void) | null;
     /**
      * The collection of `channelURL` (of one `category`, if given): one object per channel and
      * category, kept current while the client holds it. Call `refresh()` on it to load it.
@@ -153,6 +155,23 @@ export class HeraldClient extends EventTarget {
     refreshInBackground(): void;
     /** @param {() => Promise<unknown>} work */
     background(work: () => Promise<unknown>): void;
+    /**
+     * Subscribes this browser to Herald's pushes through the page's service worker (which loads
+     * `herald-worker.js`, see there), with Herald's VAPID key; registers the subscription as the
+     * user's device and names it from then on (a stream that is open reconnects naming it, so that
+     * while it is open the device gets no refresh pushes); and follows the worker's word that a
+     * refresh push came (everything held is synced, which answers the push). Asks the user's
+     * permission to notify first if the page has not. Resolves to the device id.
+     * @param {ServiceWorkerRegistration} registration
+     * @returns {Promise<string>}
+     */
+    enablePush(registration: ServiceWorkerRegistration): Promise<string>;
+    /**
+     * Ends what `enablePush` began: the device is removed from the user's, the browser's subscription
+     * ended, the worker's credentials forgotten.
+     * @param {ServiceWorkerRegistration} registration
+     */
+    disablePush(registration: ServiceWorkerRegistration): Promise<void>;
     /**
      * Kept for the cache (none yet: every page load starts from the server).
      * @param {NotificationCollection} _collection
