@@ -24,7 +24,7 @@ export class HeraldClient extends EventTarget {
    */
   constructor(options) {
     super();
-    const { baseURL, sessionToken, fetchSessionToken, device, fetch: fetcher, WebSocket: socket, pageSize, reconnect, rateLimitRetries } = options;
+    const { baseURL, sessionToken, fetchSessionToken, device, fetch: fetcher, WebSocket: socket, pageSize, reconnect, rateLimitRetries, cache } = options;
     /** The requests (exposed for what the client does not wrap). */
     this.api = new HeraldAPI({ baseURL, sessionToken, fetchSessionToken, fetch: fetcher });
     this.api.onUnauthorized = () => this.dispatchEvent(new Event("sessionrefused"));
@@ -34,6 +34,10 @@ export class HeraldClient extends EventTarget {
     this.pageSize = pageSize ?? 30;
     this.reconnect = { initial: reconnect?.initial ?? 1_000, maximum: reconnect?.maximum ?? 60_000 };
     this.rateLimitRetries = rateLimitRetries ?? 3;
+    /** Where collections are kept between page loads, if anywhere. */
+    this.cache = cache ?? null;
+    /** @type {Set<string>} Collections whose writes to the cache are waiting to start. */
+    this.savesDue = new Set();
     /** The user's total unread count (the badge) and each channel's. */
     this.unread = { total: 0, channels: /** @type {Record<string, number>} */ ({}) };
     /** @type {"disconnected" | "connecting" | "connected" | "waiting" | "failed"} */
@@ -73,6 +77,7 @@ export class HeraldClient extends EventTarget {
       collection = new NotificationCollection(channelURL, category, this);
       collection.pageSize = this.pageSize;
       this.collections.set(key, collection);
+      if (this.cache) collection.restoring = this.restore(collection, key);
     }
     return collection;
   }
@@ -521,10 +526,46 @@ export class HeraldClient extends EventTarget {
   // Keeping -------------------------------------------------------------------------------------
 
   /**
-   * Kept for the cache (none yet: every page load starts from the server).
-   * @param {NotificationCollection} _collection
+   * Reads what the cache kept of a new collection (a cache that fails is a cache without it).
+   * @param {NotificationCollection} collection
+   * @param {string} key
    */
-  saveCollection(_collection) {}
+  async restore(collection, key) {
+    try {
+      const snapshot = await /** @type {import("./cache.js").HeraldCache} */ (this.cache).load(key);
+      if (snapshot) collection.restore(snapshot);
+    } catch (error) {
+      this.dispatchEvent(new CustomEvent("error", { detail: error }));
+    } finally {
+      collection.restoring = null;
+    }
+  }
+
+  /**
+   * Keeps the collection in the cache: once a burst of changes is over (the next task), the state it
+   * has then; a write that fails is told (`error`), and the page goes on.
+   * @param {NotificationCollection} collection
+   */
+  saveCollection(collection) {
+    const cache = this.cache;
+    const key = this.keyOf(collection);
+    if (!cache || key === null || this.savesDue.has(key)) return;
+    this.savesDue.add(key);
+    setTimeout(() => {
+      this.savesDue.delete(key);
+      const snapshot = collection.client === this ? collection.snapshot() : null;
+      if (snapshot) cache.save(key, snapshot).catch((error) => this.dispatchEvent(new CustomEvent("error", { detail: error })));
+    }, 0);
+  }
+
+  /**
+   * The key the client holds `collection` under, or null once it is forgotten.
+   * @param {NotificationCollection} collection
+   */
+  keyOf(collection) {
+    for (const [key, held] of this.collections) if (held === collection) return key;
+    return null;
+  }
 
   /** @param {ChannelList} _list */
   saveChannelList(_list) {}

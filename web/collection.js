@@ -61,6 +61,8 @@ export class NotificationCollection extends EventTarget {
     this.loads = 0;
     /** One refresh at a time. */
     this.refreshing = new Coalescing(() => this.sync());
+    /** @type {Promise<void> | null} Reading the client's cache; a sync waits for it (`restore`). */
+    this.restoring = null;
     /** @type {Promise<void> | null} */
     this.loadingPrevious = null;
   }
@@ -182,6 +184,8 @@ export class NotificationCollection extends EventTarget {
    * @returns {Promise<boolean>}
    */
   async sync() {
+    // What the cache holds must be in before an answer: it would otherwise overwrite a newer one.
+    if (this.restoring) await this.restoring;
     const client = this.client;
     if (!client) throw signedOut();
     if (this.token === null) {
@@ -352,6 +356,44 @@ export class NotificationCollection extends EventTarget {
     }
     const { state: _state, ...channel } = answer.channel;
     this.channel = channel;
+  }
+
+  // The cache ---------------------------------------------------------------------------------------
+
+  /**
+   * What a cache keeps of the collection, or null while it holds nothing to keep.
+   * @returns {import("./cache.js").CollectionSnapshot | null}
+   */
+  snapshot() {
+    if (this.token === null) return null;
+    return {
+      notifications: this.notifications,
+      hasPrevious: this.hasPrevious,
+      previousCursor: this.previousCursor,
+      state: this.state,
+      channel: this.channel,
+      token: this.token,
+      syncedThrough: String(this.syncedThrough),
+      statePosition: String(this.statePosition),
+    };
+  }
+
+  /**
+   * Takes what a cache kept, if nothing newer came meanwhile, and says so with a `reload` event.
+   * @param {import("./cache.js").CollectionSnapshot} snapshot
+   */
+  restore(snapshot) {
+    if (this.token !== null || !this.client) return;
+    this.notifications = snapshot.notifications;
+    this.hasPrevious = snapshot.hasPrevious;
+    this.previousCursor = snapshot.previousCursor;
+    this.state = snapshot.state;
+    this.channel = snapshot.channel;
+    this.token = snapshot.token;
+    this.isLive = true;
+    this.syncedThrough = BigInt(snapshot.syncedThrough);
+    this.statePosition = BigInt(snapshot.statePosition);
+    this.dispatchEvent(new Event("reload"));
   }
 
   // Lookup ------------------------------------------------------------------------------------------

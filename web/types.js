@@ -73,6 +73,9 @@
  *   milliseconds (1 s doubling to 60 s by default, with full jitter).
  * @property {number} [rateLimitRetries] How many 429s a refresh the client starts by itself waits
  *   out (3 by default).
+ * @property {import("./cache.js").HeraldCache} [cache] Where collections are kept between page loads
+ *   (an `IndexedDBCache` named after the signed-in user): a collection shows its last state at once
+ *   and syncs on from its token.
  */
 
 export {};

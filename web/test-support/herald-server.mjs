@@ -6,7 +6,7 @@
 // temporary directory.
 
 import { spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -35,7 +35,9 @@ export class HeraldServer {
     /** @type {Record<string, string>} */
     this.environment = {
       HERALD_ADMIN_TOKEN: this.adminToken,
-      HERALD_SECRET_KEY: randomBytes(32).toString("hex"),
+      // One key per database: the test files share swift test's database, and what one server sealed
+      // (the VAPID key made at its first start) the next must open.
+      HERALD_SECRET_KEY: process.env.DATABASE_URL ? createHash("sha256").update(process.env.DATABASE_URL).digest("hex") : randomBytes(32).toString("hex"),
       HERALD_LOG_LEVEL: "notice",
       // The tests make more requests a second from one session and one address than a page would.
       HERALD_RATE_LIMIT_SESSION: "off",

@@ -181,6 +181,51 @@ describe("a collection", () => {
     },
   );
 
+  test("a collection kept in a cache shows its last state at once, and syncs on from its token", async () => {
+    const { channel, user, session } = await world();
+    for (let index = 0; index < 3; index++) await server.send(channel, [user], `kept ${index}`);
+    /** @type {Map<string, any>} */
+    const stored = new Map();
+    /** @type {import("../cache.js").HeraldCache} */
+    const cache = {
+      load: async (key) => structuredClone(stored.get(key) ?? null),
+      save: async (key, snapshot) => void stored.set(key, structuredClone(snapshot)),
+      clear: async () => stored.clear(),
+    };
+    const first = new HeraldClient({ baseURL: server.url, sessionToken: session, cache });
+    const collection = first.collection(channel);
+    await collection.refresh();
+    await waitUntil("the cache to be written", () => stored.get(channel)?.notifications.length === 3);
+    const kept = JSON.stringify(collection.notifications);
+    await first.close();
+    const later = await server.send(channel, [user], "while the page was closed");
+
+    // The page loads again: the collection shows what the cache kept before any answer…
+    /** @type {string[]} */
+    const requests = [];
+    /** @type {typeof fetch} */
+    const recorded = (url, init) => {
+      requests.push(String(url));
+      return fetch(url, init);
+    };
+    const second = new HeraldClient({ baseURL: server.url, sessionToken: session, cache, fetch: recorded });
+    const again = second.collection(channel);
+    await waitUntil("the kept state", () => again.notifications.length === 3);
+    assert.equal(JSON.stringify(again.notifications), kept);
+    assert.deepEqual(requests, []);
+    // …and its refreshes continue from the kept token: the later send arrives without a fresh load.
+    await waitUntil("the later send", async () => {
+      await again.refresh();
+      return again.notifications[0]?.id === later;
+    });
+    assert.equal(again.reloadCount, 0);
+    assert.ok(
+      requests.every((url) => new URL(url).searchParams.has("token")),
+      `every sync continued a token: ${requests}`,
+    );
+    await second.close();
+  });
+
   test("loads afresh when the channel is reset or the token is not one", async () => {
     const { channel, user, client } = await world();
     await server.send(channel, [user], "before the reset");

@@ -34,6 +34,10 @@ export class HeraldClient extends EventTarget {
         maximum: number;
     };
     rateLimitRetries: number;
+    /** Where collections are kept between page loads, if anywhere. */
+    cache: import("./cache.js").HeraldCache | null;
+    /** @type {Set<string>} Collections whose writes to the cache are waiting to start. */
+    savesDue: Set<string>;
     /** The user's total unread count (the badge) and each channel's. */
     unread: {
         total: number;
@@ -173,10 +177,22 @@ export class HeraldClient extends EventTarget {
      */
     disablePush(registration: ServiceWorkerRegistration): Promise<void>;
     /**
-     * Kept for the cache (none yet: every page load starts from the server).
-     * @param {NotificationCollection} _collection
+     * Reads what the cache kept of a new collection (a cache that fails is a cache without it).
+     * @param {NotificationCollection} collection
+     * @param {string} key
      */
-    saveCollection(_collection: NotificationCollection): void;
+    restore(collection: NotificationCollection, key: string): Promise<void>;
+    /**
+     * Keeps the collection in the cache: once a burst of changes is over (the next task), the state it
+     * has then; a write that fails is told (`error`), and the page goes on.
+     * @param {NotificationCollection} collection
+     */
+    saveCollection(collection: NotificationCollection): void;
+    /**
+     * The key the client holds `collection` under, or null once it is forgotten.
+     * @param {NotificationCollection} collection
+     */
+    keyOf(collection: NotificationCollection): string | null;
     /** @param {ChannelList} _list */
     saveChannelList(_list: ChannelList): void;
     /** @param {NotificationCollection} collection */

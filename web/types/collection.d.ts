@@ -57,6 +57,8 @@ export class NotificationCollection extends EventTarget {
     loads: number;
     /** One refresh at a time. */
     refreshing: Coalescing;
+    /** @type {Promise<void> | null} Reading the client's cache; a sync waits for it (`restore`). */
+    restoring: Promise<void> | null;
     /** @type {Promise<void> | null} */
     loadingPrevious: Promise<void> | null;
     /**
@@ -149,6 +151,16 @@ export class NotificationCollection extends EventTarget {
     }): void;
     /** @param {any} answer */
     takeChannel(answer: any): void;
+    /**
+     * What a cache keeps of the collection, or null while it holds nothing to keep.
+     * @returns {import("./cache.js").CollectionSnapshot | null}
+     */
+    snapshot(): import("./cache.js").CollectionSnapshot | null;
+    /**
+     * Takes what a cache kept, if nothing newer came meanwhile, and says so with a `reload` event.
+     * @param {import("./cache.js").CollectionSnapshot} snapshot
+     */
+    restore(snapshot: import("./cache.js").CollectionSnapshot): void;
     /**
      * The index of notification `id`, by binary search (newest first; ids grow), or -1.
      * @param {string} id

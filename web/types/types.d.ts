@@ -118,4 +118,10 @@ export type HeraldClientOptions = {
      * out (3 by default).
      */
     rateLimitRetries?: number | undefined;
+    /**
+     * Where collections are kept between page loads
+     * (an `IndexedDBCache` named after the signed-in user): a collection shows its last state at once
+     * and syncs on from its token.
+     */
+    cache?: import("./cache.js").HeraldCache | undefined;
 };
