@@ -12,7 +12,7 @@ struct Herald: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "herald",
         abstract: "Notification channels with incremental sync, live streams and pushes (APNs, FCM, Web Push).",
-        subcommands: [Serve.self, Migrate.self, Fixtures.self, Push.self],
+        subcommands: [Serve.self, Migrate.self, Fixtures.self, Push.self, Compact.self],
         defaultSubcommand: Serve.self
     )
 }
@@ -86,6 +86,43 @@ extension Herald {
                 print("Database is up to date (\(report.alreadyApplied) migrations applied).")
             } else {
                 print("Applied \(report.applied.count) migration(s): \(report.applied.joined(separator: ", ")).")
+            }
+        }
+    }
+}
+
+extension Herald {
+    struct Compact: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Compact the change history now, as `herald serve` does every ten minutes.",
+            discussion: """
+                Removes the tombstones of deleted notifications (and the channel list's removed channels) older \
+                than the retention; sync tokens from before them are no longer live (their clients load afresh). \
+                Each pass also records the current horizon, which a later pass may compact through.
+                """
+        )
+
+        @OptionGroup var database: DatabaseOptions
+
+        @Option(name: .long, help: "How much history to keep: 30d, 12h, 90m, 3600s, or 0s for none (default HERALD_CHANGE_RETENTION).")
+        var retention: String?
+
+        func run() async throws {
+            let configuration = try database.configuration()
+            let logger = bootstrapLogging(configuration)
+            var kept: Duration?
+            if let retention {
+                guard let duration = HeraldConfiguration.duration(retention) else {
+                    throw ValidationError("--retention must be a duration such as 30d, 12h, 90m, 3600s or 0s, got '\(retention)'")
+                }
+                kept = duration
+            }
+            if let pass = try await HeraldRuntime.compact(configuration, retention: kept, logger: logger) {
+                print(
+                    "Compacted through position \(pass.compactedThrough): \(pass.removedTombstones) tombstone(s), \(pass.removedNotifications) notification(s) removed."
+                )
+            } else {
+                print("Nothing is old enough to compact yet.")
             }
         }
     }

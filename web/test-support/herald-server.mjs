@@ -190,6 +190,27 @@ export class HeraldServer {
   }
 
   /**
+   * One compaction pass (`herald compact`) on the server's database; its report. Needs DATABASE_URL
+   * (the embedded cluster belongs to the running server).
+   * @param {string} retention
+   * @returns {Promise<string>}
+   */
+  async compact(retention) {
+    if (!process.env.DATABASE_URL) throw new Error("compact needs DATABASE_URL");
+    const binary = process.env.HERALD_BINARY ?? join(repository, ".build", "debug", "herald");
+    const child = spawn(binary, ["compact", "--retention", retention, "--sql-dir", join(repository, "sql")], {
+      env: { ...this.environment, HERALD_LOG_LEVEL: "warning" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout?.on("data", (chunk) => (output += chunk.toString()));
+    child.stderr?.on("data", (chunk) => (output += chunk.toString()));
+    const code = await new Promise((resolve) => child.once("exit", resolve));
+    if (code !== 0) throw new Error(`herald compact exited (${code}): ${output}`);
+    return output;
+  }
+
+  /**
    * Opens a transaction that holds a transaction id on the server's database (through `psql`) and
    * keeps it open until `end()`: until then every sync's answer stops below it, as on a busy
    * cluster. Needs DATABASE_URL (`swift test` gives one).

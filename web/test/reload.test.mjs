@@ -1,6 +1,6 @@
 // The reloads the server asks for through `is_live: false` beyond a reset and a forged token (those
 // are in collection.test.mjs): a token too many changes behind, on a server whose huge-gap threshold
-// is small.
+// is small, and a token from before the change history was compacted.
 
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
@@ -52,3 +52,36 @@ test("a token more changes behind than the huge gap loads afresh, and says so", 
     await client.close();
   }
 });
+
+test(
+  "a token from before the change history was compacted loads afresh",
+  { skip: process.env.DATABASE_URL ? false : "herald compact needs DATABASE_URL (swift test gives one)" },
+  async () => {
+    const channel = "web-reload-compacted";
+    const user = `${channel}-user`;
+    await server.channel(channel);
+    const session = await server.session(user);
+    const client = new HeraldClient({ baseURL: server.url, sessionToken: session });
+    try {
+      const kept = await server.send(channel, [user], "kept");
+      const deleted = await server.send(channel, [user], "deleted");
+      const collection = client.collection(channel);
+      await collection.refresh();
+      assert.equal(collection.notifications.length, 2);
+      await server.admin("DELETE", `/v1/notifications/${deleted}`);
+      await settled(server.url, session, channel);
+      // The first pass records the horizon (past the deletion), the second compacts through it.
+      await server.compact("0s");
+      assert.match(await server.compact("0s"), /Compacted through position \d+: [1-9]\d* tombstone/);
+      assert.equal(await collection.refresh(), true);
+      assert.equal(collection.reloadCount, 1);
+      assert.equal(collection.isLive, true);
+      assert.deepEqual(
+        collection.notifications.map((notification) => notification.id),
+        [kept],
+      );
+    } finally {
+      await client.close();
+    }
+  },
+);

@@ -399,7 +399,7 @@ public struct HeraldConfiguration: Sendable {
     }
 
     /// `30d`, `12h`, `90m`, `3600s` or plain seconds.
-    static func duration(_ text: String) -> Duration? {
+    public static func duration(_ text: String) -> Duration? {
         let units: [Character: Int] = ["d": 86_400, "h": 3_600, "m": 60, "s": 1]
         var digits = Substring(text)
         var unit = 1

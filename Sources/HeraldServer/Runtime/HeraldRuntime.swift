@@ -43,6 +43,23 @@ public enum HeraldRuntime {
         }
     }
 
+    /// One compaction pass now, as `herald serve` makes every ten minutes (`CollectionStore.compact`):
+    /// tombstones older than `retention` (the configured one when `nil`) go, and tokens from before
+    /// them are no longer live. `nil` when nothing was old enough yet; a pass also records the
+    /// current horizon, which the next pass may compact through.
+    public static func compact(
+        _ configuration: HeraldConfiguration,
+        retention: Duration?,
+        logger: Logger
+    ) async throws -> (compactedThrough: Int64, removedTombstones: Int, removedNotifications: Int)? {
+        try await withDatabase(configuration, connections: 1, logger: logger) { client in
+            try await makeMigrator(configuration, client: client, logger: logger).migrate()
+            return try await CollectionStore(client: client).compact(retention: retention ?? configuration.changeRetention).map {
+                ($0.compactedThrough, $0.removedTombstones, $0.removedNotifications)
+            }
+        }
+    }
+
     /// Runs `body` with a client of `connections` connections to the configured database (starting the
     /// embedded cluster if that is the default), then closes the client and stops the cluster if this
     /// call started it — whether `body` returned or threw.
