@@ -137,6 +137,14 @@ struct CrossOriginTests {
             )
             #expect(own.status == .ok)
             #expect(own.headers[.accessControlAllowOrigin] == nil)
+            // Only a web page's scheme names Herald's own origin: a hybrid app's view on the same host
+            // is another origin, and must be listed.
+            let hybrid = try await client.execute(
+                uri: "/v1/me/unread",
+                method: .get,
+                headers: headers(origin: "capacitor://localhost", bearer: sessions["u1"])
+            )
+            #expect(hybrid.status == .forbidden)
             let app = try await client.execute(uri: "/v1/me/unread", method: .get, headers: headers(origin: nil, bearer: sessions["u2"]))
             #expect(app.status == .ok)
             #expect(app.headers[.accessControlAllowOrigin] == nil)

@@ -45,10 +45,12 @@ public struct CrossOriginPolicy: Sendable, Equatable {
         Self.serialized(origin).map(origins.contains) ?? false
     }
 
-    /// Whether `origin` names the host and port the request went to. (Behind a proxy that rewrites
-    /// `Host`, list the public origin instead.)
+    /// Whether `origin` is a web page's (`http` or `https`) on the host and port the request went to.
+    /// The scheme cannot be compared: behind a proxy that ends TLS, Herald itself hears plain HTTP.
+    /// (Behind a proxy that rewrites `Host`, list the public origin instead.)
     static func isSameOrigin(_ origin: String, host: String?) -> Bool {
-        guard let host, let components = URLComponents(string: origin), let originHost = components.host, !originHost.isEmpty
+        guard let host, let components = URLComponents(string: origin), let originHost = components.host, !originHost.isEmpty,
+            let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https"
         else { return false }
         let port = components.port.map { ":\($0)" } ?? ""
         return (originHost + port).lowercased() == host.lowercased()
