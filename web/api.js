@@ -103,13 +103,13 @@ export class HeraldAPI {
     if (device) headers["Herald-Device"] = device;
     const timeout = new AbortController();
     const timer = setTimeout(() => timeout.abort(new Error(`no answer in ${this.timeout} ms`)), this.timeout);
-    const combined = signal ? anySignal([signal, timeout.signal]) : timeout.signal;
+    const combined = signal ? anySignal([signal, timeout.signal]) : { signal: timeout.signal, release: () => {} };
     try {
       const response = await this.fetch(url, {
         method,
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
-        signal: combined,
+        signal: combined.signal,
         // Herald takes a bearer token, never cookies.
         credentials: "omit",
         // A write (a read mark, a click) still goes when the page navigates away right after it.
@@ -122,6 +122,7 @@ export class HeraldAPI {
       throw new HeraldError(`Herald could not be reached: ${error instanceof Error ? error.message : error}`, { cause: error });
     } finally {
       clearTimeout(timer);
+      combined.release();
     }
   }
 
@@ -231,17 +232,23 @@ export class HeraldAPI {
 
 /**
  * A signal aborted when any of `signals` is (`AbortSignal.any` is newer than some browsers this
- * client runs in).
+ * client runs in), and `release`, which stops listening to them: a caller's signal may outlive many
+ * requests, and must not keep a listener for each.
  * @param {AbortSignal[]} signals
+ * @returns {{signal: AbortSignal, release: () => void}}
  */
 function anySignal(signals) {
   const controller = new AbortController();
+  /** @type {(() => void)[]} */
+  const releases = [];
   for (const signal of signals) {
     if (signal.aborted) {
       controller.abort(signal.reason);
       break;
     }
-    signal.addEventListener("abort", () => controller.abort(signal.reason), { once: true });
+    const abort = () => controller.abort(signal.reason);
+    signal.addEventListener("abort", abort, { once: true });
+    releases.push(() => signal.removeEventListener("abort", abort));
   }
-  return controller.signal;
+  return { signal: controller.signal, release: () => releases.forEach((release) => release()) };
 }

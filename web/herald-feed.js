@@ -260,39 +260,65 @@ export class HeraldFeedElement extends HTMLElement {
     this.badge.hidden = count === 0;
     this.badge.textContent = count > 99 ? "99+" : String(count);
     this.bell.setAttribute("aria-label", count === 0 ? "Notifications" : `Notifications, ${count} unread`);
+    // Items are kept by id and changed in place, and only what moved is moved: rebuilding the list
+    // would take the focus from the item a keyboard user is on at every change.
+    /** @type {Map<string, HTMLLIElement>} */
+    const held = new Map();
+    for (const item of /** @type {HTMLLIElement[]} */ ([...this.list.children])) held.set(/** @type {string} */ (item.dataset.id), item);
     const items = notifications.map((notification) => {
-      const item = document.createElement("li");
-      item.setAttribute("part", "item");
-      item.dataset.id = notification.id;
-      if (notification.status !== "READ") item.setAttribute("data-unread", "");
-      const link = document.createElement("a");
-      link.setAttribute("part", "link");
-      const target = notification.data?.action_url ?? notification.data?.url;
-      if (typeof target === "string" && /^https?:\/\//.test(target)) link.href = target;
-      else link.href = "#";
-      const heading = document.createElement("strong");
-      heading.textContent = title(notification);
-      link.append(heading);
-      if (typeof notification.data?.body === "string") {
-        const body = document.createElement("p");
-        body.textContent = notification.data.body;
-        link.append(body);
-      }
-      const time = document.createElement("time");
-      time.dateTime = notification.created_at;
-      time.textContent = relative(notification.created_at_ms);
-      link.append(time);
-      if (notification.status !== "READ") link.setAttribute("aria-label", `Unread: ${title(notification)}`);
-      item.append(link);
+      const item = held.get(notification.id) ?? document.createElement("li");
+      held.delete(notification.id);
+      fill(item, notification);
       return item;
     });
-    this.list.replaceChildren(...items);
+    for (const gone of held.values()) gone.remove();
+    items.forEach((item, index) => {
+      if (this.list.children[index] !== item) this.list.insertBefore(item, this.list.children[index] ?? null);
+    });
     for (const notification of notifications) this.known.add(notification.id);
     this.empty.hidden = notifications.length > 0 || !collection?.isLive || Boolean(this.failed);
     this.failure.hidden = !this.failed;
     /** @type {HTMLElement} */ (this.failure.firstElementChild).textContent = this.failed ?? "";
     this.more.hidden = !collection?.hasPrevious;
   }
+}
+
+/**
+ * Makes `item` show `notification` — its link element kept, so that focus on it stays — unless it
+ * already does.
+ * @param {HTMLLIElement} item
+ * @param {import("./types.js").HeraldNotification} notification
+ */
+function fill(item, notification) {
+  const target = notification.data?.action_url ?? notification.data?.url;
+  const href = typeof target === "string" && /^https?:\/\//.test(target) ? target : null;
+  const shown = JSON.stringify([notification.status, title(notification), notification.data?.body, href, relative(notification.created_at_ms)]);
+  if (item.dataset.shown === shown) return;
+  item.dataset.shown = shown;
+  item.setAttribute("part", "item");
+  item.dataset.id = notification.id;
+  item.toggleAttribute("data-unread", notification.status !== "READ");
+  const link = item.querySelector("a") ?? item.appendChild(document.createElement("a"));
+  link.setAttribute("part", "link");
+  // One without a place to go is no link (an `a` without `href`), not a link to the top of the page.
+  if (href) link.href = href;
+  else link.removeAttribute("href");
+  const heading = document.createElement("strong");
+  heading.textContent = title(notification);
+  /** @type {HTMLElement[]} */
+  const parts = [heading];
+  if (typeof notification.data?.body === "string") {
+    const body = document.createElement("p");
+    body.textContent = notification.data.body;
+    parts.push(body);
+  }
+  const time = document.createElement("time");
+  time.dateTime = notification.created_at;
+  time.textContent = relative(notification.created_at_ms);
+  parts.push(time);
+  link.replaceChildren(...parts);
+  if (notification.status !== "READ") link.setAttribute("aria-label", `Unread: ${title(notification)}`);
+  else link.removeAttribute("aria-label");
 }
 
 /** @param {any} notification */

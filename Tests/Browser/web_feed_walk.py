@@ -1,15 +1,17 @@
 """Walks the web client's demo page in headless Chromium, served from another origin than Herald's.
 
-Run by WebFeedBrowserTests (Tests/HeraldServerTests), which starts `herald serve` with
-HERALD_CORS_ORIGINS naming http://127.0.0.1:PAGE_PORT:
+Run by WebFeedBrowserTests (Tests/HeraldServerTests), with Herald's settings in the environment
+(HERALD_CORS_ORIGINS naming http://127.0.0.1:PAGE_PORT, HERALD_ADMIN_TOKEN = ADMIN_TOKEN):
 
-    python3 Tests/Browser/web_feed_walk.py --herald URL --token ADMIN_TOKEN --page-port PORT \
-        --other-port PORT --demo web/demo.html --screenshots DIR
+    python3 Tests/Browser/web_feed_walk.py --herald-binary HERALD --sql-dir sql --herald-port PORT \
+        --token ADMIN_TOKEN --page-port PORT --other-port PORT --demo web/demo.html --screenshots DIR
+
+It starts `herald serve` itself on HERALD_PORT (and kills and restarts it).
 
 It serves the demo page itself on PAGE_PORT (listed) and OTHER_PORT (not listed), makes a user, a
 session and a channel through the admin API, and checks that the page on the listed origin loads the
-feed through CORS, shows a send live within a second, marks read, pages, and is walked by keyboard
-alone; that its service worker, loading herald-worker.js from Herald, shows an alert push and posts its
+feed through CORS, shows a send live within a second, marks read, pages, is walked by keyboard
+alone, and comes back by itself after Herald is killed and started again; that its service worker, loading herald-worker.js from Herald, shows an alert push and posts its
 receipt and answers a refresh push; that, loaded again while every sync is refused, it shows the feed
 it kept in IndexedDB; that the page on the other origin is refused by the browser; and that the browser console stays
 clean. Screenshots, light and dark, go to DIR. Uses Debian's chromium and chromium-driver through
@@ -22,6 +24,8 @@ import http.server
 import json
 import os
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -43,9 +47,26 @@ def fail(message):
 
 
 class Herald:
-    def __init__(self, url, token):
-        self.url = url.rstrip("/")
+    """`herald serve` on a port of its own, and the admin calls the walk makes."""
+
+    def __init__(self, binary, sql, port, token):
+        self.command = [binary, "serve", "--port", str(port), "--sql-dir", sql]
+        self.url = f"http://127.0.0.1:{port}"
         self.token = token
+        self.process = None
+
+    def start(self):
+        self.process = subprocess.Popen(self.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for line in self.process.stdout:
+            if "Herald listening on" in line:
+                # Keep reading, so that the server never blocks on a full pipe.
+                threading.Thread(target=lambda: [None for _ in self.process.stdout], daemon=True).start()
+                return
+        fail("herald serve exited before it listened")
+
+    def kill(self):
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
 
     def admin(self, method, path, body=None):
         data = None if body is None else json.dumps(body).encode()
@@ -169,7 +190,9 @@ class Walk:
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--herald", required=True)
+    parser.add_argument("--herald-binary", required=True)
+    parser.add_argument("--sql-dir", required=True)
+    parser.add_argument("--herald-port", type=int, required=True)
     parser.add_argument("--token", required=True)
     parser.add_argument("--page-port", type=int, required=True)
     parser.add_argument("--other-port", type=int, required=True)
@@ -177,7 +200,8 @@ def main():
     parser.add_argument("--screenshots", required=True)
     arguments = parser.parse_args()
 
-    herald = Herald(arguments.herald, arguments.token)
+    herald = Herald(arguments.herald_binary, arguments.sql_dir, arguments.herald_port, arguments.token)
+    herald.start()
     channel, user = "walk-orders", "walker"
     herald.admin("PUT", "/v1/channels/" + channel, {"kind": "feed", "name": "Orders"})
     herald.admin("PUT", "/v1/templates/walk", {
@@ -195,10 +219,10 @@ def main():
         marker = '<meta name="herald-url" content="">'
         if marker not in page:
             fail("the demo page has no herald-url meta to fill")
-        copy.write(page.replace(marker, f'<meta name="herald-url" content="{arguments.herald}">'))
+        copy.write(page.replace(marker, f'<meta name="herald-url" content="{herald.url}">'))
     # The page's own service worker, which loads Herald's helper.
     with open(os.path.join(pages, "sw.js"), "w") as worker:
-        worker.write(SERVICE_WORKER.replace("HERALD", arguments.herald))
+        worker.write(SERVICE_WORKER.replace("HERALD", herald.url))
     listed = serve(pages, arguments.page_port)
     other = serve(pages, arguments.other_port)
     walk = Walk(arguments.screenshots)
@@ -225,7 +249,11 @@ def main():
             fail("the bell does not say it is expanded")
         walk.screenshot("web-feed-light.png")
 
-        # A send appears live within a second of its answer, and is announced.
+        # A send appears live within a second of its answer, and is announced; the item a keyboard
+        # user is on keeps the focus.
+        focused_id = walk.shadow("const link = root.querySelector('[part=link][href]'); link.focus(); return root.activeElement === link ? link.closest('[part=item]').dataset.id : null")
+        if focused_id is None:
+            fail("an item's link cannot take the focus")
         live = herald.send(channel, user, "order live")
         started = time.monotonic()
         walk.until("the live send", lambda: walk.shadow("return root.querySelector('[part=item]')?.dataset.id") == live, timeout=5)
@@ -233,6 +261,8 @@ def main():
             fail(f"the send took {time.monotonic() - started:.2f} s to show")
         if "order live" not in walk.shadow("return root.querySelector('.announcer').textContent"):
             fail("the new notification was not announced")
+        if walk.shadow("return root.activeElement?.closest('[part=item]')?.dataset.id") != focused_id:
+            fail("a live send took the focus from the item the keyboard was on")
 
         # Older pages: the button brings them (scrolling does too).
         walk.shadow("root.querySelector('[part=more]').click()")
@@ -281,6 +311,20 @@ def main():
         if unexpected:
             fail(f"the browser console has errors: {unexpected}")
 
+        # Killed and started again: the stream notices, comes back by itself, and live sends show again.
+        walk.until("the stream to open after the reload", lambda: "connected" in walk.driver.find_element("id", "status").text)
+        herald.kill()
+        walk.until("the stream to notice", lambda: "connected" not in walk.driver.find_element("id", "status").text)
+        herald.start()
+        walk.until("the stream to come back", lambda: "connected" in walk.driver.find_element("id", "status").text, timeout=90)
+        after = herald.send(channel, user, "order after restart")
+        walk.until("a live send after the restart", lambda: walk.shadow("return root.querySelector('[part=item]')?.dataset.id") == after, timeout=10)
+        unexpected = [message for message in walk.console_errors() if "ERR_CONNECTION_REFUSED" not in message and "WebSocket" not in message]
+        if unexpected:
+            fail(f"the browser console has errors after the restart: {unexpected}")
+
+        shown = walk.shadow("return root.querySelectorAll('[part=item]').length")
+
         # Herald's own demo page (HERALD_DEMO=on): the same feed, from Herald's origin.
         walk.driver.get(f"{herald.url}/demo{fragment}")
         walk.until("the feed on Herald's own demo page", lambda: walk.shadow("return root.querySelectorAll('[part=item]').length") == 30)
@@ -289,7 +333,7 @@ def main():
         # (A query of its own: a change of the fragment alone would not load the page again.)
         walk.driver.get(f"http://127.0.0.1:{arguments.page_port}/demo.html?dark{fragment}&theme=dark")
         # (From the cache: what the page held last, which is more than a first page.)
-        walk.until("the dark feed", lambda: walk.shadow("return root.querySelectorAll('[part=item]').length") == len(held))
+        walk.until("the dark feed", lambda: walk.shadow("return root.querySelectorAll('[part=item]').length") == shown)
         walk.shadow("root.querySelector('[part=bell]').click()")
         walk.screenshot("web-feed-dark.png")
         errors = walk.console_errors()
@@ -304,6 +348,7 @@ def main():
             fail("a page on an origin not listed loaded the feed")
     finally:
         walk.close()
+        herald.kill()
         listed.shutdown()
         other.shutdown()
         shutil.rmtree(pages, ignore_errors=True)

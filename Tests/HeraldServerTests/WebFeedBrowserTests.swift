@@ -10,8 +10,10 @@ import Glibc
 /// The web client's `<herald-feed>` in a real browser: `Tests/Browser/web_feed_walk.py` serves the
 /// demo page from an origin of its own (listed in `HERALD_CORS_ORIGINS`) and from one not listed,
 /// and drives Debian's headless Chromium through a real `herald serve`: the feed loads through CORS,
-/// shows a send live within a second, pages, marks read, is walked by keyboard alone, and the page
-/// on the other origin is refused. Screenshots (light and dark) are left in
+/// shows a send live within a second, pages, marks read, is walked by keyboard alone, takes Web
+/// Push through its service worker, shows its cached feed when syncs fail, survives a restart of
+/// the server (which the walk starts, kills and starts again), and the page on the other origin is
+/// refused. Screenshots (light and dark) are left in
 /// `.build/web-feed-screenshots/`.
 ///
 /// Skipped, saying why, where the browser's packages are missing; with `HERALD_REQUIRE_BROWSER=1`,
@@ -25,26 +27,23 @@ struct WebFeedBrowserTests {
         let root = TestPostgres.repositoryRoot()
         let (page, other) = (try Self.freePort(), try Self.freePort())
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
-            let herald = try HeraldProcess(
-                arguments: ["serve", "--port", "0", "--sql-dir", root + "/sql"],
-                environment: db.heraldEnvironment.merging([
-                    "HERALD_ADMIN_TOKEN": Self.adminToken, "HERALD_SECRET_KEY": Hex.encode(SecureRandom.bytes(32)),
-                    "HERALD_WEB_DIR": root + "/web", "HERALD_CORS_ORIGINS": "http://127.0.0.1:\(page)", "HERALD_DEMO": "on",
-                ]) { $1 }
-            )
-            defer { herald.signal(SIGKILL) }
-            let line = try await herald.waitForLine(containing: "Herald listening on")
-            let base = try #require(line.split(separator: " ").last.map(String.init))
             let scratch = NSTemporaryDirectory() + "herald-web-feed-walk-\(getpid())"
             try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(atPath: scratch) }
+            // The walk starts `herald serve` itself (it kills and restarts it) with this environment.
+            let environment = db.heraldEnvironment.merging([
+                "HERALD_ADMIN_TOKEN": Self.adminToken, "HERALD_SECRET_KEY": Hex.encode(SecureRandom.bytes(32)),
+                "HERALD_WEB_DIR": root + "/web", "HERALD_CORS_ORIGINS": "http://127.0.0.1:\(page)", "HERALD_DEMO": "on",
+                "PATH": "/usr/bin:/bin", "HOME": scratch, "LC_ALL": "C.UTF-8",
+            ]) { $1 }
             let status = try await ProgramRun.run(
                 [
-                    "/usr/bin/python3", root + "/Tests/Browser/web_feed_walk.py", "--herald", base, "--token", Self.adminToken,
+                    "/usr/bin/python3", root + "/Tests/Browser/web_feed_walk.py", "--herald-binary", HeraldProcess.executablePath,
+                    "--sql-dir", root + "/sql", "--herald-port", String(try Self.freePort()), "--token", Self.adminToken,
                     "--page-port", String(page), "--other-port", String(other), "--demo", root + "/web/demo.html",
                     "--screenshots", root + "/.build/web-feed-screenshots",
                 ],
-                environment: ["PATH=/usr/bin:/bin", "HOME=\(scratch)", "LC_ALL=C.UTF-8"],
+                environment: environment.map { "\($0)=\($1)" },
                 outputPath: scratch + "/output"
             )
             let output = (try? String(contentsOfFile: scratch + "/output", encoding: .utf8)) ?? ""

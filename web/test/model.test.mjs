@@ -202,6 +202,8 @@ async function differences(client, held, session, step) {
       );
     }
     if (!collection.hasPrevious && mine.length !== truth.notifications.length) problems.push(`${label}: missing the oldest`);
+    // A first page is never empty while there is anything to show (older pages or not).
+    if (mine.length === 0 && truth.notifications.length > 0) problems.push(`${label}: holds nothing of ${truth.notifications.length}`);
     if (JSON.stringify(collection.state) !== JSON.stringify(truth.state)) {
       problems.push(`${label}: state ${JSON.stringify(collection.state)} for ${JSON.stringify(truth.state)}`);
     }
