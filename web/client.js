@@ -59,6 +59,8 @@ export class HeraldClient extends EventTarget {
     this.wakeReconnect = null;
     /** @type {Set<() => void>} Ends the stream's other waits (`pause`) when it is closed. */
     this.pauses = new Set();
+    /** Counts the sockets that closed: work for one socket stops once it has. */
+    this.sockets = 0;
     /** @type {(() => void) | null} Stops listening to the service worker (`enablePush`). */
     this.stopFollowingWorker = null;
   }
@@ -257,6 +259,7 @@ export class HeraldClient extends EventTarget {
       const settle = (code) => {
         if (settled) return;
         settled = true;
+        this.sockets += 1;
         if (this.socket === socket) this.socket = null;
         resolve({ opened, code });
       };
@@ -282,7 +285,8 @@ export class HeraldClient extends EventTarget {
           opened = true;
           this.setConnectionState("connected");
           // Whatever happened while the stream was closed is in the syncs.
-          this.background(() => this.catchUp(event.position, generation));
+          const socketNumber = this.sockets;
+          this.background(() => this.catchUp(event.position, () => this.generation === generation && this.sockets === socketNumber));
           return;
         }
         this.apply(event);
@@ -377,21 +381,30 @@ export class HeraldClient extends EventTarget {
    * answers stop below the ready's `position`: an answer is held back below any transaction still
    * open in the database cluster, so a change committed just before the stream was ready may be in
    * no answer yet, and it will come as no event. Gives up after 30 s (a transaction held open that
-   * long holds back every sync anyway).
+   * long holds back every sync anyway). A collection that fails to refresh does not stop the others';
+   * the last failure is thrown at the end. Stops when `current()` says the socket is gone.
    * @param {string | undefined} position
-   * @param {number} generation
+   * @param {() => boolean} current
    */
-  async catchUp(position, generation) {
+  async catchUp(position, current) {
     const target = position === undefined ? null : BigInt(position);
     const started = Date.now();
+    /** @type {unknown} */
+    let failure = null;
     for (let delay = 250; ; delay = Math.min(delay * 2, 5_000)) {
-      await this.refreshAll();
-      if (target === null || this.generation !== generation) return;
+      try {
+        await this.refreshAll();
+        failure = null;
+      } catch (error) {
+        failure = error;
+      }
+      if (target === null || !current()) break;
       const behind = [...this.collections.values()].some((collection) => collection.token !== null && collection.syncedThrough < target);
-      if (!behind || Date.now() - started + delay > 30_000) return;
+      if (!behind || Date.now() - started + delay > 30_000) break;
       await this.pause(delay);
-      if (this.generation !== generation) return;
+      if (!current()) break;
     }
+    if (failure) throw failure;
   }
 
   /**
@@ -483,13 +496,19 @@ export class HeraldClient extends EventTarget {
    * user's device and names it from then on (a stream that is open reconnects naming it, so that
    * while it is open the device gets no refresh pushes); and follows the worker's word that a
    * refresh push came (everything held is synced, which answers the push). Asks the user's
-   * permission to notify first if the page has not. Resolves to the device id.
+   * permission to notify first if the page has not. Resolves to the device id. The registration's
+   * push subscription, if it has one Herald did not make (the app's own pushes), is replaced only
+   * with `{replace: true}`; else this throws a `HeraldError` `push_subscription_taken`.
+   *
+   * When the user signs out: `disablePush(registration)` (the next user must not get their pushes),
+   * then `close()`.
    * @param {ServiceWorkerRegistration} registration
+   * @param {{replace?: boolean}} [options]
    * @returns {Promise<string>}
    */
-  async enablePush(registration) {
+  async enablePush(registration, options = {}) {
     if (globalThis.Notification && Notification.permission === "default") await Notification.requestPermission();
-    const device = await subscribe(this, registration);
+    const device = await subscribe(this, registration, options);
     this.device = device;
     this.api.onRenewed = () => {
       if (this.device === device) shareWithWorker(this, device).catch((error) => this.dispatchEvent(new CustomEvent("error", { detail: error })));
@@ -499,6 +518,10 @@ export class HeraldClient extends EventTarget {
       /** @param {MessageEvent} message */
       const refresh = (message) => {
         if (message.data?.type === "herald.refresh") this.refreshInBackground();
+        // The worker's token was refused: it gets the one this page holds now (renewed, perhaps).
+        if (message.data?.type === "herald.session-refused" && this.device) {
+          shareWithWorker(this, this.device).catch((error) => this.dispatchEvent(new CustomEvent("error", { detail: error })));
+        }
       };
       worker.addEventListener("message", refresh);
       this.stopFollowingWorker = () => worker.removeEventListener("message", refresh);

@@ -149,6 +149,14 @@ export class HeraldFeedElement extends HTMLElement {
       const { scrollTop, scrollHeight, clientHeight } = this.list;
       if (scrollHeight - scrollTop - clientHeight < 80 && this.collection?.hasPrevious) this.run(() => this.collection?.loadPrevious());
     });
+    // Enter and Space press an item that is a button, as they would a real one.
+    this.list.addEventListener("keydown", (event) => {
+      const target = /** @type {HTMLElement} */ (event.target);
+      if ((event.key === "Enter" || event.key === " ") && target.getAttribute("role") === "button") {
+        event.preventDefault();
+        target.click();
+      }
+    });
     this.list.addEventListener("click", (event) => {
       const item = /** @type {HTMLElement | null} */ (/** @type {HTMLElement} */ (event.target).closest('[part="item"]'));
       const id = item?.dataset.id;
@@ -300,9 +308,16 @@ function fill(item, notification) {
   item.toggleAttribute("data-unread", notification.status !== "READ");
   const link = item.querySelector("a") ?? item.appendChild(document.createElement("a"));
   link.setAttribute("part", "link");
-  // One without a place to go is no link (an `a` without `href`), not a link to the top of the page.
-  if (href) link.href = href;
-  else link.removeAttribute("href");
+  // One without a place to go is a button (a click marks it read), not a link to the top of the page.
+  if (href) {
+    link.href = href;
+    link.removeAttribute("role");
+    link.removeAttribute("tabindex");
+  } else {
+    link.removeAttribute("href");
+    link.setAttribute("role", "button");
+    link.tabIndex = 0;
+  }
   const heading = document.createElement("strong");
   heading.textContent = title(notification);
   /** @type {HTMLElement[]} */

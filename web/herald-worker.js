@@ -52,6 +52,10 @@
         body: body === undefined ? undefined : JSON.stringify(body),
       });
       if (!response.ok) console.warn(`Herald: ${method} ${path} answered ${response.status}`);
+      // The session the page left has expired or was revoked: an open page shares its current one.
+      if (response.status === 401) {
+        for (const page of await worker.clients.matchAll({ type: "window", includeUncontrolled: true })) page.postMessage({ type: "herald.session-refused" });
+      }
       return response;
     } catch (error) {
       console.warn(`Herald: ${method} ${path} failed`, error);
@@ -64,7 +68,8 @@
    * receipt posted. A refresh is passed to the open pages (`{type: "herald.refresh", herald}`, which
    * `HeraldClient.enablePush()` listens for), answered (so that the next change is pushed too), and —
    * unless one of the pages has the focus — shown as one notification of the unread count that
-   * replaces the last (closed when nothing is unread).
+   * replaces the last (quietly when nothing is unread: a browser requires every push to show one, and
+   * withdraws a subscription whose pushes show none).
    * @param {PushEvent} event
    * @param {{refreshTitle?: (badge: number) => string}} [options]
    * @returns {Promise<boolean>}
@@ -96,12 +101,8 @@
     await call("GET", "/v1/me/channels");
     if (pages.some((page) => page.focused)) return true;
     const badge = Number(herald.badge) || 0;
-    if (badge > 0) {
-      const title = options.refreshTitle ? options.refreshTitle(badge) : `${badge} unread`;
-      await worker.registration.showNotification(title, { tag: "herald-refresh", data: { herald, custom: {} } });
-    } else {
-      for (const shown of await worker.registration.getNotifications({ tag: "herald-refresh" })) shown.close();
-    }
+    const title = options.refreshTitle ? options.refreshTitle(badge) : badge > 0 ? `${badge} unread` : "Nothing unread";
+    await worker.registration.showNotification(title, { tag: "herald-refresh", silent: badge === 0, data: { herald, custom: {} } });
     return true;
   }
 

@@ -164,7 +164,7 @@ describe("Web Push", () => {
     );
     const cache = await globalThis.caches.open("herald");
     const stored = await (await cache.match(`${origin}/.herald/push-credentials`))?.json();
-    assert.deepEqual(stored, { baseURL: server.url, sessionToken: session, device });
+    assert.deepEqual(stored, { baseURL: server.url, sessionToken: session, device, key });
 
     // Enabled again with the same key: the same subscription, the same device.
     assert.equal(await client.enablePush(registration), device);
@@ -188,6 +188,26 @@ describe("Web Push", () => {
     assert.equal(registration.pushManager.subscription, null);
     assert.equal(client.device, null);
     assert.equal(await cache.match(`${origin}/.herald/push-credentials`), undefined);
+    await client.close();
+  });
+
+  test("a subscription the app made with a key of its own is replaced only when asked", async () => {
+    const { client, registration } = await world();
+    const own = generateKeyPairSync("ec", { namedCurve: "prime256v1" }).publicKey.export({ type: "spki", format: "der" }).subarray(-65);
+    await registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: new Uint8Array(own) });
+    const theApps = registration.pushManager.subscription.endpoint;
+    await assert.rejects(client.enablePush(registration), (error) => error.code === "push_subscription_taken");
+    assert.equal(registration.pushManager.subscription.endpoint, theApps);
+    assert.deepEqual(await devices(client), []);
+    const device = await client.enablePush(registration, { replace: true });
+    assert.notEqual(registration.pushManager.subscription.endpoint, theApps);
+    assert.deepEqual(
+      (await devices(client)).map((entry) => entry.id),
+      [device],
+    );
+    // Herald's own subscription ends with disablePush; the app's would have been left alone.
+    await client.disablePush(registration);
+    assert.equal(registration.pushManager.subscription, null);
     await client.close();
   });
 
@@ -238,11 +258,14 @@ describe("Web Push", () => {
       away.shown.map(({ title, options }) => [title, options.tag]),
       [["2 unread", "herald-refresh"]],
     );
-    // Nothing unread any more: the count shown is taken away.
+    // Nothing unread any more: said quietly (a browser requires every push to show something).
     await away.HeraldWorker.handlePush(push({ herald: { type: "refresh", badge: 0, channels: [] } }));
     assert.deepEqual(
-      away.shown.map(({ closed }) => closed),
-      [true],
+      away.shown.map(({ title, options }) => [title, options.tag, options.silent]),
+      [
+        ["2 unread", "herald-refresh", false],
+        ["Nothing unread", "herald-refresh", true],
+      ],
     );
 
     const focused = worker({ focused: true });

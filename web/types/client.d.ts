@@ -62,6 +62,8 @@ export class HeraldClient extends EventTarget {
     wakeReconnect: (() => void) | null;
     /** @type {Set<() => void>} Ends the stream's other waits (`pause`) when it is closed. */
     pauses: Set<() => void>;
+    /** Counts the sockets that closed: work for one socket stops once it has. */
+    sockets: number;
     /** @type {(() => void) | null} Stops listening to the service worker (`enablePush`). */
     stopFollowingWorker: (() => void) | null;
     /**
@@ -130,11 +132,12 @@ export class HeraldClient extends EventTarget {
      * answers stop below the ready's `position`: an answer is held back below any transaction still
      * open in the database cluster, so a change committed just before the stream was ready may be in
      * no answer yet, and it will come as no event. Gives up after 30 s (a transaction held open that
-     * long holds back every sync anyway).
+     * long holds back every sync anyway). A collection that fails to refresh does not stop the others';
+     * the last failure is thrown at the end. Stops when `current()` says the socket is gone.
      * @param {string | undefined} position
-     * @param {number} generation
+     * @param {() => boolean} current
      */
-    catchUp(position: string | undefined, generation: number): Promise<void>;
+    catchUp(position: string | undefined, current: () => boolean): Promise<void>;
     /**
      * Waits `milliseconds`, or until the stream is closed.
      * @param {number} milliseconds
@@ -165,11 +168,19 @@ export class HeraldClient extends EventTarget {
      * user's device and names it from then on (a stream that is open reconnects naming it, so that
      * while it is open the device gets no refresh pushes); and follows the worker's word that a
      * refresh push came (everything held is synced, which answers the push). Asks the user's
-     * permission to notify first if the page has not. Resolves to the device id.
+     * permission to notify first if the page has not. Resolves to the device id. The registration's
+     * push subscription, if it has one Herald did not make (the app's own pushes), is replaced only
+     * with `{replace: true}`; else this throws a `HeraldError` `push_subscription_taken`.
+     *
+     * When the user signs out: `disablePush(registration)` (the next user must not get their pushes),
+     * then `close()`.
      * @param {ServiceWorkerRegistration} registration
+     * @param {{replace?: boolean}} [options]
      * @returns {Promise<string>}
      */
-    enablePush(registration: ServiceWorkerRegistration): Promise<string>;
+    enablePush(registration: ServiceWorkerRegistration, options?: {
+        replace?: boolean | undefined;
+    } | undefined): Promise<string>;
     /**
      * Ends what `enablePush` began: the device is removed from the user's, the browser's subscription
      * ended, the worker's credentials forgotten.

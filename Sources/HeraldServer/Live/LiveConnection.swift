@@ -89,21 +89,23 @@ final class LiveConnection: Sendable {
     }
 
     /// Answers the client's ping, counted like an event: a client that pings without reading fills
-    /// the same bound and is closed as a slow consumer, instead of its pongs piling up.
+    /// the same bound and is closed as a slow consumer, instead of its pongs piling up. A pong is a
+    /// control frame, not an event: it goes at once, before `ready` too (a client whose heartbeat
+    /// went unanswered while its presence was being recorded would give up on the stream).
     @discardableResult
     func pong(_ data: ByteBuffer) -> Bool {
         // The frame's two header bytes count too, so that even empty pings add up.
-        write(WebSocketFrame(fin: true, opcode: .pong, data: data), size: data.readableBytes + 2)
+        write(WebSocketFrame(fin: true, opcode: .pong, data: data), size: data.readableBytes + 2, untilReady: false)
     }
 
-    private func write(_ frame: WebSocketFrame, size: Int) -> Bool {
+    private func write(_ frame: WebSocketFrame, size: Int, untilReady: Bool = true) -> Bool {
         enum Verdict { case write, refuse, overflow }
         let verdict: Verdict = state.withLock { state in
             if state.closing { return .refuse }
             if state.pendingBytes + size > limits.bytes { return .overflow }
             state.pendingBytes += size
             state.peakBytes = max(state.peakBytes, state.pendingBytes)
-            if state.heldUntilReady != nil {
+            if untilReady, state.heldUntilReady != nil {
                 state.heldUntilReady?.append((frame, size))
             } else {
                 enqueue(frame, size: size)
@@ -136,18 +138,25 @@ final class LiveConnection: Sendable {
     /// Sends a close frame (once) and cuts the connection after the grace period if the client has not
     /// answered it by then.
     func close(_ code: WebSocketErrorCode, reason: String) {
-        let first = state.withLock { state in
-            defer { state.closing = true }
-            if !state.closing { state.closeReason = reason }
-            return !state.closing
-        }
-        guard first else { return }
-        Counter(label: "herald_stream_closes_total", dimensions: [("reason", reason)]).increment()
         var data = ByteBuffer()
         data.write(webSocketErrorCode: code)
         data.writeString(reason)
+        // Queued like any frame, so that none written before goes out after it (RFC 6455 §5.5.1);
+        // what waited for `ready` is dropped.
+        let first = state.withLock { state in
+            guard !state.closing else { return false }
+            state.closing = true
+            state.closeReason = reason
+            if let held = state.heldUntilReady {
+                state.pendingBytes -= held.reduce(0) { $0 + $1.size }
+                state.heldUntilReady = []
+            }
+            enqueue(WebSocketFrame(fin: true, opcode: .connectionClose, data: data), size: 0)
+            return true
+        }
+        guard first else { return }
+        Counter(label: "herald_stream_closes_total", dimensions: [("reason", reason)]).increment()
         let channel = self.channel
-        channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .connectionClose, data: data), promise: nil)
         channel.eventLoop.scheduleTask(in: TimeAmount(limits.grace)) {
             channel.close(promise: nil)
         }
