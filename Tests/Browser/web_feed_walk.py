@@ -3,10 +3,10 @@
 Run by WebFeedBrowserTests (Tests/HeraldServerTests), with Herald's settings in the environment
 (HERALD_CORS_ORIGINS naming http://127.0.0.1:PAGE_PORT, HERALD_ADMIN_TOKEN = ADMIN_TOKEN):
 
-    python3 Tests/Browser/web_feed_walk.py --herald-binary HERALD --sql-dir sql --herald-port PORT \
+    python3 Tests/Browser/web_feed_walk.py --herald-binary HERALD --sql-dir sql \
         --token ADMIN_TOKEN --page-port PORT --other-port PORT --demo web/demo.html --screenshots DIR
 
-It starts `herald serve` itself on HERALD_PORT (and kills and restarts it).
+It starts `herald serve` itself on a port the kernel picks (and kills it and starts it again there).
 
 It serves the demo page itself on PAGE_PORT (listed) and OTHER_PORT (not listed), makes a user, a
 session and a channel through the admin API, and checks that the page on the listed origin loads the
@@ -49,16 +49,21 @@ def fail(message):
 class Herald:
     """`herald serve` on a port of its own, and the admin calls the walk makes."""
 
-    def __init__(self, binary, sql, port, token):
-        self.command = [binary, "serve", "--port", str(port), "--sql-dir", sql]
-        self.url = f"http://127.0.0.1:{port}"
-        self.token = token
+    def __init__(self, binary, sql, token):
+        self.binary, self.sql, self.token = binary, sql, token
+        self.port = 0
+        self.url = None
         self.process = None
 
     def start(self):
-        self.process = subprocess.Popen(self.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        """Starts it: the first time on a port the kernel picks (a port chosen ahead could be taken
+        meanwhile), later on the same port, which the page knows it by."""
+        command = [self.binary, "serve", "--port", str(self.port), "--sql-dir", self.sql]
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         for line in self.process.stdout:
             if "Herald listening on" in line:
+                self.url = line.split()[-1].rstrip("/")
+                self.port = int(self.url.rsplit(":", 1)[1])
                 # Keep reading, so that the server never blocks on a full pipe.
                 threading.Thread(target=lambda: [None for _ in self.process.stdout], daemon=True).start()
                 return
@@ -192,7 +197,6 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--herald-binary", required=True)
     parser.add_argument("--sql-dir", required=True)
-    parser.add_argument("--herald-port", type=int, required=True)
     parser.add_argument("--token", required=True)
     parser.add_argument("--page-port", type=int, required=True)
     parser.add_argument("--other-port", type=int, required=True)
@@ -200,7 +204,7 @@ def main():
     parser.add_argument("--screenshots", required=True)
     arguments = parser.parse_args()
 
-    herald = Herald(arguments.herald_binary, arguments.sql_dir, arguments.herald_port, arguments.token)
+    herald = Herald(arguments.herald_binary, arguments.sql_dir, arguments.token)
     herald.start()
     channel, user = "walk-orders", "walker"
     herald.admin("PUT", "/v1/channels/" + channel, {"kind": "feed", "name": "Orders"})
