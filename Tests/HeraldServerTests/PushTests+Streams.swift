@@ -67,6 +67,16 @@ extension PushTests {
         }
     }
 
+    /// Waits until the cluster's horizon has passed every write so far: a stream's close answers only
+    /// the wants below its own horizon, which a transaction of another test open on the cluster holds
+    /// back.
+    func settled(_ world: World) async throws {
+        let now = try await world.query("SELECT pg_current_xact_id()::text::bigint")[0].decode(Int64.self)
+        try await waitUntil("the cluster's horizon to pass the writes so far") {
+            try await world.query("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")[0].decode(Int64.self) > now
+        }
+    }
+
     func userKey(_ world: World, _ user: String) async throws -> Int64 {
         try #require(try await UserStore(client: world.db.client).key(user))
     }
@@ -99,6 +109,7 @@ extension PushTests {
                 #expect(world.mock.requests.isEmpty)
 
                 // d1 goes away: any_offline pushes it, all_offline does not (d2 is still online).
+                try await settled(world)
                 await s1.close()
                 try await offline(world, device: d1)
                 let second = try await world.send("two", to: ["u1"])
@@ -119,6 +130,7 @@ extension PushTests {
                 }
 
                 // Both gone: both policies push both devices (d1 synced first, so nothing is outstanding).
+                try await settled(world)
                 await s2.close()
                 try await offline(world, device: d2)
                 let sync = try await client.execute(
