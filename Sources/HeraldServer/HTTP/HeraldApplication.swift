@@ -113,6 +113,8 @@ public enum HeraldApplication {
         users.register(in: registry)
         ChannelsController(channels: ChannelStore(client: dependencies.client))
             .register(in: registry)
+        TopicsController(topics: TopicStore(client: dependencies.client))
+            .register(in: registry)
         TemplatesController(templates: TemplateStore(client: dependencies.client))
             .register(in: registry)
         let notifications = NotificationsController(

@@ -81,6 +81,8 @@ struct NotificationBody: ResponseEncodable {
     var expiresAt: String?
     var push: PushOptions
     var audience: String
+    /// The topic a topic send went to; absent for other sends.
+    var topic: String?
     var fanout: Fanout
     var counts: Counts?
     var members: [Member]?
@@ -104,6 +106,7 @@ struct NotificationBody: ResponseEncodable {
         expiresAt = stored.expiresAt.map(RFC3339.string)
         push = stored.push
         audience = stored.audience
+        topic = stored.topic
         fanout = Fanout(state: stored.fanoutState.rawValue, audienceSize: stored.audienceSize, reached: stored.recipientCount)
         self.counts = counts.map {
             Counts(
@@ -131,7 +134,7 @@ struct NotificationBody: ResponseEncodable {
         case category, tags
         case eventDeadline = "event_deadline"
         case expiresAt = "expires_at"
-        case push, audience, fanout, counts, members
+        case push, audience, topic, fanout, counts, members
         case nextCursor = "next"
         case createdAt = "created_at"
         case updatedAt = "updated_at"

@@ -10,7 +10,7 @@ struct NotificationsController: Sendable {
     let notifications: NotificationStore
     let channels: ChannelStore
     let templates: TemplateStore
-    /// Wakes the fan-out service after an `audience: "all"` send.
+    /// Wakes the fan-out service after a broadcast (`audience: "all"` or a topic).
     let fanoutWake: WakeSignal
 
     /// Request bodies of these routes may list 10,000 users with their variables: 8 MiB.
@@ -102,9 +102,12 @@ struct NotificationsController: Sendable {
             eventDeadline: deadline,
             push: body.push,
             audience: audience,
+            excluded: body.exclude,
             expiresAt: expiresAt
         )
-        let status: HTTPResponse.Status = audience == .all ? .accepted : .created
+        // A broadcast (everyone, a topic) is reached in the background.
+        let status: HTTPResponse.Status
+        if case .targets = audience { status = .created } else { status = .accepted }
         let outcome: NotificationStore.SendOutcome
         do {
             outcome = try await notifications.send(draft, idempotency: idempotency) { stored in
@@ -250,6 +253,8 @@ struct NotificationsController: Sendable {
         switch error {
         case .unknownChannel:
             return APIError(.badRequest, code: "unknown_channel", message: "The channel no longer exists.")
+        case .unknownTopic:
+            return APIError(.badRequest, code: "unknown_topic", message: "There is no such topic; create it with PUT /v1/topics/{topic_id}.")
         case .unknownUsers(let ids, let total):
             return APIError(.badRequest, code: "unknown_users", message: "These users do not exist: \(list(ids, total: total)).")
         case .notRecipients(let ids, let total):

@@ -11,6 +11,8 @@ struct SendNotificationRequest: Codable, Sendable {
     var userVariables: [String: [String: JSONValue]]
     var targets: [String]?
     var audience: String?
+    var topic: String?
+    var exclude: [String]
     var category: String?
     var tags: [String]
     var eventDeadline: String?
@@ -22,7 +24,7 @@ struct SendNotificationRequest: Codable, Sendable {
         case templateKey = "template_key"
         case variables
         case userVariables = "user_variables"
-        case targets, audience, category, tags
+        case targets, audience, topic, exclude, category, tags
         case eventDeadline = "event_deadline"
         case expiresAt = "expires_at"
         case push
@@ -36,6 +38,8 @@ struct SendNotificationRequest: Codable, Sendable {
         userVariables = try container.decodeIfPresent([String: [String: JSONValue]].self, forKey: .userVariables) ?? [:]
         targets = try container.decodeIfPresent([String].self, forKey: .targets)
         audience = try container.decodeIfPresent(String.self, forKey: .audience)
+        topic = try container.decodeIfPresent(String.self, forKey: .topic)
+        exclude = try container.decodeIfPresent([String].self, forKey: .exclude) ?? []
         category = try container.decodeIfPresent(String.self, forKey: .category)
         tags = try container.decodeIfPresent([String].self, forKey: .tags) ?? []
         eventDeadline = try container.decodeIfPresent(String.self, forKey: .eventDeadline)
@@ -60,8 +64,8 @@ struct SendNotificationRequest: Codable, Sendable {
         if let problem = Channel.urlProblem(channelURL) { throw invalid("channel_url", problem) }
         if let problem = Template.keyProblem(templateKey) { throw invalid("template_key", problem) }
         let audience: Audience
-        switch (targets, self.audience) {
-        case (let targets?, nil):
+        switch (targets, self.audience, topic) {
+        case (let targets?, nil, nil):
             guard (1...Self.maximumTargets).contains(targets.count) else {
                 throw invalid("targets", "must list 1–\(Self.maximumTargets) user ids")
             }
@@ -70,14 +74,24 @@ struct SendNotificationRequest: Codable, Sendable {
             }
             var seen = Set<String>()
             audience = .targets(targets.filter { seen.insert($0).inserted })
-        case (nil, "all"):
+        case (nil, "all", nil):
             audience = .all
-        case (nil, let other?):
+        case (nil, let other?, nil):
             throw invalid("audience", "must be \"all\", not \"\(other.prefix(32))\"")
-        case (nil, nil):
-            throw invalid("targets", "or audience: \"all\" is required")
-        case (.some, .some):
-            throw invalid("targets", "and audience cannot both be given")
+        case (nil, nil, let topic?):
+            if let problem = TopicID.problem(with: topic) { throw invalid("topic", problem) }
+            audience = .topic(topic)
+        case (nil, nil, nil):
+            throw invalid("targets", "or audience: \"all\" or topic is required")
+        default:
+            throw invalid("targets", "audience and topic: only one of them may be given")
+        }
+        if !exclude.isEmpty {
+            if case .targets = audience { throw invalid("exclude", "applies to audience: \"all\" and topic sends; leave the users out of targets") }
+            guard exclude.count <= Self.maximumTargets else { throw invalid("exclude", "may list at most \(Self.maximumTargets) user ids") }
+            if let index = exclude.firstIndex(where: { UserID.problem(with: $0) != nil }) {
+                throw invalid("exclude[\(index)]", UserID.problem(with: exclude[index])!)
+            }
         }
         try Self.checkVariables(variables, field: "variables")
         guard userVariables.count <= Self.maximumTargets else {

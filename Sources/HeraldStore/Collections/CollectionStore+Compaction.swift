@@ -51,7 +51,7 @@ extension CollectionStore {
                 SELECT r.ctid FROM notification_recipients r WHERE r.deleted AND r.change_xid < \(bound)
                     AND NOT EXISTS (
                         SELECT 1 FROM notifications n
-                        WHERE n.id = r.notification_id AND n.audience = 'all' AND n.deleted_at IS NULL AND n.fanout_after >= r.user_key)
+                        WHERE n.id = r.notification_id AND n.audience <> 'targets' AND n.deleted_at IS NULL AND n.fanout_after >= r.user_key)
                 LIMIT \(batchSize)))
             """,
             batchSize: batchSize

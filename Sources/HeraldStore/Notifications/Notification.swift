@@ -7,11 +7,15 @@ public enum Audience: Sendable, Equatable {
     case targets([String])
     /// Every user at the time of the send, reached in the background in batches.
     case all
+    /// The topic's subscribers (by its id) who have not muted it, reached in the background in
+    /// batches, each batch from the subscriptions as they are then.
+    case topic(String)
 
     public var name: String {
         switch self {
         case .targets: return "targets"
         case .all: return "all"
+        case .topic: return "topic"
         }
     }
 }
@@ -28,6 +32,8 @@ public struct NotificationDraft: Sendable {
     public var eventDeadline: Date?
     public var push: PushOptions
     public var audience: Audience
+    /// Users a broadcast (`all` or a topic) leaves out, by id; ids of no user are ignored.
+    public var excluded: [String]
     /// When the notification expires (it leaves every collection, as a delete would); its channel's
     /// retention may make that earlier.
     public var expiresAt: Date?
@@ -43,6 +49,7 @@ public struct NotificationDraft: Sendable {
         eventDeadline: Date?,
         push: PushOptions,
         audience: Audience,
+        excluded: [String] = [],
         expiresAt: Date? = nil
     ) {
         self.channelURL = channelURL
@@ -55,6 +62,7 @@ public struct NotificationDraft: Sendable {
         self.eventDeadline = eventDeadline
         self.push = push
         self.audience = audience
+        self.excluded = excluded
         self.expiresAt = expiresAt
     }
 
@@ -69,7 +77,7 @@ public struct NotificationDraft: Sendable {
 /// A notification as stored, with its fan-out progress.
 public struct StoredNotification: Sendable, Equatable {
     public enum FanoutState: String, Sendable {
-        /// `audience: "all"` still has users to reach.
+        /// A broadcast (`audience: "all"` or a topic) still has users to reach.
         case running
         /// Every addressed user has a copy.
         case done
@@ -88,6 +96,8 @@ public struct StoredNotification: Sendable, Equatable {
     public var eventDeadline: Date?
     public var push: PushOptions
     public var audience: String
+    /// The topic a topic send went to (its id, kept after the topic is deleted).
+    public var topic: String?
     public var audienceSize: Int64
     public var recipientCount: Int64
     public var fanoutState: FanoutState
@@ -131,6 +141,8 @@ public struct RecipientStatus: Sendable, Equatable {
 /// Why a notification could not be stored or changed.
 public enum NotificationStoreError: Error, Sendable, Equatable {
     case unknownChannel
+    /// The send names a topic that does not exist.
+    case unknownTopic
     /// Addressed user ids that do not exist (in request order, at most `NotificationStore.listedIDLimit`),
     /// and how many there were in all.
     case unknownUsers([String], total: Int)

@@ -127,6 +127,6 @@ extension NotificationStore {
         else { return nil }
         let (channelKey, state, audience, fanoutAfter, foldedThrough) = try row.decode((Int64, String, String, Int64, Int64).self)
         if state == "running", !allowRunningFanout { throw NotificationStoreError.fanoutInProgress }
-        return audience == "all" ? (channelKey, fanoutAfter, foldedThrough) : (channelKey, 0, 0)
+        return audience == "targets" ? (channelKey, 0, 0) : (channelKey, fanoutAfter, foldedThrough)
     }
 }

@@ -1,6 +1,6 @@
 import Postgres
 
-/// How far one `audience: "all"` fan-out has come after a batch.
+/// How far one broadcast's fan-out (`audience: "all"` or a topic) has come after a batch.
 public struct FanoutProgress: Sendable, Equatable {
     public var notificationID: Int64
     /// Recipient rows this batch inserted.
@@ -9,7 +9,7 @@ public struct FanoutProgress: Sendable, Equatable {
 }
 
 extension NotificationStore {
-    /// Reaches the next batch of users for the oldest unfinished `audience: "all"` notification that no
+    /// Reaches the next batch of users for the oldest unfinished broadcast (`all` or a topic) that no
     /// other worker holds, in one transaction: the recipient rows and the notification's progress commit
     /// together, so a crash between batches loses nothing and repeats nothing. `nil` when no fan-out
     /// is waiting.
@@ -23,23 +23,41 @@ extension NotificationStore {
             guard
                 let row = try await connection.query(
                     """
-                    SELECT id, channel_key, fanout_after, fanout_through, fanout_skips_existing FROM notifications
+                    SELECT id, channel_key, fanout_after, fanout_through, fanout_skips_existing, topic_key, excluded_keys FROM notifications
                     WHERE fanout_state = 'running' ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
                     """
                 ).first
             else { return nil }
             let (id, channelKey, after, through, skipsExisting) = try row.decode((Int64, Int64, Int64, Int64, Bool).self)
-            let last = try await Self.batchEnd(after: after, through: through, size: size, on: connection)
+            let topicKey = try row.decode(column: 5, as: Int64?.self)
+            let excludedKeys = try row.decode(column: 6, as: [Int64].self)
+            let last: Int64
+            if let topicKey {
+                last = try await Self.subscribersBatchEnd(topic: topicKey, after: after, through: through, size: size, on: connection)
+            } else {
+                last = try await Self.batchEnd(after: after, through: through, size: size, on: connection)
+            }
             let xid = try await Self.currentTransactionID(on: connection)
             if skipsExisting { try await Self.uncountReachedAtSend(userKeysAfter: after, through: last, notification: id, on: connection) }
             // No per-recipient counter is written: the notification's progress (`fanout_after`) is what
             // counts it as unread for the users it has reached, until it is folded into their counters
             // once the fan-out is done (`foldNextBatch`). A plain INSERT … SELECT unless some users
             // already have a copy: the conflict check of ON CONFLICT costs a speculative insertion per row.
+            // A topic's subscribers are read as they are now, in this batch's transaction: a user
+            // (un)subscribing concurrently is in one batch's range only, so gets one copy or none.
+            let source: PostgresQuery =
+                topicKey.map {
+                    """
+                    SELECT user_key, \(channelKey), \(id), \(xid) FROM topic_subscriptions
+                    WHERE topic_key = \($0) AND user_key > \(after) AND user_key <= \(last) AND NOT muted
+                    """
+                } ?? "SELECT key, \(channelKey), \(id), \(xid) FROM users WHERE key > \(after) AND key <= \(last)"
+            let excluding: PostgresQuery =
+                excludedKeys.isEmpty ? "" : "AND \(topicKey == nil ? "key" : "user_key" as PostgresQuery) <> ALL(\(excludedKeys)::int8[])"
             let inserted = try await connection.query(
                 """
                 INSERT INTO notification_recipients (user_key, channel_key, notification_id, change_xid)
-                SELECT key, \(channelKey), \(id), \(xid) FROM users WHERE key > \(after) AND key <= \(last)
+                \(source) \(excluding)
                 \(skipsExisting ? "ON CONFLICT DO NOTHING" : "" as PostgresQuery)
                 """
             ).affectedRows
@@ -61,6 +79,17 @@ extension NotificationStore {
     static func batchEnd(after: Int64, through: Int64, size: Int, on connection: PostgresConnection) async throws -> Int64 {
         try await connection.query(
             "SELECT key FROM users WHERE key > \(after) AND key <= \(through) ORDER BY key OFFSET \(size - 1) LIMIT 1"
+        ).first?.decode(Int64.self) ?? through
+    }
+
+    /// The last user key of a batch of `size` subscribers of the topic after `after`, or `through`
+    /// when fewer remain: a range scan of the subscriptions' primary key.
+    static func subscribersBatchEnd(topic: Int64, after: Int64, through: Int64, size: Int, on connection: PostgresConnection) async throws -> Int64 {
+        try await connection.query(
+            """
+            SELECT user_key FROM topic_subscriptions WHERE topic_key = \(topic) AND user_key > \(after) AND user_key <= \(through)
+            ORDER BY user_key OFFSET \(size - 1) LIMIT 1
+            """
         ).first?.decode(Int64.self) ?? through
     }
 

@@ -27,20 +27,23 @@ extension NotificationStore {
                 let row = try await connection.query(
                     """
                     SELECT id, channel_key, folded_through, fanout_through, created_at FROM notifications
-                    WHERE audience = 'all' AND deleted_at IS NULL AND fanout_state = 'done' AND folded_through < fanout_through
+                    WHERE audience <> 'targets' AND deleted_at IS NULL AND fanout_state = 'done' AND folded_through < fanout_through
                     ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
                     """
                 ).first
             else { return nil }
             let (id, channelKey, after, through, createdAt) = try row.decode((Int64, Int64, Int64, Int64, PostgresTimestamp).self)
-            let last = try await Self.batchEnd(after: after, through: through, size: size, on: connection)
-            // Every existing user in the range was reached (the fan-out gave each a copy) and counted
-            // per request, whatever they did with their copy since; their activity time takes the
-            // broadcast's, which the channel list no longer finds once it is folded.
+            let last = try await Self.copiesBatchEnd(notification: id, after: after, through: through, size: size, on: connection)
+            // Every user in the range with a copy was counted per request, whatever they did with
+            // their copy since (a topic's fan-out passes users who are not subscribers and gives them
+            // none); their activity time takes the broadcast's, which the channel list no longer
+            // finds once it is folded.
             let users = try await connection.query(
                 """
                 INSERT INTO channel_states AS s (user_key, channel_key, unread_adjustment, last_notification_id, last_activity_at)
-                SELECT key, \(channelKey), 1, \(id), \(createdAt) FROM users WHERE key > \(after) AND key <= \(last)
+                SELECT user_key, \(channelKey), 1, \(id), \(createdAt) FROM notification_recipients
+                WHERE notification_id = \(id) AND user_key > \(after) AND user_key <= \(last)
+                ORDER BY user_key
                 ON CONFLICT (user_key, channel_key) DO UPDATE SET
                     unread_adjustment = s.unread_adjustment + 1,
                     last_notification_id = greatest(s.last_notification_id, EXCLUDED.last_notification_id),
@@ -50,5 +53,22 @@ extension NotificationStore {
             try await connection.query("UPDATE notifications SET folded_through = \(last) WHERE id = \(id)")
             return FoldProgress(notificationID: id, users: users, finished: last >= through)
         }
+    }
+
+    /// The last user key of a batch of `size` copies of the notification after `after`, or `through`
+    /// when fewer remain: a range scan of the recipients-by-notification index.
+    static func copiesBatchEnd(
+        notification id: Int64,
+        after: Int64,
+        through: Int64,
+        size: Int,
+        on connection: PostgresConnection
+    ) async throws -> Int64 {
+        try await connection.query(
+            """
+            SELECT user_key FROM notification_recipients WHERE notification_id = \(id) AND user_key > \(after) AND user_key <= \(through)
+            ORDER BY user_key OFFSET \(size - 1) LIMIT 1
+            """
+        ).first?.decode(Int64.self) ?? through
     }
 }

@@ -67,6 +67,12 @@ public struct NotificationStore: Sendable {
         var targetIDs: [String] = []
         let audienceSize: Int64
         var fanoutThrough: Int64 = 0
+        var topicKey: Int64?
+        // Excluded ids that name no user are nobody to leave out.
+        let excludedKeys =
+            draft.excluded.isEmpty
+            ? []
+            : try await connection.query("SELECT key FROM users WHERE id = ANY(\(draft.excluded)) ORDER BY key").map { try $0.decode(Int64.self) }
         switch draft.audience {
         case .targets(let ids):
             try await Self.requireUsers(ids, on: connection)
@@ -74,7 +80,24 @@ public struct NotificationStore: Sendable {
             audienceSize = Int64(ids.count)
         case .all:
             try await Self.requireUsers(draft.content.perUser.keys.sorted(), on: connection)
-            let row = try await connection.query("SELECT coalesce(max(key), 0), count(*) FROM users").first!
+            let row = try await connection.query(
+                "SELECT coalesce(max(key), 0), count(*) - cardinality(\(excludedKeys)::int8[]) FROM users"
+            ).first!
+            (fanoutThrough, audienceSize) = try row.decode((Int64, Int64).self)
+        case .topic(let topic):
+            try await Self.requireUsers(draft.content.perUser.keys.sorted(), on: connection)
+            // Locked: the topic (and so its key) is not deleted until this commits.
+            guard let key = try await TopicStore.find(topic, locking: true, on: connection)?.key else {
+                throw NotificationStoreError.unknownTopic
+            }
+            topicKey = key
+            // The subscribers now, by the primary key; the fan-out reaches them as it then finds them.
+            let row = try await connection.query(
+                """
+                SELECT coalesce(max(user_key), 0), count(*) FILTER (WHERE NOT muted AND user_key <> ALL(\(excludedKeys)::int8[]))
+                FROM topic_subscriptions WHERE topic_key = \(key)
+                """
+            ).first!
             (fanoutThrough, audienceSize) = try row.decode((Int64, Int64).self)
         }
         let xid = try await Self.currentTransactionID(on: connection)
@@ -88,12 +111,13 @@ public struct NotificationStore: Sendable {
             INSERT INTO notifications (
                 channel_key, template_key, template_version, variables, data, push_title, push_body,
                 category, tags, event_deadline, push, audience, audience_size, fanout_through, fanout_state,
-                fanout_skips_existing, expires_at)
+                fanout_skips_existing, expires_at, topic_key, topic, excluded_keys)
             VALUES (
                 \(channelKey), \(draft.templateKey), \(draft.templateVersion), \(variables), \(data),
                 \(draft.content.shared.pushTitle), \(draft.content.shared.pushBody), \(draft.category), \(draft.tags),
                 \(deadline), \(push), \(draft.audience.name), \(audienceSize), \(fanoutThrough), \(fanoutState),
-                \(!draft.content.perUser.isEmpty), \(draft.expiresAt.map(PostgresTimestamp.init)))
+                \(!draft.content.perUser.isEmpty), \(draft.expiresAt.map(PostgresTimestamp.init)), \(topicKey), \(topicName(draft.audience)),
+                \(excludedKeys))
             RETURNING id
             """
         )
@@ -112,14 +136,20 @@ public struct NotificationStore: Sendable {
                 WHERE u.id = ANY(\(targetIDs))
                 """
             )
-        case .all:
-            // Users with per-user variables get their copy now; the batches skip them.
+        case .all, .topic:
+            // Users with per-user variables get their copy now (if the send reaches them: not
+            // excluded, and for a topic subscribed and not muting it); the batches skip them.
+            let subscribed: PostgresQuery =
+                topicKey.map {
+                    "EXISTS (SELECT 1 FROM topic_subscriptions s WHERE s.topic_key = \($0) AND s.user_key = u.key AND NOT s.muted)"
+                } ?? "true"
             recipients = try await connection.query(
                 """
                 INSERT INTO notification_recipients (user_key, channel_key, notification_id, change_xid, data, push_title, push_body)
                 SELECT u.key, \(channelKey), \(id), \(xid), o.data, o.push_title, o.push_body
                 FROM jsonb_to_recordset(\(overrides)) AS o(id text, data jsonb, push_title text, push_body text)
                 JOIN users u ON u.id = o.id
+                WHERE u.key <> ALL(\(excludedKeys)::int8[]) AND \(subscribed)
                 """
             )
         }
@@ -129,6 +159,11 @@ public struct NotificationStore: Sendable {
             "UPDATE notifications SET recipient_count = \(Int64(recipients.affectedRows)) WHERE id = \(id)"
         )
         return try await Self.fetch(id, on: connection)!
+    }
+
+    static func topicName(_ audience: Audience) -> String? {
+        if case .topic(let id) = audience { return id }
+        return nil
     }
 
     /// Counts a new notification as unread for every recipient who has a copy at send time — every
@@ -152,17 +187,8 @@ public struct NotificationStore: Sendable {
 
     /// Throws `unknownUsers` unless every id names a user.
     static func requireUsers(_ ids: [String], on connection: PostgresConnection) async throws {
-        guard !ids.isEmpty else { return }
-        let rows = try await connection.query(
-            """
-            SELECT t.id FROM unnest(\(ids)::text[]) WITH ORDINALITY AS t(id, position)
-            WHERE NOT EXISTS (SELECT 1 FROM users u WHERE u.id = t.id)
-            ORDER BY t.position
-            """
-        )
-        guard rows.isEmpty else {
-            let unknown = try rows.prefix(listedIDLimit).map { try $0.decode(String.self) }
-            throw NotificationStoreError.unknownUsers(unknown, total: rows.count)
+        if let (listed, total) = try await UserStore.unknown(ids, on: connection) {
+            throw NotificationStoreError.unknownUsers(listed, total: total)
         }
     }
 
@@ -244,7 +270,7 @@ public struct NotificationStore: Sendable {
         n.id, c.url, n.template_key, n.template_version, n.variables, n.data, n.push_title, n.push_body, \
         n.category, n.tags, n.event_deadline, n.push, n.audience, n.audience_size, n.recipient_count, \
         n.fanout_state, n.created_at, n.updated_at, n.pushes_sent, \
-        least(n.expires_at, n.created_at + c.retention_seconds * interval '1 second')
+        least(n.expires_at, n.created_at + c.retention_seconds * interval '1 second'), n.topic
         """
 
     static func decode(_ row: PostgresRow) throws -> StoredNotification {
@@ -260,6 +286,7 @@ public struct NotificationStore: Sendable {
         let updatedAt = try row.decode(column: 17, as: Date.self)
         let pushesSent = try row.decode(column: 18, as: Int64.self)
         let expiresAt = try row.decode(column: 19, as: Date?.self)
+        let topic = try row.decode(column: 20, as: String?.self)
         let decoder = JSONDecoder()
         return StoredNotification(
             id: id,
@@ -275,6 +302,7 @@ public struct NotificationStore: Sendable {
             eventDeadline: deadline,
             push: try decoder.decode(PushOptions.self, from: Data(push.utf8)),
             audience: audience,
+            topic: topic,
             audienceSize: audienceSize,
             recipientCount: recipientCount,
             fanoutState: StoredNotification.FanoutState(rawValue: fanoutState) ?? .done,

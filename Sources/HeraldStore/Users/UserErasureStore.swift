@@ -4,7 +4,7 @@ import Postgres
 /// Erasing users: everything Herald holds about one, removed for good (`sql/0017_erasure_and_retention.sql`).
 ///
 /// `start` is one short transaction: it removes the user's row (their sessions, devices, queued alert
-/// pushes and push preferences follow by cascade), their presence, and closes their streams. Their
+/// pushes, push preferences and topic subscriptions follow by cascade), their presence, and closes their streams. Their
 /// other rows — a user may have a million copies — are keyed by the user's internal key, which no
 /// other user will ever carry, and `eraseNextBatch` removes them a bounded batch per transaction,
 /// locking only that user's rows, so other users' requests never wait on an erasure. The job's state
@@ -37,9 +37,11 @@ public struct UserErasureStore: Sendable {
                 ), preferences AS (
                     SELECT (SELECT count(*) FROM push_preferences WHERE user_key = \(key))
                         + (SELECT count(*) FROM channel_push_preferences WHERE user_key = \(key)) AS n
+                ), subscriptions AS (
+                    SELECT count(*) AS n FROM topic_subscriptions WHERE user_key = \(key)
                 )
-                SELECT 1 + (SELECT count(*) FROM presence) + sessions.n + devices.n + preferences.n
-                FROM sessions, devices, preferences
+                SELECT 1 + (SELECT count(*) FROM presence) + sessions.n + devices.n + preferences.n + subscriptions.n
+                FROM sessions, devices, preferences, subscriptions
                 """
             )[0].decode(Int64.self)
             try await connection.query("DELETE FROM users WHERE key = \(key)")

@@ -20,6 +20,7 @@ public struct UserExportStore: Sendable {
         case notifications
         case events
         case pushFailures = "push_failures"
+        case topics
     }
 
     /// Where a page ended; the next page starts after it.
@@ -138,6 +139,13 @@ public struct UserExportStore: Sendable {
                     'status', status, 'reason', reason, 'attempts', attempts, 'token_removed', token_removed,
                     'failed_at', \(TimeSQL.rfc3339("failed_at")))::text
                 FROM push_failures WHERE user_key = \(key) AND (id, 0::bigint) > (\(a), \(b)) ORDER BY id LIMIT \(limit)
+                """
+        case .topics:
+            return """
+                SELECT s.topic_key, 0, json_build_object('topic_id', t.id, 'muted', s.muted,
+                    'subscribed_at', \(TimeSQL.rfc3339("s.created_at")))::text
+                FROM topic_subscriptions s JOIN topics t ON t.key = s.topic_key
+                WHERE s.user_key = \(key) AND (s.topic_key, 0::bigint) > (\(a), \(b)) ORDER BY s.topic_key LIMIT \(limit)
                 """
         }
     }

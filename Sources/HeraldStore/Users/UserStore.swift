@@ -30,4 +30,20 @@ public struct UserStore: Sendable {
         let row = try rows[0].decode((String, String, String, PostgresTimestamp, PostgresTimestamp, Bool).self)
         return (User(id: row.0, nickname: row.1, profileURL: row.2, createdAt: row.3.date, updatedAt: row.4.date), row.5)
     }
+
+    /// The ids that name no user, in the order given (at most `NotificationStore.listedIDLimit` of
+    /// them) and how many there are in all; `nil` when every id names a user. One statement, however
+    /// many ids.
+    static func unknown(_ ids: [String], on connection: PostgresConnection) async throws -> (listed: [String], total: Int)? {
+        guard !ids.isEmpty else { return nil }
+        let rows = try await connection.query(
+            """
+            SELECT t.id FROM unnest(\(ids)::text[]) WITH ORDINALITY AS t(id, position)
+            WHERE NOT EXISTS (SELECT 1 FROM users u WHERE u.id = t.id)
+            ORDER BY t.position
+            """
+        )
+        guard !rows.isEmpty else { return nil }
+        return (try rows.prefix(NotificationStore.listedIDLimit).map { try $0.decode(String.self) }, rows.count)
+    }
 }
