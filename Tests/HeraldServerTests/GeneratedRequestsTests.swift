@@ -359,6 +359,8 @@ struct GeneratedRequestsTests {
             "updateNotification.body": [["variables": ["title": "changed"]]],
             "sendNotification.variables": [["title": "hello"]], "updateNotification.variables": [["title": "changed"]],
             "sendNotification.channel_url": ["feed"], "sendNotification.audience": [OpenAPIRequestGenerator.Absent()],
+            "sendNotification.topic": [OpenAPIRequestGenerator.Absent()], "sendNotification.exclude": [OpenAPIRequestGenerator.Absent()],
+            "topic_id": ["news", "nope"], "user_ids[]": ["me", "u1", "u2"], "exclude[]": ["u1", "ghost"],
             "sendNotification.user_variables": [OpenAPIRequestGenerator.Absent()],
             "updateNotification.user_variables": [OpenAPIRequestGenerator.Absent()],
             "sendNotification.body": [
@@ -367,6 +369,7 @@ struct GeneratedRequestsTests {
                     "channel_url": "feed", "template_key": "plain", "variables": ["title": "to all"], "audience": "all",
                     "push": ["alert": true, "text": "hi"],
                 ],
+                ["channel_url": "feed", "template_key": "plain", "variables": ["title": "to news"], "topic": "news", "exclude": ["u1"]],
             ],
             "updatePushPreferences.body": [
                 [
@@ -480,6 +483,21 @@ struct GeneratedRequestsTests {
             body: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: fcmKeyFile))
         )
         #expect(fcm.status.code < 300, "\(String(buffer: fcm.body))")
+        // A topic users may follow, which the session user follows.
+        let topic = try await client.execute(
+            uri: "/v1/topics/news",
+            method: .put,
+            headers: admin,
+            body: ByteBuffer(string: #"{"name":"News","self_subscribe":true}"#)
+        )
+        #expect(topic.status.code < 300, "\(String(buffer: topic.body))")
+        let subscribed = try await client.execute(
+            uri: "/v1/topics/news/subscribers",
+            method: .post,
+            headers: admin,
+            body: ByteBuffer(string: #"{"user_ids":["me","u1"]}"#)
+        )
+        #expect(subscribed.status == .ok, "\(String(buffer: subscribed.body))")
         var ids: [String] = []
         for _ in 0..<3 {
             let sent = try await client.execute(

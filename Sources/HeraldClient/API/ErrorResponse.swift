@@ -31,6 +31,17 @@ extension Components.Responses.TooLarge: ErrorResponse {
     var error: Components.Schemas._Error? { try? body.json }
 }
 
+/// A topic whose subscribers the app chooses (`topic_not_self_subscribe`).
+extension Operations.FollowTopic.Output.Forbidden: ErrorResponse {
+    static var status: Int { 403 }
+    var error: Components.Schemas._Error? { try? body.json }
+}
+
+extension Operations.UnfollowTopic.Output.Forbidden: ErrorResponse {
+    static var status: Int { 403 }
+    var error: Components.Schemas._Error? { try? body.json }
+}
+
 extension HeraldClientError {
     /// The error an operation's answer stands for, when it is not the one the caller expected: a
     /// documented error names its code and message; anything else its status.

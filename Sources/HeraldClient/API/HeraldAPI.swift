@@ -32,7 +32,7 @@ struct HeraldAPI: Sendable {
 
     /// Runs one generated call and gives back only the library's errors: the runtime wraps whatever a
     /// middleware or the transport throws in its `ClientError`.
-    private func unwrapping<T>(_ call: () async throws -> T) async throws -> T {
+    func unwrapping<T>(_ call: () async throws -> T) async throws -> T {
         do {
             return try await call()
         } catch let error as ClientError {

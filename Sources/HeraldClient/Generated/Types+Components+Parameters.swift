@@ -6,6 +6,10 @@ import struct Foundation.Date
 extension Components {
     /// Types generated from the `#/components/parameters` section of the OpenAPI document.
     internal enum Parameters {
+        /// 1–128 characters from A–Z a–z 0–9 : . _ @ -
+        ///
+        /// - Remark: Generated from `#/components/parameters/TopicID`.
+        internal typealias TopicID = Swift.String
         /// 1–128 characters from A–Z a–z 0–9 . _ ~ -
         ///
         /// - Remark: Generated from `#/components/parameters/ChannelURL`.

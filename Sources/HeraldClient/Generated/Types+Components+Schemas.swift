@@ -288,6 +288,49 @@ extension Components {
                 case lastSyncedAt = "last_synced_at"
             }
         }
+        /// - Remark: Generated from `#/components/schemas/MyTopic`.
+        internal struct MyTopic: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/MyTopic/topic_id`.
+            internal var topicId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/MyTopic/name`.
+            internal var name: Swift.String
+            /// Whether the user may unfollow it (otherwise only mute it).
+            ///
+            /// - Remark: Generated from `#/components/schemas/MyTopic/self_subscribe`.
+            internal var selfSubscribe: Swift.Bool
+            /// - Remark: Generated from `#/components/schemas/MyTopic/muted`.
+            internal var muted: Swift.Bool
+            /// - Remark: Generated from `#/components/schemas/MyTopic/subscribed_at`.
+            internal var subscribedAt: Foundation.Date
+            /// Creates a new `MyTopic`.
+            ///
+            /// - Parameters:
+            ///   - topicId:
+            ///   - name:
+            ///   - selfSubscribe: Whether the user may unfollow it (otherwise only mute it).
+            ///   - muted:
+            ///   - subscribedAt:
+            internal init(
+                topicId: Swift.String,
+                name: Swift.String,
+                selfSubscribe: Swift.Bool,
+                muted: Swift.Bool,
+                subscribedAt: Foundation.Date
+            ) {
+                self.topicId = topicId
+                self.name = name
+                self.selfSubscribe = selfSubscribe
+                self.muted = muted
+                self.subscribedAt = subscribedAt
+            }
+            internal enum CodingKeys: String, CodingKey {
+                case topicId = "topic_id"
+                case name
+                case selfSubscribe = "self_subscribe"
+                case muted
+                case subscribedAt = "subscribed_at"
+            }
+        }
         /// - Remark: Generated from `#/components/schemas/ChannelState`.
         internal struct ChannelState: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/ChannelState/unread_count`.

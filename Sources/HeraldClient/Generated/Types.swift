@@ -5,6 +5,28 @@ import struct Foundation.Data
 import struct Foundation.Date
 /// A type that performs HTTP operations defined by the OpenAPI document.
 internal protocol APIProtocol: Sendable {
+    /// The topics the user is subscribed to, in id order.
+    ///
+    /// - Remark: HTTP `GET /v1/me/topics`.
+    /// - Remark: Generated from `#/paths//v1/me/topics/get(listMyTopics)`.
+    func listMyTopics(_ input: Operations.ListMyTopics.Input) async throws -> Operations.ListMyTopics.Output
+    /// Follow a topic, or mute or unmute one the user follows.
+    ///
+    /// Following needs a topic with `self_subscribe` (otherwise 403 `topic_not_self_subscribe`). A
+    /// subscription the user already has — however it was made — only changes `muted` when the body
+    /// gives it. A muted subscription gets nothing from sends to the topic.
+    ///
+    ///
+    /// - Remark: HTTP `PUT /v1/me/topics/{topic_id}`.
+    /// - Remark: Generated from `#/paths//v1/me/topics/{topic_id}/put(followTopic)`.
+    func followTopic(_ input: Operations.FollowTopic.Input) async throws -> Operations.FollowTopic.Output
+    /// Unfollow a topic.
+    ///
+    /// Only a topic with `self_subscribe`; the app's own topics can be muted instead.
+    ///
+    /// - Remark: HTTP `DELETE /v1/me/topics/{topic_id}`.
+    /// - Remark: Generated from `#/paths//v1/me/topics/{topic_id}/delete(unfollowTopic)`.
+    func unfollowTopic(_ input: Operations.UnfollowTopic.Input) async throws -> Operations.UnfollowTopic.Output
     /// Initial load (no token) or incremental sync of the user's collection of a channel (user).
     ///
     /// Without `token`: the newest `limit` notifications (newest first), `prev_cursor` for older pages,
@@ -138,6 +160,54 @@ internal protocol APIProtocol: Sendable {
 
 /// Convenience overloads for operation inputs.
 extension APIProtocol {
+    /// The topics the user is subscribed to, in id order.
+    ///
+    /// - Remark: HTTP `GET /v1/me/topics`.
+    /// - Remark: Generated from `#/paths//v1/me/topics/get(listMyTopics)`.
+    internal func listMyTopics(
+        query: Operations.ListMyTopics.Input.Query = .init(),
+        headers: Operations.ListMyTopics.Input.Headers = .init()
+    ) async throws -> Operations.ListMyTopics.Output {
+        try await listMyTopics(Operations.ListMyTopics.Input(
+            query: query,
+            headers: headers
+        ))
+    }
+    /// Follow a topic, or mute or unmute one the user follows.
+    ///
+    /// Following needs a topic with `self_subscribe` (otherwise 403 `topic_not_self_subscribe`). A
+    /// subscription the user already has — however it was made — only changes `muted` when the body
+    /// gives it. A muted subscription gets nothing from sends to the topic.
+    ///
+    ///
+    /// - Remark: HTTP `PUT /v1/me/topics/{topic_id}`.
+    /// - Remark: Generated from `#/paths//v1/me/topics/{topic_id}/put(followTopic)`.
+    internal func followTopic(
+        path: Operations.FollowTopic.Input.Path,
+        headers: Operations.FollowTopic.Input.Headers = .init(),
+        body: Operations.FollowTopic.Input.Body? = nil
+    ) async throws -> Operations.FollowTopic.Output {
+        try await followTopic(Operations.FollowTopic.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Unfollow a topic.
+    ///
+    /// Only a topic with `self_subscribe`; the app's own topics can be muted instead.
+    ///
+    /// - Remark: HTTP `DELETE /v1/me/topics/{topic_id}`.
+    /// - Remark: Generated from `#/paths//v1/me/topics/{topic_id}/delete(unfollowTopic)`.
+    internal func unfollowTopic(
+        path: Operations.UnfollowTopic.Input.Path,
+        headers: Operations.UnfollowTopic.Input.Headers = .init()
+    ) async throws -> Operations.UnfollowTopic.Output {
+        try await unfollowTopic(Operations.UnfollowTopic.Input(
+            path: path,
+            headers: headers
+        ))
+    }
     /// Initial load (no token) or incremental sync of the user's collection of a channel (user).
     ///
     /// Without `token`: the newest `limit` notifications (newest first), `prev_cursor` for older pages,
