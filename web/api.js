@@ -228,6 +228,24 @@ export class HeraldAPI {
   webPushKey() {
     return this.request("GET", "/v1/webpush/key");
   }
+
+  /** @param {string | null} [after] */
+  topics(after) {
+    return this.request("GET", "/v1/me/topics", { query: { limit: 200, after } });
+  }
+
+  /**
+   * @param {string} topic
+   * @param {boolean | null} [muted]
+   */
+  followTopic(topic, muted) {
+    return this.request("PUT", `/v1/me/topics/${encodeURIComponent(topic)}`, { body: muted == null ? undefined : { muted } });
+  }
+
+  /** @param {string} topic */
+  unfollowTopic(topic) {
+    return this.request("DELETE", `/v1/me/topics/${encodeURIComponent(topic)}`);
+  }
 }
 
 /**

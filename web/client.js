@@ -491,6 +491,54 @@ export class HeraldClient extends EventTarget {
   // Web Push ------------------------------------------------------------------------------------
 
   /**
+   * The topics the user is subscribed to, in id order: every page, read now.
+   * @returns {Promise<import("./types.js").Topic[]>}
+   */
+  async topics() {
+    /** @type {import("./types.js").Topic[]} */
+    const all = [];
+    /** @type {string | null} */
+    let after = null;
+    do {
+      /** @type {{topics: import("./types.js").Topic[], next?: string}} */
+      const page = await this.api.topics(after);
+      all.push(...page.topics);
+      after = page.next ?? null;
+    } while (after);
+    return all;
+  }
+
+  /**
+   * Follows a topic users may subscribe to themselves (otherwise a `HeraldError` with code
+   * `topic_not_self_subscribe`); following one the user has changes nothing.
+   * @param {string} topic
+   * @returns {Promise<import("./types.js").Topic>}
+   */
+  follow(topic) {
+    return this.api.followTopic(topic, null);
+  }
+
+  /**
+   * Mutes or unmutes a topic the user is subscribed to, however they came to be: a muted topic's
+   * sends give them nothing. A topic users may follow themselves is followed first if need be.
+   * @param {string} topic
+   * @param {boolean} muted
+   * @returns {Promise<import("./types.js").Topic>}
+   */
+  setMuted(topic, muted) {
+    return this.api.followTopic(topic, muted);
+  }
+
+  /**
+   * Unfollows a topic users may subscribe to themselves.
+   * @param {string} topic
+   * @returns {Promise<void>}
+   */
+  async unfollow(topic) {
+    await this.api.unfollowTopic(topic);
+  }
+
+  /**
    * Subscribes this browser to Herald's pushes through the page's service worker (which loads
    * `herald-worker.js`, see there), with Herald's VAPID key; registers the subscription as the
    * user's device and names it from then on (a stream that is open reconnects naming it, so that

@@ -20,6 +20,16 @@
  */
 
 /**
+ * A topic the user is subscribed to: sends to it reach them unless they muted it.
+ * @typedef {object} Topic
+ * @property {string} topic_id
+ * @property {string} name
+ * @property {boolean} self_subscribe Whether the user may unfollow it (the app's own topics can only be muted).
+ * @property {boolean} muted
+ * @property {string} subscribed_at RFC 3339.
+ */
+
+/**
  * The user's unread count, last read and last seen in one channel.
  * @typedef {object} ChannelState
  * @property {number} unread_count

@@ -31,6 +31,10 @@ public struct ConsoleActions: Sendable {
     public var webPushKey: @Sendable () async throws -> Answer
     /// `PUT /v1/webpush/key` with this JSON body.
     public var putWebPushKey: @Sendable ([UInt8]) async throws -> Answer
+    /// `PUT /v1/topics/{topic_id}` with this JSON body.
+    public var putTopic: @Sendable (String, [UInt8]) async throws -> Answer
+    /// `POST /v1/topics/{topic_id}/subscribers` (`add`) or `…/subscribers/remove` with this JSON body.
+    public var changeSubscribers: @Sendable (String, [UInt8], _ add: Bool) async throws -> Answer
     /// `herald fixtures load` for uploaded files (name, content): one line per item loaded, or the
     /// problem that stopped it (then nothing was loaded).
     public var loadFixtures: @Sendable ([(name: String, bytes: [UInt8])]) async throws -> (items: [String], problem: String?)
@@ -48,6 +52,8 @@ public struct ConsoleActions: Sendable {
         deleteFCMCredential: @escaping @Sendable (String) async throws -> Answer,
         webPushKey: @escaping @Sendable () async throws -> Answer,
         putWebPushKey: @escaping @Sendable ([UInt8]) async throws -> Answer,
+        putTopic: @escaping @Sendable (String, [UInt8]) async throws -> Answer,
+        changeSubscribers: @escaping @Sendable (String, [UInt8], _ add: Bool) async throws -> Answer,
         loadFixtures: @escaping @Sendable ([(name: String, bytes: [UInt8])]) async throws -> (items: [String], problem: String?),
         admitSignIn: @escaping @Sendable (_ address: String?) async -> Int? = { _ in nil },
         signInFailed: @escaping @Sendable (_ address: String?) -> Void = { _ in }
@@ -60,6 +66,8 @@ public struct ConsoleActions: Sendable {
         self.deleteFCMCredential = deleteFCMCredential
         self.webPushKey = webPushKey
         self.putWebPushKey = putWebPushKey
+        self.putTopic = putTopic
+        self.changeSubscribers = changeSubscribers
         self.loadFixtures = loadFixtures
         self.admitSignIn = admitSignIn
         self.signInFailed = signInFailed

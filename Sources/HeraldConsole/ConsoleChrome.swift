@@ -7,13 +7,14 @@ struct ConsoleChrome {
 
     /// The console's sections, in the navigation's order.
     enum Section: String, CaseIterable {
-        case overview, channels, templates, send, notifications, users, push
+        case overview, channels, templates, topics, send, notifications, users, push
 
         var title: String {
             switch self {
             case .overview: "Overview"
             case .channels: "Channels"
             case .templates: "Templates"
+            case .topics: "Topics"
             case .send: "Send"
             case .notifications: "Notifications"
             case .users: "Users"

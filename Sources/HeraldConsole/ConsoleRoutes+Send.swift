@@ -74,6 +74,8 @@ extension ConsoleRoutes {
                     "channels": channelList.map { ["url": $0.channel.url, "selected": $0.channel.url == chosenChannel] },
                     "noChannels": channelList.isEmpty,
                     "all": form.field("audience") == "all",
+                    "toTopic": form.field("audience") == "topic",
+                    "topic": form.field("topic"),
                     "targets": form.field("targets"),
                     "alert": form.field("push_alert") == "on",
                     "pushText": form.field("push_text"),

@@ -54,6 +54,11 @@ extension ConsoleRoutes {
             let preferences = try await section(.pushPreferences).first
             let (sessions, devices, channels) = (try await section(.sessions), try await section(.devices), try await section(.channels))
             let channelPreferences = try await section(.channelPushPreferences)
+            let topicList = try await section(.topics).map { topic -> [String: Any] in
+                var topic = topic
+                topic["path"] = Self.pathComponent(topic["topic_id"] as? String ?? "")
+                return topic
+            }
             let erasure = try await erasures.status(userID: userID)
             return page(
                 "user",
@@ -65,6 +70,7 @@ extension ConsoleRoutes {
                     "sessions": sessions, "hasSessions": !sessions.isEmpty, "devices": devices, "hasDevices": !devices.isEmpty,
                     "channels": channels, "hasChannels": !channels.isEmpty, "preferences": preferences.map(Self.pretty) ?? false,
                     "channelPreferences": channelPreferences, "hasChannelPreferences": !channelPreferences.isEmpty,
+                    "topics": topicList, "hasTopics": !topicList.isEmpty,
                     "erasing": erasure.map { $0.finishedAt == nil } ?? false,
                     "notice": Self.notice(request),
                 ]

@@ -27,6 +27,7 @@ public struct ConsoleRoutes<Context: ConsoleRequestContext>: Sendable {
     let userSessions: SessionStore
     let collections: CollectionStore
     let push: PushStore
+    let topics: TopicStore
 
     public init(site: ConsoleSite, client: PostgresClient, adminToken: String?, actions: ConsoleActions) {
         self.site = site
@@ -40,6 +41,7 @@ public struct ConsoleRoutes<Context: ConsoleRequestContext>: Sendable {
         self.userSessions = SessionStore(client: client)
         self.collections = CollectionStore(client: client)
         self.push = PushStore(client: client)
+        self.topics = TopicStore(client: client)
         self.sessions = ConsoleSessionStore(client: client)
         self.overview = ConsoleOverviewStore(client: client)
         self.channels = ChannelStore(client: client)
@@ -55,6 +57,7 @@ public struct ConsoleRoutes<Context: ConsoleRequestContext>: Sendable {
         registerOverview(on: console)
         registerChannels(on: console)
         registerTemplates(on: console)
+        registerTopics(on: console)
         registerSend(on: console)
         registerNotifications(on: console)
         registerUsers(on: console)

@@ -4,7 +4,7 @@ import HeraldCore
 /// The console's send form: its fields turned into the body of `POST /v1/notifications`, and that
 /// request written as a `curl` command.
 struct SendForm {
-    /// The form's fields by name: `channel_url`, `audience` (`targets` or `all`), `targets` (ids
+    /// The form's fields by name: `channel_url`, `audience` (`targets`, `all` or `topic`), `topic`, `targets` (ids
     /// separated by spaces, commas or lines), `v_<variable>`, `push_alert`, `push_text`, `push_sound`,
     /// `push_priority`, `expires_at`.
     var fields: [String: String]
@@ -33,6 +33,8 @@ struct SendForm {
         if !variables.isEmpty { body["variables"] = .object(variables) }
         if field("audience") == "all" {
             body["audience"] = .string("all")
+        } else if field("audience") == "topic" {
+            body["topic"] = .string(field("topic"))
         } else {
             body["targets"] = .array(targets.map(JSONValue.string))
         }

@@ -31,6 +31,8 @@ enum ConsoleHarness {
         deleteFCMCredential: { _ in .init(status: 204, body: []) },
         webPushKey: { .init(status: 200, body: Array(#"{"public_key":"BPublicKeyOfTheHarness"}"#.utf8)) },
         putWebPushKey: { _ in .init(status: 200, body: Array(#"{"public_key":"BPublicKeyOfTheHarness"}"#.utf8)) },
+        putTopic: { _, _ in .init(status: 201, body: Array("{}".utf8)) },
+        changeSubscribers: { _, _, _ in .init(status: 200, body: Array(#"{"added":1}"#.utf8)) },
         loadFixtures: { _ in ([], nil) }
     )
 

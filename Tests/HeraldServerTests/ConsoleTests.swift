@@ -116,6 +116,74 @@ struct ConsoleTests {
         }
     }
 
+    /// Topics from the console: made, given subscribers and losing some through the API's own code
+    /// (an unknown user refuses the whole change, in the API's words), and sent to from the send form.
+    @Test func topicsAreMadeSubscribedAndSentTo() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            for user in ["u1", "u2", "u3"] { _ = try await UserStore(client: db.client).upsert(id: user, nickname: nil, profileURL: nil) }
+            _ = try await ChannelStore(client: db.client).put(Channel(url: "news", kind: .feed, name: "News"))
+            _ = try await TemplateStore(client: db.client).put(.plain)
+            let topics = TopicStore(client: db.client)
+            try await application(db).test(.router) { client in
+                let browser = try await signIn(client)
+                let created = try await post(
+                    client,
+                    "/console/topics",
+                    form: ["csrf": browser.csrf, "id": "order:A-1", "name": "Order A-1"],
+                    headers: browser.headers
+                )
+                #expect(created.status == .seeOther)
+                #expect(try await topics.get("order:A-1")?.topic.name == "Order A-1")
+                let bad = try await post(client, "/console/topics", form: ["csrf": browser.csrf, "id": "no spaces"], headers: browser.headers)
+                #expect(bad.status == .unprocessableContent)
+                #expect(String(buffer: bad.body).contains("the topic id may hold only"))
+
+                let added = try await post(
+                    client,
+                    "/console/topics/order:A-1/subscribers/add",
+                    form: ["csrf": browser.csrf, "user_ids": "u1, u2\nu3"],
+                    headers: browser.headers
+                )
+                #expect(added.headers[.location] == "/console/topics/order:A-1?notice=3+added")
+                let refused = try await post(
+                    client,
+                    "/console/topics/order:A-1/subscribers/remove",
+                    form: ["csrf": browser.csrf, "user_ids": ""],
+                    headers: browser.headers
+                )
+                #expect(refused.status == .unprocessableContent)
+                let unknown = try await post(
+                    client,
+                    "/console/topics/order:A-1/subscribers/add",
+                    form: ["csrf": browser.csrf, "user_ids": "u1 ghost"],
+                    headers: browser.headers
+                )
+                #expect(unknown.status == .unprocessableContent && String(buffer: unknown.body).contains("ghost"))
+                let removed = try await post(
+                    client,
+                    "/console/topics/order:A-1/subscribers/remove",
+                    form: ["csrf": browser.csrf, "user_ids": "u3"],
+                    headers: browser.headers
+                )
+                #expect(removed.headers[.location] == "/console/topics/order:A-1?notice=1+removed")
+                let page = String(buffer: try await client.execute(uri: "/console/topics/order:A-1", method: .get, headers: browser.headers).body)
+                #expect(page.contains("2 subscribers") && page.contains(#"href="/console/users/u1""#) && !page.contains(#"href="/console/users/u3""#))
+                let list = String(buffer: try await client.execute(uri: "/console/topics", method: .get, headers: browser.headers).body)
+                #expect(list.contains(#"<a href="/console/topics/order:A-1">order:A-1</a>"#))
+
+                let fields = [
+                    "csrf": browser.csrf, "template": "plain", "channel_url": "news", "audience": "topic", "topic": "order:A-1", "v_title": "Hi",
+                ]
+                let sent = try await post(client, "/console/send", form: fields, headers: browser.headers)
+                #expect(sent.status == .seeOther)
+                let location = try #require(sent.headers[.location])
+                let id = try #require(Int64(location.split(separator: "/").last ?? ""))
+                let stored = try #require(try await NotificationStore(client: db.client).get(id))
+                #expect(stored.audience == "topic" && stored.topic == "order:A-1" && stored.audienceSize == 2)
+            }
+        }
+    }
+
     @Test func usersAreRevokedResetAndErasedFromTheirPage() async throws {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
             _ = try await UserStore(client: db.client).upsert(id: "u1", nickname: "Una", profileURL: nil)

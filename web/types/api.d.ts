@@ -120,4 +120,13 @@ export class HeraldAPI {
     /** @param {string} id */
     removeDevice(id: string): Promise<any>;
     webPushKey(): Promise<any>;
+    /** @param {string | null} [after] */
+    topics(after?: string | null | undefined): Promise<any>;
+    /**
+     * @param {string} topic
+     * @param {boolean | null} [muted]
+     */
+    followTopic(topic: string, muted?: boolean | null | undefined): Promise<any>;
+    /** @param {string} topic */
+    unfollowTopic(topic: string): Promise<any>;
 }

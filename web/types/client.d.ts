@@ -163,6 +163,32 @@ export class HeraldClient extends EventTarget {
     /** @param {() => Promise<unknown>} work */
     background(work: () => Promise<unknown>): void;
     /**
+     * The topics the user is subscribed to, in id order: every page, read now.
+     * @returns {Promise<import("./types.js").Topic[]>}
+     */
+    topics(): Promise<import("./types.js").Topic[]>;
+    /**
+     * Follows a topic users may subscribe to themselves (otherwise a `HeraldError` with code
+     * `topic_not_self_subscribe`); following one the user has changes nothing.
+     * @param {string} topic
+     * @returns {Promise<import("./types.js").Topic>}
+     */
+    follow(topic: string): Promise<import("./types.js").Topic>;
+    /**
+     * Mutes or unmutes a topic the user is subscribed to, however they came to be: a muted topic's
+     * sends give them nothing. A topic users may follow themselves is followed first if need be.
+     * @param {string} topic
+     * @param {boolean} muted
+     * @returns {Promise<import("./types.js").Topic>}
+     */
+    setMuted(topic: string, muted: boolean): Promise<import("./types.js").Topic>;
+    /**
+     * Unfollows a topic users may subscribe to themselves.
+     * @param {string} topic
+     * @returns {Promise<void>}
+     */
+    unfollow(topic: string): Promise<void>;
+    /**
      * Subscribes this browser to Herald's pushes through the page's service worker (which loads
      * `herald-worker.js`, see there), with Herald's VAPID key; registers the subscription as the
      * user's device and names it from then on (a stream that is open reconnects naming it, so that

@@ -29,6 +29,22 @@ export type HeraldNotification = {
     position: string;
 };
 /**
+ * A topic the user is subscribed to: sends to it reach them unless they muted it.
+ */
+export type Topic = {
+    topic_id: string;
+    name: string;
+    /**
+     * Whether the user may unfollow it (the app's own topics can only be muted).
+     */
+    self_subscribe: boolean;
+    muted: boolean;
+    /**
+     * RFC 3339.
+     */
+    subscribed_at: string;
+};
+/**
  * The user's unread count, last read and last seen in one channel.
  */
 export type ChannelState = {

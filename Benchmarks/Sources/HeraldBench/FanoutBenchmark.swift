@@ -12,8 +12,9 @@ import Prometheus
 import ServiceLifecycle
 
 /// The `fanout` case: one notification to every user (`audience: "all"`) through Herald's HTTP API and
-/// fan-out service, timed from the request until the last batch committed, beside a raw `COPY` of the
-/// same recipient rows into a table of the same shape, in the same run.
+/// fan-out service, timed from the request until the last batch committed, beside the same send to a
+/// topic every user subscribes to and a raw `COPY` of the same recipient rows into a table of the same
+/// shape, in the same run. Also: every user subscribed to a topic in one request.
 struct FanoutBenchmark: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "fanout",
@@ -31,6 +32,9 @@ struct FanoutBenchmark: AsyncParsableCommand {
 
     @Option(help: "Also time a send to this many listed targets (one transaction); 0 skips it.")
     var targets: Int = 10_000
+
+    @Flag(inversion: .prefixedNo, help: "Also send to a topic every user subscribes to, beside each send to all.")
+    var topic = true
 
     @Option(help: "PostgreSQL URI or conninfo; default: a private cluster in a temporary directory.")
     var databaseURL: String?
@@ -58,16 +62,40 @@ struct FanoutBenchmark: AsyncParsableCommand {
         print("service folds the broadcast into the users' counters in the background (same batch size); that is")
         print("timed from the fan-out's end and waited for before the next measurement.")
         print("")
-        print("| batch size | run | fan-out (ms) | fan-out rows/s | COPY (ms) | COPY rows/s | fan-out ÷ COPY rate | then folded (ms) |")
-        print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+        if topic {
+            try await withServer(client: client, batchSize: sizes[0], logger: logger) { port in
+                print("| subscribers added in one request | run | request to commit (ms) | rows/s |")
+                print("|---:|---:|---:|---:|")
+                for run in 1...runs {
+                    let elapsed = try await measureSubscribing(http: http, port: port, topic: "bench-\(run)")
+                    print("| \(users) | \(run) | \(format(elapsed * 1000)) | \(format(Double(users) / elapsed)) |")
+                }
+                print("")
+            }
+        }
+        print(
+            "| batch size | run | fan-out (ms) | fan-out rows/s | COPY (ms) | COPY rows/s | fan-out ÷ COPY rate | then folded (ms) | topic fan-out (ms) | topic ÷ all | topic folded (ms) |"
+        )
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for size in sizes {
             try await withServer(client: client, batchSize: size, logger: logger) { port in
                 for run in 1...runs {
-                    let (fanout, fold) = try await measureFanout(client: client, http: http, port: port)
+                    // Paired, in alternating order, so that neither always runs on the other's warm cache.
+                    let topicFirst = topic && run % 2 == 0
+                    var topicTimes: (fanout: Double, fold: Double)?
+                    if topicFirst { topicTimes = try await measureFanout(client: client, http: http, port: port, audience: #""topic":"bench-1""#) }
+                    let (fanout, fold) = try await measureFanout(client: client, http: http, port: port, audience: #""audience":"all""#)
+                    if topic, !topicFirst {
+                        topicTimes = try await measureFanout(client: client, http: http, port: port, audience: #""topic":"bench-1""#)
+                    }
+                    let topicColumns =
+                        topicTimes.map { "| \(format($0.fanout * 1000)) | \(format($0.fanout / fanout)) | \(format($0.fold * 1000)) |" }
+                        ?? "| — | — | — |"
                     let copy = try await measureCopy(client: client, rows: copyRows)
                     print(
                         "| \(size) | \(run) | \(format(fanout * 1000)) | \(format(Double(users) / fanout)) "
-                            + "| \(format(copy * 1000)) | \(format(Double(users) / copy)) | \(format(copy / fanout * 100)) % | \(format(fold * 1000)) |"
+                            + "| \(format(copy * 1000)) | \(format(Double(users) / copy)) | \(format(copy / fanout * 100)) % | \(format(fold * 1000)) "
+                            + topicColumns
                     )
                 }
             }
@@ -121,6 +149,40 @@ struct FanoutBenchmark: AsyncParsableCommand {
         try await BenchServer.run(client: client, adminToken: Self.adminToken, fanoutBatchSize: batchSize, logger: logger, body)
     }
 
+    /// Seconds for `PUT /v1/topics/{topic}` and then every user subscribed in one request, which
+    /// commits before the response.
+    private func measureSubscribing(http: HTTPClient, port: Int, topic: String) async throws -> Double {
+        var put = HTTPClientRequest(url: "http://127.0.0.1:\(port)/v1/topics/\(topic)")
+        put.method = .PUT
+        put.headers.add(name: "Authorization", value: "Bearer \(Self.adminToken)")
+        let created = try await http.execute(put, timeout: .seconds(30))
+        guard created.status == .created else { throw ValidationError("PUT /v1/topics/\(topic) answered \(created.status)") }
+        let ids = (1...users).map { "\"user-\($0)\"" }.joined(separator: ",")
+        let clock = ContinuousClock()
+        let start = clock.now
+        let (status, object) = try await request(
+            http,
+            .POST,
+            "http://127.0.0.1:\(port)/v1/topics/\(topic)/subscribers",
+            body: #"{"user_ids":[\#(ids)]}"#
+        )
+        let elapsed = clock.now - start
+        guard status == 200, object?["added"] as? Int == users else { throw ValidationError("subscribing answered \(status) \(object ?? [:])") }
+        return elapsedSeconds(elapsed)
+    }
+
+    private func request(_ http: HTTPClient, _ method: HTTPMethod, _ url: String, body: String) async throws -> (status: Int, object: [String: Any]?)
+    {
+        var request = HTTPClientRequest(url: url)
+        request.method = method
+        request.headers.add(name: "Authorization", value: "Bearer \(Self.adminToken)")
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.body = .bytes(ByteBuffer(string: body))
+        let response = try await http.execute(request, timeout: .seconds(120))
+        let bytes = try await response.body.collect(upTo: 1 << 20)
+        return (Int(response.status.code), try? JSONSerialization.jsonObject(with: Data(bytes.readableBytesView)) as? [String: Any])
+    }
+
     private func post(_ http: HTTPClient, port: Int, body: String) async throws -> (status: Int, id: Int64) {
         var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/v1/notifications")
         request.method = .POST
@@ -143,7 +205,7 @@ struct FanoutBenchmark: AsyncParsableCommand {
 
     /// Seconds from sending the request until the fan-out's last batch committed, and from then until
     /// the last folding batch committed.
-    private func measureFanout(client: PostgresClient, http: HTTPClient, port: Int) async throws -> (fanout: Double, fold: Double) {
+    private func measureFanout(client: PostgresClient, http: HTTPClient, port: Int, audience: String) async throws -> (fanout: Double, fold: Double) {
         try await prepare(client)
         let clock = ContinuousClock()
         let start = clock.now
@@ -151,7 +213,7 @@ struct FanoutBenchmark: AsyncParsableCommand {
             http,
             port: port,
             body:
-                #"{"channel_url":"news","template_key":"news.digest","audience":"all","variables":{"headline":"Herald 1.0 is out","url":"https://example.com/herald"}}"#
+                #"{"channel_url":"news","template_key":"news.digest",\#(audience),"variables":{"headline":"Herald 1.0 is out","url":"https://example.com/herald"}}"#
         )
         // The batches commit one by one; the last one marks the notification done. Polling every
         // millisecond costs a small, cheap indexed read, well under the resolution reported.

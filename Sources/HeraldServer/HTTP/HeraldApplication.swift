@@ -113,8 +113,8 @@ public enum HeraldApplication {
         users.register(in: registry)
         ChannelsController(channels: ChannelStore(client: dependencies.client))
             .register(in: registry)
-        TopicsController(topics: TopicStore(client: dependencies.client))
-            .register(in: registry)
+        let topics = TopicsController(topics: TopicStore(client: dependencies.client))
+        topics.register(in: registry)
         TemplatesController(templates: TemplateStore(client: dependencies.client))
             .register(in: registry)
         let notifications = NotificationsController(
@@ -173,6 +173,7 @@ public enum HeraldApplication {
                     apns: apns,
                     fcm: fcm,
                     webPush: webPush,
+                    topics: topics,
                     fixtures: FixtureLoader(client: dependencies.client),
                     limits: dependencies.limits
                 )

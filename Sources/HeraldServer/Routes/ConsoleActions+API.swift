@@ -14,6 +14,7 @@ extension ConsoleActions {
         apns: APNsController,
         fcm: FCMController,
         webPush: WebPushController,
+        topics: TopicsController,
         fixtures: FixtureLoader,
         limits: RequestLimits
     ) -> ConsoleActions {
@@ -66,6 +67,21 @@ extension ConsoleActions {
             putWebPushKey: { json in
                 try await Answer.api {
                     try Answer(.ok, try await webPush.replace(RequestBody.decode(WebPushController.Upload.self, from: Data(json))))
+                }
+            },
+            putTopic: { id, json in
+                try await Answer.api {
+                    let (body, created) = try await topics.put(
+                        try TopicsController.topicID(id),
+                        try RequestBody.decode(TopicsController.Definition.self, from: Data(json))
+                    )
+                    return try Answer(created ? .created : .ok, body)
+                }
+            },
+            changeSubscribers: { id, json, add in
+                try await Answer.api {
+                    let body = try RequestBody.decode(TopicsController.Subscribers.self, from: Data(json))
+                    return try Answer(.ok, try await topics.changeSubscribers(try TopicsController.topicID(id), body, add: add))
                 }
             },
             loadFixtures: { files in

@@ -17,12 +17,8 @@ struct TopicsController: Sendable {
     func register(in routes: RouteRegistry) {
         routes.add(.put, "/v1/topics/{topic_id}", access: .admin) { request, context in
             let id = try Self.topicID(context)
-            let definition = try await RequestBody.decode(Definition.self, from: request, context: context) ?? Definition()
-            if let name = definition.name, name.count > Self.maximumNameLength {
-                throw Self.invalid("name", "must be at most \(Self.maximumNameLength) characters")
-            }
-            let (topic, created) = try await topics.put(id: id, name: definition.name ?? "", selfSubscribe: definition.selfSubscribe ?? false)
-            return EditedResponse(status: created ? .created : .ok, response: TopicBody(topic))
+            let (body, created) = try await put(id, try await RequestBody.decode(Definition.self, from: request, context: context) ?? Definition())
+            return EditedResponse(status: created ? .created : .ok, response: body)
         }
         routes.add(.get, "/v1/topics", access: .admin) { request, _ in
             let page = try PageRequest(request)
@@ -40,13 +36,11 @@ struct TopicsController: Sendable {
         }
         routes.add(.post, "/v1/topics/{topic_id}/subscribers", access: .admin) { request, context in
             let id = try Self.topicID(context)
-            let userIDs = try await Self.userIDs(request, context: context)
-            return ChangedBody(added: try await Self.mapped { try await topics.addSubscribers(topic: id, userIDs: userIDs) })
+            return try await changeSubscribers(id, try await Self.subscribers(request, context: context), add: true)
         }
         routes.add(.post, "/v1/topics/{topic_id}/subscribers/remove", access: .admin) { request, context in
             let id = try Self.topicID(context)
-            let userIDs = try await Self.userIDs(request, context: context)
-            return ChangedBody(removed: try await Self.mapped { try await topics.removeSubscribers(topic: id, userIDs: userIDs) })
+            return try await changeSubscribers(id, try await Self.subscribers(request, context: context), add: false)
         }
         routes.add(.get, "/v1/topics/{topic_id}/subscribers", access: .admin) { request, context in
             let id = try Self.topicID(context)
@@ -85,6 +79,22 @@ struct TopicsController: Sendable {
             }
             return Response(status: .noContent)
         }
+    }
+
+    /// `PUT /v1/topics/{topic_id}` from its decoded body (the console's too).
+    func put(_ id: String, _ definition: Definition) async throws -> (TopicBody, created: Bool) {
+        if let name = definition.name, name.count > Self.maximumNameLength {
+            throw Self.invalid("name", "must be at most \(Self.maximumNameLength) characters")
+        }
+        let (topic, created) = try await topics.put(id: id, name: definition.name ?? "", selfSubscribe: definition.selfSubscribe ?? false)
+        return (TopicBody(topic), created)
+    }
+
+    /// Adding or removing subscribers from a decoded body (the console's too).
+    func changeSubscribers(_ id: String, _ body: Subscribers, add: Bool) async throws -> ChangedBody {
+        let userIDs = try Self.userIDs(body)
+        if add { return ChangedBody(added: try await Self.mapped { try await topics.addSubscribers(topic: id, userIDs: userIDs) }) }
+        return ChangedBody(removed: try await Self.mapped { try await topics.removeSubscribers(topic: id, userIDs: userIDs) })
     }
 
     // MARK: - Bodies
@@ -214,18 +224,31 @@ struct TopicsController: Sendable {
         APIError(.badRequest, code: "invalid_topic", message: "\(field) \(message).")
     }
 
-    /// The `{topic_id}` path parameter, validated.
+    /// The `{topic_id}` path parameter, percent-decoded (a browser's `encodeURIComponent` writes `:`
+    /// as `%3A`) and validated.
     static func topicID(_ context: HeraldRequestContext) throws -> String {
-        let id = try context.parameters.require("topic_id")
+        guard let id = try context.parameters.require("topic_id").removingPercentEncoding else {
+            throw APIError(.badRequest, code: "invalid_topic_id", message: "the topic id is not valid percent-encoding")
+        }
+        return try topicID(id)
+    }
+
+    /// A topic id from anywhere, validated.
+    static func topicID(_ id: String) throws -> String {
         if let problem = TopicID.problem(with: id) { throw APIError(.badRequest, code: "invalid_topic_id", message: problem) }
         return id
     }
 
-    /// The `user_ids` of a subscriber change: 1–100,000 valid ids, duplicates dropped.
-    static func userIDs(_ request: Request, context: HeraldRequestContext) async throws -> [String] {
+    /// The body of a subscriber change (16 MiB at most); a missing body is a 400.
+    static func subscribers(_ request: Request, context: HeraldRequestContext) async throws -> Subscribers {
         guard let body = try await RequestBody.decode(Subscribers.self, from: request, context: context, limit: maximumBodySize) else {
             throw invalid("user_ids", "is required")
         }
+        return body
+    }
+
+    /// The `user_ids` of a subscriber change: 1–100,000 valid ids, duplicates dropped.
+    static func userIDs(_ body: Subscribers) throws -> [String] {
         guard (1...maximumUsersPerRequest).contains(body.userIDs.count) else {
             throw invalid("user_ids", "must list 1–\(maximumUsersPerRequest) user ids")
         }
