@@ -229,6 +229,20 @@ export class HeraldAPI {
     return this.request("GET", "/v1/webpush/key");
   }
 
+  /** @param {string} channelURL */
+  categoryPreferences(channelURL) {
+    return this.request("GET", HeraldAPI.channelPath(channelURL) + "/categories");
+  }
+
+  /**
+   * @param {string} channelURL
+   * @param {string} category
+   * @param {{inbox?: boolean | null, push?: boolean | null}} choice
+   */
+  setCategoryPreference(channelURL, category, choice) {
+    return this.request("PUT", HeraldAPI.channelPath(channelURL) + `/categories/${encodeURIComponent(category)}`, { body: choice });
+  }
+
   /** @param {string | null} [after] */
   topics(after) {
     return this.request("GET", "/v1/me/topics", { query: { limit: 200, after } });

@@ -491,6 +491,29 @@ export class HeraldClient extends EventTarget {
   // Web Push ------------------------------------------------------------------------------------
 
   /**
+   * The channel's categories with the user's choices: whether each reaches their collection
+   * (`inbox`) and may alert them (`push`), their own choice or the channel's default.
+   * @param {string} channelURL
+   * @returns {Promise<import("./types.js").CategoryPreference[]>}
+   */
+  async categoryPreferences(channelURL) {
+    return (await this.api.categoryPreferences(channelURL)).categories;
+  }
+
+  /**
+   * Chooses whether a category's notifications reach the user's collection and may alert them:
+   * each of `inbox` and `push` given changes (`null`: back to the channel's default). Applies to
+   * notifications sent afterwards.
+   * @param {string} channelURL
+   * @param {string} category
+   * @param {{inbox?: boolean | null, push?: boolean | null}} choice
+   * @returns {Promise<import("./types.js").CategoryPreference>}
+   */
+  setCategoryPreference(channelURL, category, choice) {
+    return this.api.setCategoryPreference(channelURL, category, choice);
+  }
+
+  /**
    * The topics the user is subscribed to, in id order: every page, read now.
    * @returns {Promise<import("./types.js").Topic[]>}
    */

@@ -20,6 +20,19 @@
  */
 
 /**
+ * One category of a channel with the user's choice.
+ * @typedef {object} CategoryPreference
+ * @property {string} id
+ * @property {string} name
+ * @property {boolean} inbox Whether its notifications reach the user's collection.
+ * @property {boolean} push Whether they may alert the user.
+ * @property {boolean} inbox_default
+ * @property {boolean} push_default
+ * @property {boolean} inbox_chosen `inbox` is the user's own choice, not the default.
+ * @property {boolean} push_chosen
+ */
+
+/**
  * A topic the user is subscribed to: sends to it reach them unless they muted it.
  * @typedef {object} Topic
  * @property {string} topic_id

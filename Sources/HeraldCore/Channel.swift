@@ -12,16 +12,25 @@ public struct Channel: Sendable, Equatable, Codable {
         public var id: String
         public var name: String
         public var isDefault: Bool
+        /// Whether the category's notifications reach a user's collection unless they choose
+        /// otherwise (`CategoryPreference`).
+        public var inboxDefault: Bool
+        /// Whether they may alert a user unless they choose otherwise.
+        public var pushDefault: Bool
 
-        public init(id: String, name: String, isDefault: Bool) {
+        public init(id: String, name: String, isDefault: Bool, inboxDefault: Bool = true, pushDefault: Bool = true) {
             self.id = id
             self.name = name
             self.isDefault = isDefault
+            self.inboxDefault = inboxDefault
+            self.pushDefault = pushDefault
         }
 
         enum CodingKeys: String, CodingKey {
             case id, name
             case isDefault = "is_default"
+            case inboxDefault = "inbox_default"
+            case pushDefault = "push_default"
         }
 
         public init(from decoder: any Decoder) throws {
@@ -29,6 +38,8 @@ public struct Channel: Sendable, Equatable, Codable {
             id = try container.decode(String.self, forKey: .id)
             name = try container.decodeIfPresent(String.self, forKey: .name) ?? id
             isDefault = try container.decodeIfPresent(Bool.self, forKey: .isDefault) ?? false
+            inboxDefault = try container.decodeIfPresent(Bool.self, forKey: .inboxDefault) ?? true
+            pushDefault = try container.decodeIfPresent(Bool.self, forKey: .pushDefault) ?? true
         }
     }
 

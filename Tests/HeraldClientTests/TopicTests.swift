@@ -6,9 +6,9 @@ import Testing
 @testable import HeraldClient
 
 extension ClientSuites {
-    /// A user's topics through the library against a real `herald serve`: following, muting and
-    /// unfollowing, and sends to topics arriving (or not) in the feed.
-    @Suite("Client topics")
+    /// A user's topics and category choices through the library against a real `herald serve`:
+    /// following, muting and unfollowing, turning a category off, and sends arriving (or not) in the feed.
+    @Suite("Client topics and categories")
     @MainActor
     struct TopicTests {
         @Test func aUserFollowsMutesAndUnfollowsAndSendsFollow() async throws {
@@ -51,6 +51,26 @@ extension ClientSuites {
                 }
                 try await client.unfollow(topic: "open")
                 #expect(try await client.topics().map(\.id) == ["team"])
+            }
+        }
+
+        @Test func aCategoryTurnedOffNeverReachesTheFeed() async throws {
+            try await ServerWorld.with { world in
+                let client = try await world.client("u1")
+                let before = try await client.categoryPreferences(channelURL: "feed")
+                #expect(before.map { "\($0.id) \($0.inbox) \($0.inboxChosen)" } == ["news true false", "promo true false"])
+                let promo = try await client.setCategoryPreference(channelURL: "feed", category: "promo", inbox: false)
+                #expect(!promo.inbox && promo.inboxChosen && promo.push)
+                try await world.send("an offer", to: ["u1"], category: "promo")
+                try await world.send("the news", to: ["u1"], category: "news")
+                let feed = await client.collection(channelURL: "feed")
+                try await eventually("the news in the feed") {
+                    try await feed.refresh()
+                    return !feed.notifications.isEmpty
+                }
+                #expect(feed.notifications.map { $0.data["title"]?.stringValue } == ["the news"])
+                try await client.refreshAll()
+                #expect(client.unread.total == 1)
             }
         }
     }

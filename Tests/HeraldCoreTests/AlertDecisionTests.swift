@@ -267,4 +267,21 @@ import Testing
         #expect(snooze.problem()?.field == "snooze_end_ts")
         #expect(P().problem() == nil)
     }
+
+    @Test func aCategoryTurnedOffSuppressesAllButAForcedPush() {
+        let preferences = PushPreferences()
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        #expect(
+            AlertDecision.decide(preferences: preferences, channelOption: .all, mentioned: false, forced: false, categoryPush: false, at: now)
+                == .suppressed(.categoryOff)
+        )
+        #expect(
+            AlertDecision.decide(preferences: preferences, channelOption: .all, mentioned: false, forced: true, categoryPush: false, at: now)
+                == .send(forced: true)
+        )
+        #expect(
+            AlertDecision.decide(preferences: preferences, channelOption: .all, mentioned: false, forced: false, categoryPush: true, at: now)
+                == .send(forced: false)
+        )
+    }
 }

@@ -1,5 +1,6 @@
-// A user's topics through the web client against a real `herald serve`: following, muting,
-// unfollowing, and a send to a topic arriving in the feed only while the topic is not muted.
+// A user's topics and category choices through the web client against a real `herald serve`:
+// following, muting, unfollowing, a send to a topic arriving only while the topic is not muted, and
+// a category turned off never reaching the feed.
 
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
@@ -66,6 +67,48 @@ test("a user follows, mutes and unfollows topics, and a topic send follows suit"
     await assert.rejects(client.unfollow("web:team"), { code: "topic_not_self_subscribe", status: 403 });
     await client.unfollow("web:open");
     assert.deepEqual((await client.topics()).map((topic) => topic.topic_id), ["web:team"]);
+  } finally {
+    await client.close();
+  }
+});
+
+test("a category turned off for the inbox never reaches the feed", async () => {
+  const channel = "web-categories";
+  const user = `${channel}-user`;
+  await server.channel(channel);
+  const session = await server.session(user);
+  const client = new HeraldClient({ baseURL: server.url, sessionToken: session });
+  try {
+    const before = await client.categoryPreferences(channel);
+    assert.deepEqual(
+      before.map((category) => [category.id, category.inbox, category.inbox_chosen]),
+      [
+        ["news", true, false],
+        ["promo", true, false],
+      ],
+    );
+    const promo = await client.setCategoryPreference(channel, "promo", { inbox: false });
+    assert.equal(promo.inbox, false);
+    assert.equal(promo.inbox_chosen, true);
+    await server.send(channel, [user], "an offer", { category: "promo" });
+    await server.send(channel, [user], "the news", { category: "news" });
+    const feed = client.collection(channel);
+    await waitUntil("the news", async () => {
+      await feed.refresh();
+      return feed.notifications.length > 0;
+    });
+    assert.deepEqual(
+      feed.notifications.map((notification) => notification.data.title),
+      ["the news"],
+    );
+    // Back to the default: the next offer arrives.
+    assert.equal((await client.setCategoryPreference(channel, "promo", { inbox: null })).inbox_chosen, false);
+    await server.send(channel, [user], "another offer", { category: "promo" });
+    await waitUntil("the offer", async () => {
+      await feed.refresh();
+      return feed.notifications.length > 1;
+    });
+    assert.equal(feed.notifications[0].data.title, "another offer");
   } finally {
     await client.close();
   }

@@ -120,6 +120,17 @@ export class HeraldAPI {
     /** @param {string} id */
     removeDevice(id: string): Promise<any>;
     webPushKey(): Promise<any>;
+    /** @param {string} channelURL */
+    categoryPreferences(channelURL: string): Promise<any>;
+    /**
+     * @param {string} channelURL
+     * @param {string} category
+     * @param {{inbox?: boolean | null, push?: boolean | null}} choice
+     */
+    setCategoryPreference(channelURL: string, category: string, choice: {
+        inbox?: boolean | null;
+        push?: boolean | null;
+    }): Promise<any>;
     /** @param {string | null} [after] */
     topics(after?: string | null | undefined): Promise<any>;
     /**

@@ -163,6 +163,26 @@ export class HeraldClient extends EventTarget {
     /** @param {() => Promise<unknown>} work */
     background(work: () => Promise<unknown>): void;
     /**
+     * The channel's categories with the user's choices: whether each reaches their collection
+     * (`inbox`) and may alert them (`push`), their own choice or the channel's default.
+     * @param {string} channelURL
+     * @returns {Promise<import("./types.js").CategoryPreference[]>}
+     */
+    categoryPreferences(channelURL: string): Promise<import("./types.js").CategoryPreference[]>;
+    /**
+     * Chooses whether a category's notifications reach the user's collection and may alert them:
+     * each of `inbox` and `push` given changes (`null`: back to the channel's default). Applies to
+     * notifications sent afterwards.
+     * @param {string} channelURL
+     * @param {string} category
+     * @param {{inbox?: boolean | null, push?: boolean | null}} choice
+     * @returns {Promise<import("./types.js").CategoryPreference>}
+     */
+    setCategoryPreference(channelURL: string, category: string, choice: {
+        inbox?: boolean | null;
+        push?: boolean | null;
+    }): Promise<import("./types.js").CategoryPreference>;
+    /**
      * The topics the user is subscribed to, in id order: every page, read now.
      * @returns {Promise<import("./types.js").Topic[]>}
      */

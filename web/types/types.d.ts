@@ -29,6 +29,28 @@ export type HeraldNotification = {
     position: string;
 };
 /**
+ * One category of a channel with the user's choice.
+ */
+export type CategoryPreference = {
+    id: string;
+    name: string;
+    /**
+     * Whether its notifications reach the user's collection.
+     */
+    inbox: boolean;
+    /**
+     * Whether they may alert the user.
+     */
+    push: boolean;
+    inbox_default: boolean;
+    push_default: boolean;
+    /**
+     * `inbox` is the user's own choice, not the default.
+     */
+    inbox_chosen: boolean;
+    push_chosen: boolean;
+};
+/**
  * A topic the user is subscribed to: sends to it reach them unless they muted it.
  */
 export type Topic = {

@@ -89,7 +89,7 @@ struct FanoutBenchmark: AsyncParsableCommand {
                         topicTimes = try await measureFanout(client: client, http: http, port: port, audience: #""topic":"bench-1""#)
                     }
                     let topicColumns =
-                        topicTimes.map { "| \(format($0.fanout * 1000)) | \(format($0.fanout / fanout)) | \(format($0.fold * 1000)) |" }
+                        topicTimes.map { "| \(format($0.fanout * 1000)) | \(format($0.fanout / fanout, digits: 2)) | \(format($0.fold * 1000)) |" }
                         ?? "| — | — | — |"
                     let copy = try await measureCopy(client: client, rows: copyRows)
                     print(

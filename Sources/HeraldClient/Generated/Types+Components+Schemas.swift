@@ -288,6 +288,71 @@ extension Components {
                 case lastSyncedAt = "last_synced_at"
             }
         }
+        /// - Remark: Generated from `#/components/schemas/CategoryPreference`.
+        internal struct CategoryPreference: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/CategoryPreference/id`.
+            internal var id: Swift.String
+            /// - Remark: Generated from `#/components/schemas/CategoryPreference/name`.
+            internal var name: Swift.String
+            /// Whether the category's notifications reach the user's collection (their choice
+            ///
+            /// - Remark: Generated from `#/components/schemas/CategoryPreference/inbox`.
+            internal var inbox: Swift.Bool
+            /// Whether they may alert the user (their choice
+            ///
+            /// - Remark: Generated from `#/components/schemas/CategoryPreference/push`.
+            internal var push: Swift.Bool
+            /// - Remark: Generated from `#/components/schemas/CategoryPreference/inbox_default`.
+            internal var inboxDefault: Swift.Bool
+            /// - Remark: Generated from `#/components/schemas/CategoryPreference/push_default`.
+            internal var pushDefault: Swift.Bool
+            /// `inbox` is the user's own choice, not the default.
+            ///
+            /// - Remark: Generated from `#/components/schemas/CategoryPreference/inbox_chosen`.
+            internal var inboxChosen: Swift.Bool
+            /// - Remark: Generated from `#/components/schemas/CategoryPreference/push_chosen`.
+            internal var pushChosen: Swift.Bool
+            /// Creates a new `CategoryPreference`.
+            ///
+            /// - Parameters:
+            ///   - id:
+            ///   - name:
+            ///   - inbox: Whether the category's notifications reach the user's collection (their choice
+            ///   - push: Whether they may alert the user (their choice
+            ///   - inboxDefault:
+            ///   - pushDefault:
+            ///   - inboxChosen: `inbox` is the user's own choice, not the default.
+            ///   - pushChosen:
+            internal init(
+                id: Swift.String,
+                name: Swift.String,
+                inbox: Swift.Bool,
+                push: Swift.Bool,
+                inboxDefault: Swift.Bool,
+                pushDefault: Swift.Bool,
+                inboxChosen: Swift.Bool,
+                pushChosen: Swift.Bool
+            ) {
+                self.id = id
+                self.name = name
+                self.inbox = inbox
+                self.push = push
+                self.inboxDefault = inboxDefault
+                self.pushDefault = pushDefault
+                self.inboxChosen = inboxChosen
+                self.pushChosen = pushChosen
+            }
+            internal enum CodingKeys: String, CodingKey {
+                case id
+                case name
+                case inbox
+                case push
+                case inboxDefault = "inbox_default"
+                case pushDefault = "push_default"
+                case inboxChosen = "inbox_chosen"
+                case pushChosen = "push_chosen"
+            }
+        }
         /// - Remark: Generated from `#/components/schemas/MyTopic`.
         internal struct MyTopic: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/MyTopic/topic_id`.

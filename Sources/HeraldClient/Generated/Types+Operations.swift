@@ -3912,6 +3912,554 @@ internal enum Operations {
             }
         }
     }
+    /// The channel's categories with the user's choices.
+    ///
+    /// For each category of the channel: whether its notifications reach the user's collection
+    /// (`inbox`) and may alert them (`push`) — the user's own choice, else the channel's default for
+    /// the category. A send applies them when it writes copies: a user whose `inbox` is false for the
+    /// category gets no copy (nothing in the collection, no unread count, no push); one whose `push`
+    /// is false gets no alert push unless the send forces it (`push.force_push`). Choices apply to
+    /// sends made after them.
+    ///
+    ///
+    /// - Remark: HTTP `GET /v1/me/channels/{channel_url}/categories`.
+    /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/categories/get(getCategoryPreferences)`.
+    internal enum GetCategoryPreferences {
+        internal static let id: Swift.String = "getCategoryPreferences"
+        internal struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/categories/GET/path`.
+            internal struct Path: Sendable, Hashable {
+                /// 1–128 characters from A–Z a–z 0–9 . _ ~ -
+                ///
+                /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/categories/GET/path/channel_url`.
+                internal var channelUrl: Components.Parameters.ChannelURL
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - channelUrl: 1–128 characters from A–Z a–z 0–9 . _ ~ -
+                internal init(channelUrl: Components.Parameters.ChannelURL) {
+                    self.channelUrl = channelUrl
+                }
+            }
+            internal var path: Operations.GetCategoryPreferences.Input.Path
+            /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/categories/GET/header`.
+            internal struct Headers: Sendable, Hashable {
+                internal var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetCategoryPreferences.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                internal init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetCategoryPreferences.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            internal var headers: Operations.GetCategoryPreferences.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            internal init(
+                path: Operations.GetCategoryPreferences.Input.Path,
+                headers: Operations.GetCategoryPreferences.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.headers = headers
+            }
+        }
+        internal enum Output: Sendable, Hashable {
+            internal struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/categories/GET/responses/200/content`.
+                internal enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/categories/GET/responses/200/content/json`.
+                    internal struct JsonPayload: Codable, Hashable, Sendable {
+                        /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/categories/GET/responses/200/content/json/categories`.
+                        internal var categories: [Components.Schemas.CategoryPreference]
+                        /// Creates a new `JsonPayload`.
+                        ///
+                        /// - Parameters:
+                        ///   - categories:
+                        internal init(categories: [Components.Schemas.CategoryPreference]) {
+                            self.categories = categories
+                        }
+                        internal enum CodingKeys: String, CodingKey {
+                            case categories
+                        }
+                    }
+                    /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/categories/GET/responses/200/content/application\/json`.
+                    case json(Operations.GetCategoryPreferences.Output.Ok.Body.JsonPayload)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    internal var json: Operations.GetCategoryPreferences.Output.Ok.Body.JsonPayload {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                internal var body: Operations.GetCategoryPreferences.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                internal init(body: Operations.GetCategoryPreferences.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// Every category of the channel, in the channel's order.
+            ///
+            /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/categories/get(getCategoryPreferences)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.GetCategoryPreferences.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            internal var ok: Operations.GetCategoryPreferences.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The request is invalid; the message says which field and why.
+            ///
+            /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/categories/get(getCategoryPreferences)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Components.Responses.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            internal var badRequest: Components.Responses.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// No bearer token, or one that is not valid (unknown, revoked or expired).
+            ///
+            /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/categories/get(getCategoryPreferences)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            internal var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// No such resource.
+            ///
+            /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/categories/get(getCategoryPreferences)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            internal var notFound: Components.Responses.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// A rate limit is spent: the session's requests, the client address's, or the address's refused credentials (`rate_limited`). `Retry-After` says how many seconds to wait.
+            ///
+            /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/categories/get(getCategoryPreferences)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Components.Responses.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            internal var tooManyRequests: Components.Responses.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        internal enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            internal init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            internal var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            internal static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Choose whether a category reaches the user's collection and may alert them.
+    ///
+    /// Each field given changes (`null` goes back to the channel's default); an absent one stays.
+    ///
+    /// - Remark: HTTP `PUT /v1/me/channels/{channel_url}/categories/{category}`.
+    /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/categories/{category}/put(setCategoryPreference)`.
+    internal enum SetCategoryPreference {
+        internal static let id: Swift.String = "setCategoryPreference"
+        internal struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/categories/{category}/PUT/path`.
+            internal struct Path: Sendable, Hashable {
+                /// 1–128 characters from A–Z a–z 0–9 . _ ~ -
+                ///
+                /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/categories/{category}/PUT/path/channel_url`.
+                internal var channelUrl: Components.Parameters.ChannelURL
+                /// The category's id (404 `category_not_found` if the channel has none such).
+                ///
+                /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/categories/{category}/PUT/path/category`.
+                internal var category: Swift.String
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - channelUrl: 1–128 characters from A–Z a–z 0–9 . _ ~ -
+                ///   - category: The category's id (404 `category_not_found` if the channel has none such).
+                internal init(
+                    channelUrl: Components.Parameters.ChannelURL,
+                    category: Swift.String
+                ) {
+                    self.channelUrl = channelUrl
+                    self.category = category
+                }
+            }
+            internal var path: Operations.SetCategoryPreference.Input.Path
+            /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/categories/{category}/PUT/header`.
+            internal struct Headers: Sendable, Hashable {
+                internal var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SetCategoryPreference.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                internal init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SetCategoryPreference.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            internal var headers: Operations.SetCategoryPreference.Input.Headers
+            /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/categories/{category}/PUT/requestBody`.
+            internal enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/categories/{category}/PUT/requestBody/json`.
+                internal struct JsonPayload: Codable, Hashable, Sendable {
+                    /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/categories/{category}/PUT/requestBody/json/inbox`.
+                    internal var inbox: Swift.Bool?
+                    /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/categories/{category}/PUT/requestBody/json/push`.
+                    internal var push: Swift.Bool?
+                    /// Creates a new `JsonPayload`.
+                    ///
+                    /// - Parameters:
+                    ///   - inbox:
+                    ///   - push:
+                    internal init(
+                        inbox: Swift.Bool? = nil,
+                        push: Swift.Bool? = nil
+                    ) {
+                        self.inbox = inbox
+                        self.push = push
+                    }
+                    internal enum CodingKeys: String, CodingKey {
+                        case inbox
+                        case push
+                    }
+                    internal init(from decoder: any Swift.Decoder) throws {
+                        let container = try decoder.container(keyedBy: CodingKeys.self)
+                        self.inbox = try container.decodeIfPresent(
+                            Swift.Bool.self,
+                            forKey: .inbox
+                        )
+                        self.push = try container.decodeIfPresent(
+                            Swift.Bool.self,
+                            forKey: .push
+                        )
+                        try decoder.ensureNoAdditionalProperties(knownKeys: [
+                            "inbox",
+                            "push"
+                        ])
+                    }
+                }
+                /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/categories/{category}/PUT/requestBody/content/application\/json`.
+                case json(Operations.SetCategoryPreference.Input.Body.JsonPayload)
+            }
+            internal var body: Operations.SetCategoryPreference.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            ///   - body:
+            internal init(
+                path: Operations.SetCategoryPreference.Input.Path,
+                headers: Operations.SetCategoryPreference.Input.Headers = .init(),
+                body: Operations.SetCategoryPreference.Input.Body
+            ) {
+                self.path = path
+                self.headers = headers
+                self.body = body
+            }
+        }
+        internal enum Output: Sendable, Hashable {
+            internal struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/categories/{category}/PUT/responses/200/content`.
+                internal enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/categories/{category}/PUT/responses/200/content/application\/json`.
+                    case json(Components.Schemas.CategoryPreference)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    internal var json: Components.Schemas.CategoryPreference {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                internal var body: Operations.SetCategoryPreference.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                internal init(body: Operations.SetCategoryPreference.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The category after the change.
+            ///
+            /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/categories/{category}/put(setCategoryPreference)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.SetCategoryPreference.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            internal var ok: Operations.SetCategoryPreference.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The request is invalid; the message says which field and why.
+            ///
+            /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/categories/{category}/put(setCategoryPreference)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Components.Responses.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            internal var badRequest: Components.Responses.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// No bearer token, or one that is not valid (unknown, revoked or expired).
+            ///
+            /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/categories/{category}/put(setCategoryPreference)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            internal var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// No such resource.
+            ///
+            /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/categories/{category}/put(setCategoryPreference)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            internal var notFound: Components.Responses.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The body is larger than 1 MiB (8 MiB for notifications); a `Content-Length` over the limit is answered before the body is sent (also with `Expect: 100-continue`), and the connection closes.
+            ///
+            /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/categories/{category}/put(setCategoryPreference)/responses/413`.
+            ///
+            /// HTTP response code: `413 contentTooLarge`.
+            case contentTooLarge(Components.Responses.TooLarge)
+            /// The associated value of the enum case if `self` is `.contentTooLarge`.
+            ///
+            /// - Throws: An error if `self` is not `.contentTooLarge`.
+            /// - SeeAlso: `.contentTooLarge`.
+            internal var contentTooLarge: Components.Responses.TooLarge {
+                get throws {
+                    switch self {
+                    case let .contentTooLarge(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "contentTooLarge",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// A rate limit is spent: the session's requests, the client address's, or the address's refused credentials (`rate_limited`). `Retry-After` says how many seconds to wait.
+            ///
+            /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/categories/{category}/put(setCategoryPreference)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Components.Responses.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            internal var tooManyRequests: Components.Responses.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        internal enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            internal init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            internal var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            internal static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
     /// The user's trigger option for the channel (user).
     ///
     /// - Remark: HTTP `GET /v1/me/channels/{channel_url}/push-preferences`.

@@ -126,6 +126,26 @@ internal protocol APIProtocol: Sendable {
     /// - Remark: HTTP `DELETE /v1/me/push-preferences`.
     /// - Remark: Generated from `#/paths//v1/me/push-preferences/delete(resetPushPreferences)`.
     func resetPushPreferences(_ input: Operations.ResetPushPreferences.Input) async throws -> Operations.ResetPushPreferences.Output
+    /// The channel's categories with the user's choices.
+    ///
+    /// For each category of the channel: whether its notifications reach the user's collection
+    /// (`inbox`) and may alert them (`push`) — the user's own choice, else the channel's default for
+    /// the category. A send applies them when it writes copies: a user whose `inbox` is false for the
+    /// category gets no copy (nothing in the collection, no unread count, no push); one whose `push`
+    /// is false gets no alert push unless the send forces it (`push.force_push`). Choices apply to
+    /// sends made after them.
+    ///
+    ///
+    /// - Remark: HTTP `GET /v1/me/channels/{channel_url}/categories`.
+    /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/categories/get(getCategoryPreferences)`.
+    func getCategoryPreferences(_ input: Operations.GetCategoryPreferences.Input) async throws -> Operations.GetCategoryPreferences.Output
+    /// Choose whether a category reaches the user's collection and may alert them.
+    ///
+    /// Each field given changes (`null` goes back to the channel's default); an absent one stays.
+    ///
+    /// - Remark: HTTP `PUT /v1/me/channels/{channel_url}/categories/{category}`.
+    /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/categories/{category}/put(setCategoryPreference)`.
+    func setCategoryPreference(_ input: Operations.SetCategoryPreference.Input) async throws -> Operations.SetCategoryPreference.Output
     /// The user's trigger option for the channel (user).
     ///
     /// - Remark: HTTP `GET /v1/me/channels/{channel_url}/push-preferences`.
@@ -390,6 +410,44 @@ extension APIProtocol {
     /// - Remark: Generated from `#/paths//v1/me/push-preferences/delete(resetPushPreferences)`.
     internal func resetPushPreferences(headers: Operations.ResetPushPreferences.Input.Headers = .init()) async throws -> Operations.ResetPushPreferences.Output {
         try await resetPushPreferences(Operations.ResetPushPreferences.Input(headers: headers))
+    }
+    /// The channel's categories with the user's choices.
+    ///
+    /// For each category of the channel: whether its notifications reach the user's collection
+    /// (`inbox`) and may alert them (`push`) — the user's own choice, else the channel's default for
+    /// the category. A send applies them when it writes copies: a user whose `inbox` is false for the
+    /// category gets no copy (nothing in the collection, no unread count, no push); one whose `push`
+    /// is false gets no alert push unless the send forces it (`push.force_push`). Choices apply to
+    /// sends made after them.
+    ///
+    ///
+    /// - Remark: HTTP `GET /v1/me/channels/{channel_url}/categories`.
+    /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/categories/get(getCategoryPreferences)`.
+    internal func getCategoryPreferences(
+        path: Operations.GetCategoryPreferences.Input.Path,
+        headers: Operations.GetCategoryPreferences.Input.Headers = .init()
+    ) async throws -> Operations.GetCategoryPreferences.Output {
+        try await getCategoryPreferences(Operations.GetCategoryPreferences.Input(
+            path: path,
+            headers: headers
+        ))
+    }
+    /// Choose whether a category reaches the user's collection and may alert them.
+    ///
+    /// Each field given changes (`null` goes back to the channel's default); an absent one stays.
+    ///
+    /// - Remark: HTTP `PUT /v1/me/channels/{channel_url}/categories/{category}`.
+    /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/categories/{category}/put(setCategoryPreference)`.
+    internal func setCategoryPreference(
+        path: Operations.SetCategoryPreference.Input.Path,
+        headers: Operations.SetCategoryPreference.Input.Headers = .init(),
+        body: Operations.SetCategoryPreference.Input.Body
+    ) async throws -> Operations.SetCategoryPreference.Output {
+        try await setCategoryPreference(Operations.SetCategoryPreference.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
     }
     /// The user's trigger option for the channel (user).
     ///

@@ -11,6 +11,7 @@ public enum AlertDecision: Sendable, Equatable {
         case doNotDisturb = "do_not_disturb"
         case triggerOff = "trigger_off"
         case notMentioned = "not_mentioned"
+        case categoryOff = "category_off"
     }
 
     public var sends: Bool {
@@ -18,7 +19,8 @@ public enum AlertDecision: Sendable, Equatable {
         return false
     }
 
-    /// The decision, in the seed's order: a forced push wins; else snooze suppresses; else, when the
+    /// The decision, in the seed's order: a forced push wins; else the user's choice for the category
+    /// (`categoryPush`: theirs, or the channel's default for it) suppresses; else snooze does; else, when the
     /// user has weekly schedules, a window of that weekday (in the user's time zone) does, and
     /// otherwise the legacy daily window; then the channel's trigger option (`default`: the user's)
     /// — `off` never pushes, `mention_only` pushes only notifications that mention the user.
@@ -27,9 +29,11 @@ public enum AlertDecision: Sendable, Equatable {
         channelOption: PushPreferences.ChannelTriggerOption,
         mentioned: Bool,
         forced: Bool,
+        categoryPush: Bool = true,
         at date: Date
     ) -> AlertDecision {
         if forced { return .send(forced: true) }
+        if !categoryPush { return .suppressed(.categoryOff) }
         if let snooze = preferences.snooze {
             let now = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
             if snooze.start <= now && now < snooze.end { return .suppressed(.snoozed) }

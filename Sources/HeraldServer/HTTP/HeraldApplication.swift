@@ -153,6 +153,11 @@ public enum HeraldApplication {
             preferences: PushPreferenceStore(client: dependencies.client),
             collections: CollectionStore(client: dependencies.client)
         ).register(in: registry)
+        CategoryPreferencesController(
+            preferences: CategoryPreferenceStore(client: dependencies.client),
+            collections: CollectionStore(client: dependencies.client),
+            channels: ChannelStore(client: dependencies.client)
+        ).register(in: registry)
         let stream = LiveController(
             hub: dependencies.hub,
             sessions: sessions,

@@ -245,18 +245,25 @@ struct NotificationsController: Sendable {
         return id
     }
 
+    /// A request named users who do not exist (a store lists the first of them and counts all).
+    static func unknownUsers(_ ids: [String], total: Int) -> APIError {
+        APIError(.badRequest, code: "unknown_users", message: "These users do not exist: \(listed(ids, total: total)).")
+    }
+
+    /// Ids as a message lists them: the first ones quoted, and how many more.
+    static func listed(_ ids: [String], total: Int) -> String {
+        let shown = ids.map { "'\($0)'" }.joined(separator: ", ")
+        return total > ids.count ? "\(shown) and \(total - ids.count) more" : shown
+    }
+
     static func apiError(_ error: NotificationStoreError) -> APIError {
-        func list(_ ids: [String], total: Int) -> String {
-            let shown = ids.map { "'\($0)'" }.joined(separator: ", ")
-            return total > ids.count ? "\(shown) and \(total - ids.count) more" : shown
-        }
         switch error {
         case .unknownChannel:
             return APIError(.badRequest, code: "unknown_channel", message: "The channel no longer exists.")
         case .unknownTopic:
             return APIError(.badRequest, code: "unknown_topic", message: "There is no such topic; create it with PUT /v1/topics/{topic_id}.")
         case .unknownUsers(let ids, let total):
-            return APIError(.badRequest, code: "unknown_users", message: "These users do not exist: \(list(ids, total: total)).")
+            return unknownUsers(ids, total: total)
         case .notRecipients(let ids, let total):
             return APIError(
                 .badRequest,

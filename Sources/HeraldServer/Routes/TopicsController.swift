@@ -268,9 +268,7 @@ struct TopicsController: Sendable {
             case .unknownTopic:
                 throw notFound
             case .unknownUsers(let ids, let total):
-                let shown = ids.map { "'\($0)'" }.joined(separator: ", ")
-                let list = total > ids.count ? "\(shown) and \(total - ids.count) more" : shown
-                throw APIError(.badRequest, code: "unknown_users", message: "These users do not exist: \(list). Nothing was changed.")
+                throw NotificationsController.unknownUsers(ids, total: total)
             case .notSelfSubscribe:
                 throw APIError(
                     .forbidden,

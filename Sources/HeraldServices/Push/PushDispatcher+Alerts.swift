@@ -37,6 +37,7 @@ extension PushDispatcher {
                 channelOption: candidate.channelOption,
                 mentioned: candidate.mentioned,
                 forced: candidate.forced,
+                categoryPush: candidate.categoryPush,
                 at: now
             )
             guard case .send(let forced) = decision else { return nil }

@@ -23,7 +23,8 @@ extension NotificationStore {
             guard
                 let row = try await connection.query(
                     """
-                    SELECT id, channel_key, fanout_after, fanout_through, fanout_skips_existing, topic_key, excluded_keys FROM notifications
+                    SELECT id, channel_key, fanout_after, fanout_through, fanout_skips_existing, topic_key, excluded_keys, category, inbox_default
+                    FROM notifications
                     WHERE fanout_state = 'running' ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
                     """
                 ).first
@@ -31,6 +32,7 @@ extension NotificationStore {
             let (id, channelKey, after, through, skipsExisting) = try row.decode((Int64, Int64, Int64, Int64, Bool).self)
             let topicKey = try row.decode(column: 5, as: Int64?.self)
             let excludedKeys = try row.decode(column: 6, as: [Int64].self)
+            let (category, inboxDefault) = (try row.decode(column: 7, as: String.self), try row.decode(column: 8, as: Bool.self))
             let last: Int64
             if let topicKey {
                 last = try await Self.subscribersBatchEnd(topic: topicKey, after: after, through: through, size: size, on: connection)
@@ -45,19 +47,28 @@ extension NotificationStore {
             // already have a copy: the conflict check of ON CONFLICT costs a speculative insertion per row.
             // A topic's subscribers are read as they are now, in this batch's transaction: a user
             // (un)subscribing concurrently is in one batch's range only, so gets one copy or none.
+            // Qualified: the conditions below hold subqueries with a `user_key` of their own.
+            let userColumn: PostgresQuery = topicKey == nil ? "u.key" : "s.user_key"
             let source: PostgresQuery =
                 topicKey.map {
                     """
-                    SELECT user_key, \(channelKey), \(id), \(xid) FROM topic_subscriptions
-                    WHERE topic_key = \($0) AND user_key > \(after) AND user_key <= \(last) AND NOT muted
+                    SELECT s.user_key, \(channelKey), \(id), \(xid) FROM topic_subscriptions s
+                    WHERE s.topic_key = \($0) AND s.user_key > \(after) AND s.user_key <= \(last) AND NOT s.muted
                     """
-                } ?? "SELECT key, \(channelKey), \(id), \(xid) FROM users WHERE key > \(after) AND key <= \(last)"
-            let excluding: PostgresQuery =
-                excludedKeys.isEmpty ? "" : "AND \(topicKey == nil ? "key" : "user_key" as PostgresQuery) <> ALL(\(excludedKeys)::int8[])"
+                } ?? "SELECT u.key, \(channelKey), \(id), \(xid) FROM users u WHERE u.key > \(after) AND u.key <= \(last)"
+            // Users who turned the category off for their inbox get no copy (and so no count, push or
+            // event): sql/0025.
+            let inbox = CategoryPreferenceSQL.inboxAdmits(
+                user: userColumn,
+                channel: "\(channelKey)",
+                category: "\(category)",
+                inboxDefault: inboxDefault
+            )
+            let excluding: PostgresQuery = excludedKeys.isEmpty ? "" : "AND \(userColumn) <> ALL(\(excludedKeys)::int8[])"
             let inserted = try await connection.query(
                 """
                 INSERT INTO notification_recipients (user_key, channel_key, notification_id, change_xid)
-                \(source) \(excluding)
+                \(source) \(excluding) AND \(inbox)
                 \(skipsExisting ? "ON CONFLICT DO NOTHING" : "" as PostgresQuery)
                 """
             ).affectedRows

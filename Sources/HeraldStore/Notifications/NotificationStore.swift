@@ -57,12 +57,22 @@ public struct NotificationStore: Sendable {
     static func insert(_ draft: NotificationDraft, on connection: PostgresConnection) async throws -> StoredNotification {
         // FOR KEY SHARE keeps the channel from being deleted until this transaction ends.
         guard
-            let channelKey = try await connection.query(
-                "SELECT key FROM channels WHERE url = \(draft.channelURL) FOR KEY SHARE"
-            ).first?.decode(Int64.self)
+            let channelRow = try await connection.query(
+                "SELECT key, categories FROM channels WHERE url = \(draft.channelURL) FOR KEY SHARE"
+            ).first
         else {
             throw NotificationStoreError.unknownChannel
         }
+        let (channelKey, categoriesJSON) = try channelRow.decode((Int64, PostgresJSONB).self)
+        // The category's defaults as the send finds them; every batch and alert applies these.
+        let category = try JSONDecoder().decode([Channel.Category].self, from: Data(categoriesJSON.utf8)).first { $0.id == draft.category }
+        let (inboxDefault, pushDefault) = (category?.inboxDefault ?? true, category?.pushDefault ?? true)
+        let inbox = CategoryPreferenceSQL.inboxAdmits(
+            user: "u.key",
+            channel: "\(channelKey)",
+            category: "\(draft.category)",
+            inboxDefault: inboxDefault
+        )
         let overrides = try Self.overridesJSON(draft.content.perUser)
         var targetIDs: [String] = []
         let audienceSize: Int64
@@ -111,13 +121,13 @@ public struct NotificationStore: Sendable {
             INSERT INTO notifications (
                 channel_key, template_key, template_version, variables, data, push_title, push_body,
                 category, tags, event_deadline, push, audience, audience_size, fanout_through, fanout_state,
-                fanout_skips_existing, expires_at, topic_key, topic, excluded_keys)
+                fanout_skips_existing, expires_at, topic_key, topic, excluded_keys, inbox_default, push_default)
             VALUES (
                 \(channelKey), \(draft.templateKey), \(draft.templateVersion), \(variables), \(data),
                 \(draft.content.shared.pushTitle), \(draft.content.shared.pushBody), \(draft.category), \(draft.tags),
                 \(deadline), \(push), \(draft.audience.name), \(audienceSize), \(fanoutThrough), \(fanoutState),
                 \(!draft.content.perUser.isEmpty), \(draft.expiresAt.map(PostgresTimestamp.init)), \(topicKey), \(topicName(draft.audience)),
-                \(excludedKeys))
+                \(excludedKeys), \(inboxDefault), \(pushDefault))
             RETURNING id
             """
         )
@@ -133,7 +143,7 @@ public struct NotificationStore: Sendable {
                 SELECT u.key, \(channelKey), \(id), \(xid), o.data, o.push_title, o.push_body
                 FROM users u
                 LEFT JOIN jsonb_to_recordset(\(overrides)) AS o(id text, data jsonb, push_title text, push_body text) ON o.id = u.id
-                WHERE u.id = ANY(\(targetIDs))
+                WHERE u.id = ANY(\(targetIDs)) AND \(inbox)
                 """
             )
         case .all, .topic:
@@ -149,7 +159,7 @@ public struct NotificationStore: Sendable {
                 SELECT u.key, \(channelKey), \(id), \(xid), o.data, o.push_title, o.push_body
                 FROM jsonb_to_recordset(\(overrides)) AS o(id text, data jsonb, push_title text, push_body text)
                 JOIN users u ON u.id = o.id
-                WHERE u.key <> ALL(\(excludedKeys)::int8[]) AND \(subscribed)
+                WHERE u.key <> ALL(\(excludedKeys)::int8[]) AND \(subscribed) AND \(inbox)
                 """
             )
         }

@@ -10,6 +10,8 @@ public struct AlertCandidate: Sendable, Equatable {
     public var forced: Bool
     public var preferences: PushPreferences
     public var channelOption: PushPreferences.ChannelTriggerOption
+    /// The user's choice for the notification's category, else the channel's default for it.
+    public var categoryPush: Bool = true
 }
 
 /// An alert push claimed for sending, with everything its payload needs from the database.
@@ -65,12 +67,14 @@ public struct AlertStore: Sendable {
                     SELECT r.user_key, r.channel_key,
                         u.id IN (SELECT jsonb_array_elements_text(coalesce(n.push->'mentioned_user_ids', '[]'))),
                         u.id IN (SELECT jsonb_array_elements_text(coalesce(n.push->'force_push', '[]'))),
-                        coalesce(cp.trigger_option, 'default'), \(PushPreferenceStore.columns)
+                        coalesce(cp.trigger_option, 'default'), coalesce(catp.push, n.push_default), \(PushPreferenceStore.columns)
                     FROM notifications n
                     JOIN notification_recipients r ON r.notification_id = n.id
                     JOIN users u ON u.key = r.user_key
                     LEFT JOIN push_preferences p ON p.user_key = r.user_key
                     LEFT JOIN channel_push_preferences cp ON cp.user_key = r.user_key AND cp.channel_key = r.channel_key
+                    LEFT JOIN category_preferences catp
+                        ON catp.user_key = r.user_key AND catp.channel_key = r.channel_key AND catp.category = n.category
                     WHERE n.id = \(notification) AND n.deleted_at IS NULL AND NOT r.deleted
                         -- Bounds the index on (notification_id, user_key) can use; `IS NULL OR` would read
                         -- every recipient of the notification for each outbox row.
@@ -78,15 +82,16 @@ public struct AlertStore: Sendable {
                         AND EXISTS (SELECT 1 FROM devices d WHERE d.user_key = r.user_key)
                     """
                 ).map { row in
-                    // The four columns above and the trigger option, then the preferences.
-                    var preferencesColumn = 5
+                    // The four columns above, the trigger option and the category's push, then the preferences.
+                    var preferencesColumn = 6
                     return AlertCandidate(
                         userKey: try row.decode(column: 0, as: Int64.self),
                         channelKey: try row.decode(column: 1, as: Int64.self),
                         mentioned: try row.decode(column: 2, as: Bool.self),
                         forced: try row.decode(column: 3, as: Bool.self),
                         preferences: try PushPreferenceStore.decode(row, at: &preferencesColumn),
-                        channelOption: PushPreferences.ChannelTriggerOption(rawValue: try row.decode(column: 4, as: String.self)) ?? .default
+                        channelOption: PushPreferences.ChannelTriggerOption(rawValue: try row.decode(column: 4, as: String.self)) ?? .default,
+                        categoryPush: try row.decode(column: 5, as: Bool.self)
                     )
                 }
                 guard !candidates.isEmpty else { continue }

@@ -36,7 +36,8 @@ public struct UserErasureStore: Sendable {
                     SELECT count(*) AS n FROM devices WHERE user_key = \(key)
                 ), preferences AS (
                     SELECT (SELECT count(*) FROM push_preferences WHERE user_key = \(key))
-                        + (SELECT count(*) FROM channel_push_preferences WHERE user_key = \(key)) AS n
+                        + (SELECT count(*) FROM channel_push_preferences WHERE user_key = \(key))
+                        + (SELECT count(*) FROM category_preferences WHERE user_key = \(key)) AS n
                 ), subscriptions AS (
                     SELECT count(*) AS n FROM topic_subscriptions WHERE user_key = \(key)
                 )

@@ -21,6 +21,7 @@ public struct UserExportStore: Sendable {
         case events
         case pushFailures = "push_failures"
         case topics
+        case categoryPreferences = "category_preferences"
     }
 
     /// Where a page ended; the next page starts after it.
@@ -146,6 +147,16 @@ public struct UserExportStore: Sendable {
                     'subscribed_at', \(TimeSQL.rfc3339("s.created_at")))::text
                 FROM topic_subscriptions s JOIN topics t ON t.key = s.topic_key
                 WHERE s.user_key = \(key) AND (s.topic_key, 0::bigint) > (\(a), \(b)) ORDER BY s.topic_key LIMIT \(limit)
+                """
+        case .categoryPreferences:
+            // Paged by channel, then by the category's place among the user's choices in that channel.
+            return """
+                SELECT p.channel_key, n, json_build_object('channel_url', c.url, 'category', p.category, 'inbox', p.inbox, 'push', p.push,
+                    'updated_at', \(TimeSQL.rfc3339("p.updated_at")))::text
+                FROM (
+                    SELECT *, row_number() OVER (PARTITION BY channel_key ORDER BY category) AS n FROM category_preferences WHERE user_key = \(key)
+                ) AS p JOIN channels c ON c.key = p.channel_key
+                WHERE (p.channel_key, n) > (\(a), \(b)) ORDER BY p.channel_key, n LIMIT \(limit)
                 """
         }
     }
