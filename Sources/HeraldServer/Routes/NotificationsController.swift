@@ -268,7 +268,7 @@ struct NotificationsController: Sendable {
             return APIError(
                 .badRequest,
                 code: "not_recipients",
-                message: "user_variables names users who are not recipients: \(list(ids, total: total))."
+                message: "user_variables names users who are not recipients: \(listed(ids, total: total))."
             )
         case .fanoutInProgress:
             return APIError(
