@@ -83,8 +83,10 @@ struct SendNotificationRequest: Codable, Sendable {
             audience = .topic(topic)
         case (nil, nil, nil):
             throw invalid("targets", "or audience: \"all\" or topic is required")
+        case (.some, .some, _):
+            throw invalid("targets", "and audience cannot both be given")
         default:
-            throw invalid("targets", "audience and topic: only one of them may be given")
+            throw invalid("topic", "cannot be given with targets or audience")
         }
         if !exclude.isEmpty {
             if case .targets = audience { throw invalid("exclude", "applies to audience: \"all\" and topic sends; leave the users out of targets") }
