@@ -1,7 +1,7 @@
 -- A user's choices per category of a channel: whether its notifications reach their collection at
 -- all (inbox) and whether they may alert them (push). NULL follows the channel's default for the
 -- category (`inbox_default`, `push_default` in the channel's categories, both true unless the admin
--- says otherwise); a row exists only while the user has made a choice.
+-- says otherwise); the store removes a row once neither is chosen.
 --
 -- Sends read it as a set: a copy is written only for users whose inbox choice lets it through, so a
 -- broadcast's fan-out joins this table (by channel and category: the second index) for its range of
@@ -13,8 +13,7 @@ CREATE TABLE category_preferences (
     inbox boolean,
     push boolean,
     updated_at timestamptz NOT NULL DEFAULT now(),
-    PRIMARY KEY (user_key, channel_key, category),
-    CHECK (inbox IS NOT NULL OR push IS NOT NULL)
+    PRIMARY KEY (user_key, channel_key, category)
 );
 CREATE INDEX category_preferences_channel ON category_preferences (channel_key, category, user_key);
 

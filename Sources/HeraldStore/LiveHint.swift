@@ -192,15 +192,23 @@ public enum LiveHint: Sendable, Equatable {
         "SELECT pg_notify(\(channel), \(notificationPayload(change, id: id, channelKey: channelKey)))"
     }
 
-    /// The payload expression of `notificationQuery`.
-    static func notificationPayload(_ change: NotificationChange, id: Int64, channelKey: Int64) -> PostgresQuery {
+    /// The payload expression of `notificationQuery`; with `within`, only the copies of users with
+    /// keys in `(after, through]` (a topic's fan-out batch, whose range holds users who are not
+    /// subscribers and must not be woken).
+    static func notificationPayload(
+        _ change: NotificationChange,
+        id: Int64,
+        channelKey: Int64,
+        within range: (after: Int64, through: Int64)? = nil
+    ) -> PostgresQuery {
         let head = "n \(change.rawValue) \(id) \(channelKey) "
+        let bounds: PostgresQuery = range.map { "AND user_key > \($0.after) AND user_key <= \($0.through)" } ?? ""
         return """
             (SELECT \(head) || CASE WHEN count(*) = 0 THEN '0 0'
                 WHEN count(*) <= \(maximumIDs) THEN 'u ' || string_agg(user_key::text, ',')
                 ELSE (min(user_key) - 1)::text || ' ' || max(user_key)::text END
                 || ' @' || \(ChangePositionSQL.currentTransactionID)
-            FROM notification_recipients WHERE notification_id = \(id))
+            FROM notification_recipients WHERE notification_id = \(id) \(bounds))
             """
     }
 

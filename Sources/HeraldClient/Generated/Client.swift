@@ -2759,7 +2759,7 @@ internal struct Client: APIProtocol {
     }
     /// Choose whether a category reaches the user's collection and may alert them.
     ///
-    /// Each field given changes (`null` goes back to the channel's default); an absent one stays.
+    /// Each field given changes (`null` goes back to the channel's default); an absent one stays. A body giving neither is a 400.
     ///
     /// - Remark: HTTP `PUT /v1/me/channels/{channel_url}/categories/{category}`.
     /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/categories/{category}/put(setCategoryPreference)`.

@@ -2,6 +2,7 @@ import Foundation
 import HeraldCore
 import HeraldStore
 import Hummingbird
+import Postgres
 
 /// `/v1/me/channels/{channel_url}/categories`: a user's choice, per category of a channel, of whether
 /// its notifications reach their collection (`inbox`) and may alert them (`push`), over the defaults
@@ -27,14 +28,20 @@ struct CategoryPreferencesController: Sendable {
             guard let id = try context.parameters.require("category").removingPercentEncoding else { throw Self.categoryNotFound }
             let (channel, categories) = try await definition(input, answer: answer)
             guard let category = categories.first(where: { $0.id == id }) else { throw Self.categoryNotFound }
-            guard let change = try await RequestBody.decode(Change.self, from: request, context: context) else {
+            guard let change = try await RequestBody.decode(Change.self, from: request, context: context), change.inbox != nil || change.push != nil
+            else {
                 throw APIError(
                     .badRequest,
                     code: "invalid_category_preferences",
                     message: "The body must give inbox or push (true, false, or null for the default)."
                 )
             }
-            let choice = try await preferences.set(userKey: user.key, channelKey: channel.key, category: id, inbox: change.inbox, push: change.push)
+            let choice: CategoryChoice
+            do {
+                choice = try await preferences.set(userKey: user.key, channelKey: channel.key, category: id, inbox: change.inbox, push: change.push)
+            } catch let error as PostgresError where error.code == .foreignKeyViolation {
+                throw CollectionController.channelNotFound  // deleted meanwhile
+            }
             return CategoryBody(category, choice: choice)
         }
     }

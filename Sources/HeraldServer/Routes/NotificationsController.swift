@@ -102,7 +102,7 @@ struct NotificationsController: Sendable {
             eventDeadline: deadline,
             push: body.push,
             audience: audience,
-            excluded: body.exclude,
+            excluded: body.exclude ?? [],
             expiresAt: expiresAt
         )
         // A broadcast (everyone, a topic) is reached in the background.

@@ -12,7 +12,9 @@ struct SendNotificationRequest: Codable, Sendable {
     var targets: [String]?
     var audience: String?
     var topic: String?
-    var exclude: [String]
+    /// Absent unless given, so that the digest of a request without it is what it was before
+    /// `exclude` existed (idempotency keys kept across an upgrade still match).
+    var exclude: [String]?
     var category: String?
     var tags: [String]
     var eventDeadline: String?
@@ -39,7 +41,7 @@ struct SendNotificationRequest: Codable, Sendable {
         targets = try container.decodeIfPresent([String].self, forKey: .targets)
         audience = try container.decodeIfPresent(String.self, forKey: .audience)
         topic = try container.decodeIfPresent(String.self, forKey: .topic)
-        exclude = try container.decodeIfPresent([String].self, forKey: .exclude) ?? []
+        exclude = try container.decodeIfPresent([String].self, forKey: .exclude)
         category = try container.decodeIfPresent(String.self, forKey: .category)
         tags = try container.decodeIfPresent([String].self, forKey: .tags) ?? []
         eventDeadline = try container.decodeIfPresent(String.self, forKey: .eventDeadline)
@@ -88,7 +90,7 @@ struct SendNotificationRequest: Codable, Sendable {
         default:
             throw invalid("topic", "cannot be given with targets or audience")
         }
-        if !exclude.isEmpty {
+        if let exclude, !exclude.isEmpty {
             if case .targets = audience { throw invalid("exclude", "applies to audience: \"all\" and topic sends; leave the users out of targets") }
             guard exclude.count <= Self.maximumTargets else { throw invalid("exclude", "may list at most \(Self.maximumTargets) user ids") }
             if let index = exclude.firstIndex(where: { UserID.problem(with: $0) != nil }) {

@@ -2,6 +2,7 @@ import Foundation
 import HeraldCore
 import HeraldStore
 import Hummingbird
+import Postgres
 
 /// Topics: the admin's routes (define, list, subscribe users in bulk) and a user's own (list, follow,
 /// unfollow, mute). A send targets one with `"topic"` (`NotificationsController`).
@@ -83,7 +84,8 @@ struct TopicsController: Sendable {
 
     /// `PUT /v1/topics/{topic_id}` from its decoded body (the console's too).
     func put(_ id: String, _ definition: Definition) async throws -> (TopicBody, created: Bool) {
-        if let name = definition.name, name.count > Self.maximumNameLength {
+        // Code points, as PostgreSQL's char_length counts them (the table's check).
+        if let name = definition.name, name.unicodeScalars.count > Self.maximumNameLength {
             throw Self.invalid("name", "must be at most \(Self.maximumNameLength) characters")
         }
         let (topic, created) = try await topics.put(id: id, name: definition.name ?? "", selfSubscribe: definition.selfSubscribe ?? false)
@@ -263,6 +265,13 @@ struct TopicsController: Sendable {
     static func mapped<T>(_ call: () async throws -> T) async throws -> T {
         do {
             return try await call()
+        } catch let error as PostgresError where error.code == .foreignKeyViolation {
+            // A user erased (or the topic deleted) while the request ran: nothing was written.
+            throw APIError(
+                .conflict,
+                code: "changed_meanwhile",
+                message: "A user or the topic was removed meanwhile; nothing was changed. Try again."
+            )
         } catch let error as TopicStoreError {
             switch error {
             case .unknownTopic:

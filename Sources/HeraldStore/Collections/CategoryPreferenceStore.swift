@@ -39,27 +39,26 @@ public struct CategoryPreferenceStore: Sendable {
     /// after. A choice of nothing leaves no row.
     public func set(userKey: Int64, channelKey: Int64, category: String, inbox: Bool??, push: Bool??) async throws -> CategoryChoice {
         try await client.withRetryingTransaction { connection in
-            let current = try await connection.query(
+            // Merged in the statement, on the row it locks: two requests changing one field each, at
+            // once, both stand.
+            let row = try await connection.query(
                 """
-                SELECT inbox, push FROM category_preferences
-                WHERE user_key = \(userKey) AND channel_key = \(channelKey) AND category = \(category) FOR UPDATE
+                INSERT INTO category_preferences AS cp (user_key, channel_key, category, inbox, push)
+                VALUES (\(userKey), \(channelKey), \(category), \(inbox ?? nil), \(push ?? nil))
+                ON CONFLICT (user_key, channel_key, category) DO UPDATE SET
+                    inbox = CASE WHEN \(inbox != nil) THEN EXCLUDED.inbox ELSE cp.inbox END,
+                    push = CASE WHEN \(push != nil) THEN EXCLUDED.push ELSE cp.push END,
+                    updated_at = now()
+                RETURNING cp.inbox, cp.push
                 """
-            ).first.map { try $0.decode((Bool?, Bool?).self) }
-            let choice = CategoryChoice(inbox: inbox ?? current?.0, push: push ?? current?.1)
-            if choice.inbox == nil, choice.push == nil {
+            )[0]
+            let choice = try row.decode((Bool?, Bool?).self)
+            if choice.0 == nil, choice.1 == nil {
                 try await connection.query(
                     "DELETE FROM category_preferences WHERE user_key = \(userKey) AND channel_key = \(channelKey) AND category = \(category)"
                 )
-            } else {
-                try await connection.query(
-                    """
-                    INSERT INTO category_preferences (user_key, channel_key, category, inbox, push)
-                    VALUES (\(userKey), \(channelKey), \(category), \(choice.inbox), \(choice.push))
-                    ON CONFLICT (user_key, channel_key, category) DO UPDATE SET inbox = EXCLUDED.inbox, push = EXCLUDED.push, updated_at = now()
-                    """
-                )
             }
-            return choice
+            return CategoryChoice(inbox: choice.0, push: choice.1)
         }
     }
 }

@@ -44,14 +44,17 @@ extension CollectionStore {
         // A user's removed copy of a live broadcast that reached them stays: until the broadcast is
         // folded into their counter it is counted for them per channel, and their copy is what lets a
         // later delete of the broadcast give their count back (see `sql/0006_collections.sql` and
-        // `sql/0012_broadcast_folding.sql`). It goes once the broadcast does.
+        // `sql/0012_broadcast_folding.sql`). So does one made at send time (per-user variables) that
+        // the fan-out has yet to pass: the batch that passes it takes its send-time count back and
+        // counts it by its copy. It goes once the broadcast does.
         let tombstones = try await removeInBatches(
             """
             DELETE FROM notification_recipients WHERE ctid = ANY(ARRAY(
                 SELECT r.ctid FROM notification_recipients r WHERE r.deleted AND r.change_xid < \(bound)
                     AND NOT EXISTS (
                         SELECT 1 FROM notifications n
-                        WHERE n.id = r.notification_id AND n.audience <> 'targets' AND n.deleted_at IS NULL AND n.fanout_after >= r.user_key)
+                        WHERE n.id = r.notification_id AND n.audience <> 'targets' AND n.deleted_at IS NULL
+                            AND (n.fanout_after >= r.user_key OR n.fanout_state = 'running'))
                 LIMIT \(batchSize)))
             """,
             batchSize: batchSize

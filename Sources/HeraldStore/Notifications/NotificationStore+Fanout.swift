@@ -73,7 +73,15 @@ extension NotificationStore {
                 """
             ).affectedRows
             let finished = last >= through
-            try await PushStore.enqueue(notification: id, channelKey: channelKey, change: .created, usersAfter: after, through: last, on: connection)
+            try await PushStore.enqueue(
+                notification: id,
+                channelKey: channelKey,
+                change: .created,
+                usersAfter: after,
+                through: last,
+                sparse: topicKey != nil,
+                on: connection
+            )
             try await connection.query(
                 """
                 UPDATE notifications SET fanout_after = \(last), recipient_count = recipient_count + \(Int64(inserted)),

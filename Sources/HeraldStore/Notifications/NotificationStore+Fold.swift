@@ -41,9 +41,11 @@ extension NotificationStore {
             let users = try await connection.query(
                 """
                 INSERT INTO channel_states AS s (user_key, channel_key, unread_adjustment, last_notification_id, last_activity_at)
-                SELECT user_key, \(channelKey), 1, \(id), \(createdAt) FROM notification_recipients
-                WHERE notification_id = \(id) AND user_key > \(after) AND user_key <= \(last)
-                ORDER BY user_key
+                SELECT r.user_key, \(channelKey), 1, \(id), \(createdAt) FROM notification_recipients r
+                -- Copies outlive an erased user until the erasure's sweep: no state for them.
+                JOIN users u ON u.key = r.user_key
+                WHERE r.notification_id = \(id) AND r.user_key > \(after) AND r.user_key <= \(last)
+                ORDER BY r.user_key
                 ON CONFLICT (user_key, channel_key) DO UPDATE SET
                     unread_adjustment = s.unread_adjustment + 1,
                     last_notification_id = greatest(s.last_notification_id, EXCLUDED.last_notification_id),

@@ -76,11 +76,15 @@ public struct PushStore: Sendable {
         change: LiveHint.NotificationChange,
         usersAfter after: Int64? = nil,
         through: Int64? = nil,
+        sparse: Bool = false,
         on connection: PostgresConnection
     ) async throws {
-        // A fan-out batch names its span; a send, edit or deletion its recipients, read from its copies.
+        // A fan-out batch to everyone names its span (every user in it has a copy); a sparse batch (a
+        // topic's) and a send, edit or deletion name their recipients, read from the copies.
         let hint: PostgresQuery
-        if let after, let through {
+        if let after, let through, sparse {
+            hint = LiveHint.notificationPayload(change, id: notification, channelKey: channelKey, within: (after, through))
+        } else if let after, let through {
             let payload = LiveHint.notification(change, id: notification, channelKey: channelKey, recipients: .range(after: after, through: through))
                 .payload
             hint = "\(payload) || ' @' || \(ChangePositionSQL.currentTransactionID)"

@@ -123,23 +123,31 @@ public struct TopicStore: Sendable {
     public func follow(userKey: Int64, topic: String, muted: Bool?) async throws -> (subscription: TopicSubscription, created: Bool) {
         try await client.withRetryingTransaction { connection in
             let (key, found) = try await Self.lock(topic, on: connection)
-            let existing =
-                try await connection.query(
-                    "SELECT 1 FROM topic_subscriptions WHERE topic_key = \(key) AND user_key = \(userKey)"
-                ).count == 1
-            if !existing, !found.selfSubscribe { throw TopicStoreError.notSelfSubscribe }
-            let row = try await connection.query(
+            // A topic users may not join is only ever updated here: an insert could bring back a
+            // subscription the admin removed between a check and the write.
+            let saved: PostgresQuery =
+                found.selfSubscribe
+                ? """
+                INSERT INTO topic_subscriptions AS s (topic_key, user_key, muted) VALUES (\(key), \(userKey), coalesce(\(muted), false))
+                ON CONFLICT (topic_key, user_key) DO UPDATE SET muted = coalesce(\(muted), s.muted)
+                RETURNING s.*, (s.xmax = 0) AS created
                 """
-                WITH saved AS (
-                    INSERT INTO topic_subscriptions AS s (topic_key, user_key, muted) VALUES (\(key), \(userKey), coalesce(\(muted), false))
-                    ON CONFLICT (topic_key, user_key) DO UPDATE SET muted = coalesce(\(muted), s.muted)
-                    RETURNING s.*
-                )
-                SELECT \(Self.columns("t")), saved.user_key, u.id, saved.muted, saved.created_at
-                FROM saved JOIN topics t ON t.key = saved.topic_key JOIN users u ON u.key = saved.user_key
+                : """
+                UPDATE topic_subscriptions s SET muted = coalesce(\(muted), s.muted) WHERE s.topic_key = \(key) AND s.user_key = \(userKey)
+                RETURNING s.*, false AS created
                 """
-            )[0]
-            return (try Self.decodeSubscription(row), !existing)
+            guard
+                let row = try await connection.query(
+                    """
+                    WITH saved AS (\(saved))
+                    SELECT \(Self.columns("t")), saved.user_key, u.id, saved.muted, saved.created_at, saved.created
+                    FROM saved JOIN topics t ON t.key = saved.topic_key JOIN users u ON u.key = saved.user_key
+                    """
+                ).first
+            else {
+                throw TopicStoreError.notSelfSubscribe
+            }
+            return (try Self.decodeSubscription(row), try row.decode(column: 9, as: Bool.self))
         }
     }
 
