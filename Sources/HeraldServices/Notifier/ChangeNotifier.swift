@@ -431,11 +431,12 @@ public final class ChangeNotifier: Service, Sendable {
         takeWaits(from: &state, among: users) { _, _ in true }
     }
 
-    /// Ends the waits that `matches` picks with `.changed`: returns those to resume (the others, not
-    /// yet suspended, are marked).
+    /// Ends the waits that `matches` picks with `outcome`: returns those to resume (the others, not
+    /// yet suspended, are marked, and return it when they get there).
     private static func takeWaits(
         from state: inout State,
         among users: [Int64]? = nil,
+        ending outcome: WaitOutcome = .changed,
         where matches: (_ userKey: Int64, Wait) -> Bool
     ) -> [CheckedContinuation<WaitOutcome, Never>] {
         var taken: [CheckedContinuation<WaitOutcome, Never>] = []
@@ -446,7 +447,7 @@ public final class ChangeNotifier: Service, Sendable {
                     taken.append(waiter)
                     remove(id, userKey: user, from: &state)
                 } else {
-                    state.waits[user]?[id]?.ended = .changed
+                    state.waits[user]?[id]?.ended = outcome
                 }
             }
         }
@@ -571,7 +572,8 @@ public final class ChangeNotifier: Service, Sendable {
     public func endWaits() {
         let waits = state.withLock { state in
             state.closed = true
-            return Self.takeWaits(from: &state) { _, _ in true }
+            // A wait that has not suspended yet ends the same way when it does.
+            return Self.takeWaits(from: &state, ending: .timedOut) { _, _ in true }
         }
         for wait in waits { wait.resume(returning: .timedOut) }
     }
