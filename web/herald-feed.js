@@ -120,8 +120,6 @@ export class HeraldFeedElement extends HTMLElement {
     this.collection = null;
     /** @type {(() => void)[]} */
     this.unsubscribe = [];
-    /** Ids the feed has shown: an inserted one not among them is new, and announced. */
-    this.known = new Set();
     /** @type {string | null} Why the last load or action failed, shown until one succeeds. */
     this.failed = null;
     const $ = (/** @type {string} */ selector) => /** @type {HTMLElement} */ (root.querySelector(selector));
@@ -214,15 +212,24 @@ export class HeraldFeedElement extends HTMLElement {
     if (!client || !channel || !this.isConnected) return;
     const collection = client.collection(channel, { category: this.getAttribute("category") });
     this.collection = collection;
+    // The newest id a change has brought so far (null before the first): judged by the changes
+    // alone, not by what is shown, since the list may be drawn (for an unread count that came first)
+    // after the collection took a new notification and before its change event.
+    /** @type {bigint | null} */
+    let newestSeen = null;
     const changed = (/** @type {Event} */ event) => {
       const detail = /** @type {CustomEvent} */ (event).detail;
+      const inserted = /** @type {string[]} */ (detail?.inserted ?? []);
       // New ones that arrived live are announced; a first load or a page of older ones is not.
-      const newestKnown = [...this.known].reduce((newest, id) => (BigInt(id) > newest ? BigInt(id) : newest), 0n);
-      const fresh = (detail?.inserted ?? []).filter((/** @type {string} */ id) => !this.known.has(id) && BigInt(id) > newestKnown);
-      if (this.known.size > 0 && fresh.length > 0) {
+      const fresh = newestSeen === null ? [] : inserted.filter((id) => BigInt(id) > /** @type {bigint} */ (newestSeen));
+      if (fresh.length > 0) {
         const newest = collection.notifications.find((notification) => notification.id === fresh[0]);
         this.announcer.textContent = `New notification: ${title(newest)}`;
       }
+      newestSeen = [...inserted, ...collection.notifications.map((notification) => notification.id)].reduce(
+        (newest, id) => (BigInt(id) > newest ? BigInt(id) : newest),
+        newestSeen ?? 0n,
+      );
       this.render();
     };
     const unread = () => this.render();
@@ -283,7 +290,6 @@ export class HeraldFeedElement extends HTMLElement {
     items.forEach((item, index) => {
       if (this.list.children[index] !== item) this.list.insertBefore(item, this.list.children[index] ?? null);
     });
-    for (const notification of notifications) this.known.add(notification.id);
     this.empty.hidden = notifications.length > 0 || !collection?.isLive || Boolean(this.failed);
     this.failure.hidden = !this.failed;
     /** @type {HTMLElement} */ (this.failure.firstElementChild).textContent = this.failed ?? "";

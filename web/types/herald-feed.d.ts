@@ -25,8 +25,6 @@ export class HeraldFeedElement extends HTMLElement {
     collection: import("./collection.js").NotificationCollection | null;
     /** @type {(() => void)[]} */
     unsubscribe: (() => void)[];
-    /** Ids the feed has shown: an inserted one not among them is new, and announced. */
-    known: Set<any>;
     /** @type {string | null} Why the last load or action failed, shown until one succeeds. */
     failed: string | null;
     bell: HTMLButtonElement;
