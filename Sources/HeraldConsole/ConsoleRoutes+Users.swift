@@ -60,13 +60,16 @@ extension ConsoleRoutes {
                 return topic
             }
             let erasure = try await erasures.status(userID: userID)
+            let userObject = Self.object(user) ?? [:]
+            let properties = (userObject["properties"] as? [String: Any]).flatMap { $0.isEmpty ? nil : Self.pretty($0) }
             return page(
                 "user",
                 title: "User \(userID)",
                 section: .users,
                 session: session,
                 values: [
-                    "user": Self.object(user) ?? [:], "id": userID, "path": Self.pathComponent(userID),
+                    "user": userObject, "properties": properties ?? false, "userLocale": userObject["locale"] as? String ?? "(unknown)", "id": userID,
+                    "path": Self.pathComponent(userID),
                     "sessions": sessions, "hasSessions": !sessions.isEmpty, "devices": devices, "hasDevices": !devices.isEmpty,
                     "channels": channels, "hasChannels": !channels.isEmpty, "preferences": preferences.map(Self.pretty) ?? false,
                     "channelPreferences": channelPreferences, "hasChannelPreferences": !channelPreferences.isEmpty,

@@ -107,6 +107,42 @@ struct TemplateTests {
         }
     }
 
+    @Test func templatesReadTheRecipientsProfileUnderUser() throws {
+        var template = try decode(Self.orderShipped)
+        #expect(!template.readsUserFields)
+        template.pushBody = "Hi {{user.properties.first_name}}{{#user.properties.team}} of {{name}}{{/user.properties.team}}, {{user.nickname}}"
+        try template.validate()
+        #expect(template.readsUserFields)
+        let recipient = RecipientProfile(
+            id: "u1",
+            nickname: "Ada",
+            profileURL: "",
+            locale: "en",
+            timeZone: "UTC",
+            properties: ["first_name": .string("Ada"), "team": .object(["name": .string("Ops")]), "n": .number(2)]
+        )
+        let values: [String: JSONValue] = ["order_id": .string("A-1"), "items": .number(1)]
+        #expect(try template.render(values, for: recipient).pushBody == "Hi Ada of Ops, Ada")
+        // Without a recipient (the notification's own rendering) the fields are empty.
+        #expect(try template.render(values).pushBody == "Hi , ")
+
+        for (text, problem) in [
+            ("{{user.email}}", "uses {{user.email}}: the user's fields are"),
+            ("{{user}}", "uses {{user}}: the user's fields are"),
+            ("{{user.nickname.first}}", "uses {{user.nickname.first}}: user.nickname has no fields of its own"),
+        ] {
+            template.pushBody = text
+            #expect(throws: TemplateProblem.self) { try template.validate() }
+            do { try template.validate() } catch { #expect(error.message.hasPrefix(problem), "\(error.message)") }
+        }
+        // A template that declares a variable `user` keeps it: nothing is read of the profile.
+        template.variables.append(.init(name: "user", type: .string))
+        template.pushBody = "Hi {{user}}"
+        try template.validate()
+        #expect(!template.readsUserFields)
+        #expect(try template.render(values.merging(["user": .string("Bo")]) { $1 }, for: recipient).pushBody == "Hi Bo")
+    }
+
     @Test func validationBoundsSizesAndNesting() throws {
         var template = try decode(Self.orderShipped)
         template.name = String(repeating: "n", count: 256)

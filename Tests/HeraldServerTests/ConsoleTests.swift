@@ -186,12 +186,18 @@ struct ConsoleTests {
 
     @Test func usersAreRevokedResetAndErasedFromTheirPage() async throws {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
-            _ = try await UserStore(client: db.client).upsert(id: "u1", nickname: "Una", profileURL: nil)
+            _ = try await UserStore(client: db.client).upsert(
+                id: "u1",
+                UserChange(nickname: "Una", locale: "fr-CA", timeZone: "America/Toronto", properties: ["plan": .string("pro")])
+            )
             let session = try #require(try await SessionStore(client: db.client).create(userID: "u1", lifetime: 3600)).token
             try await application(db).test(.router) { client in
                 let browser = try await signIn(client)
                 let page = String(buffer: try await client.execute(uri: "/console/users/u1", method: .get, headers: browser.headers).body)
                 #expect(page.contains("Una"))
+                // The profile: locale, time zone and the custom properties.
+                #expect(page.contains("locale fr-CA") && page.contains("time zone America/Toronto"))
+                #expect(page.contains("&quot;plan&quot;") && page.contains("pro"), "\(page)")
                 #expect(page.contains("Revoke every session"))
                 let missing = try await client.execute(uri: "/console/users/nobody", method: .get, headers: browser.headers)
                 #expect(missing.status == .notFound)

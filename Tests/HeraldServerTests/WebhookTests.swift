@@ -271,19 +271,21 @@ struct WebhookTests {
                     #expect(try await delivery()?.dueIn ?? 0 > 20)
                     try await makeDue()
                     try await attempted(3)  // the receiver closes the connection
-                    // The receiver is down: the same webhook pointed at a port nothing listens on.
-                    let down = try await WebhookReceiver.start()
-                    let downURL = down.url
-                    await down.shutdown()
-                    #expect(try await putWebhook(client, #"{"url":"\#(downURL)","events":["notification.clicked"]}"#).status == .ok)
+                    // The receiver is down: the same webhook pointed at a port nothing listens on. (Not a
+                    // port the system handed out and took back: another test's server may be given it
+                    // meanwhile and answer 404, which would make the delivery a dead letter.)
+                    #expect(try await putWebhook(client, #"{"url":"http://127.0.0.1:1/hooks","events":["notification.clicked"]}"#).status == .ok)
                     try await attempted(4)
                     #expect(try await delivery()?.error != nil)
                     #expect(receiver.acceptedEvents.isEmpty)
-                    // Back up: the replacement makes the waiting delivery due at once.
+                    // Back up: the replacement makes the waiting delivery due at once. An attempt that ran out
+                    // of time before its request reached the receiver left its scripted answer unused; the
+                    // receiver now answers 200 whatever is left.
+                    receiver.script([])
                     #expect(try await putWebhook(client, define).status == .ok)
                     try await waitUntil("the event to arrive") { receiver.acceptedEvents.count == 1 }
                     try await waitUntil("the outbox to empty") { try await world.count("SELECT count(*) FROM webhook_deliveries") == 0 }
-                    #expect(receiver.requests.count == 4)
+                    #expect((3...4).contains(receiver.requests.count), "\(receiver.requests.count)")
 
                     // A 4xx other than 408 and 429 is a dead letter, listed and resent on request.
                     receiver.script([.status(422)])

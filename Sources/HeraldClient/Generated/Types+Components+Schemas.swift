@@ -112,7 +112,7 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/PushPreferences/snooze_end_ts`.
             internal var snoozeEndTs: Swift.Int?
-            /// An IANA time zone, e.g. Europe/Berlin.
+            /// An IANA time zone, e.g. Europe/Berlin: the user's own (the `time_zone` of `GET /v1/users/{user_id}`); resetting the preferences keeps it.
             ///
             /// - Remark: Generated from `#/components/schemas/PushPreferences/timezone`.
             internal var timezone: Swift.String?
@@ -133,7 +133,7 @@ extension Components {
             ///   - snoozeEnabled:
             ///   - snoozeStartTs: Unix milliseconds.
             ///   - snoozeEndTs: Unix milliseconds (excluded).
-            ///   - timezone: An IANA time zone, e.g. Europe/Berlin.
+            ///   - timezone: An IANA time zone, e.g. Europe/Berlin: the user's own (the `time_zone` of `GET /v1/users/{user_id}`); resetting the preferences keeps it.
             ///   - pushSound: The alert sound; null for the default.
             internal init(
                 pushTriggerOption: Components.Schemas.PushPreferences.PushTriggerOptionPayload? = nil,

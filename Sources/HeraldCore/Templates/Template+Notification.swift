@@ -30,26 +30,40 @@ extension Template {
     /// every device on every sync; bigger content belongs behind a URL in the data.
     public static let maximumDataBytes = 32 * 1024
 
-    /// Renders a notification for the shared variables and for every user's per-user variables.
+    /// Renders a notification for the shared variables (the profile's fields empty), and for every
+    /// user with per-user variables or a profile given: a template that `readsUserFields` renders once
+    /// per recipient.
     public func renderNotification(
         variables: [String: JSONValue],
-        userVariables: [String: [String: JSONValue]]
+        userVariables: [String: [String: JSONValue]],
+        profiles: [String: RecipientProfile] = [:]
     ) throws(NotificationRenderProblem) -> RenderedNotification {
         let shared = try renderChecked(variables, userID: nil)
         var perUser: [String: Template.Rendered] = [:]
-        perUser.reserveCapacity(userVariables.count)
+        let userIDs = Set(userVariables.keys).union(profiles.keys)
+        perUser.reserveCapacity(userIDs.count)
         // Sorted so that, of several bad users, the error always names the same one.
-        for userID in userVariables.keys.sorted() {
-            let merged = variables.merging(userVariables[userID]!) { _, own in own }
-            perUser[userID] = try renderChecked(merged, userID: userID)
+        for userID in userIDs.sorted() {
+            let merged = userVariables[userID].map { own in variables.merging(own) { _, own in own } } ?? variables
+            perUser[userID] = try renderChecked(merged, userID: userID, recipient: profiles[userID])
         }
         return RenderedNotification(shared: shared, perUser: perUser)
     }
 
-    private func renderChecked(_ values: [String: JSONValue], userID: String?) throws(NotificationRenderProblem) -> Template.Rendered {
+    /// Renders for one recipient of a broadcast reached by its fan-out (who has no per-user variables),
+    /// checked as a send checks it.
+    public func renderRecipient(variables: [String: JSONValue], recipient: RecipientProfile) throws(NotificationRenderProblem) -> Template.Rendered {
+        try renderChecked(variables, userID: recipient.id, recipient: recipient)
+    }
+
+    private func renderChecked(
+        _ values: [String: JSONValue],
+        userID: String?,
+        recipient: RecipientProfile? = nil
+    ) throws(NotificationRenderProblem) -> Template.Rendered {
         let rendered: Template.Rendered
         do {
-            rendered = try render(values)
+            rendered = try render(values, for: recipient)
         } catch {
             let field = userID.map { "user_variables.\($0).\(error.path)" } ?? "variables.\(error.path)"
             let message = userID.map { "\(field) \(error.message) (user '\($0)')." } ?? "\(field) \(error.message)."

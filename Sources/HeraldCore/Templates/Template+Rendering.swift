@@ -22,11 +22,54 @@ extension Template {
             }
         }
         for (path, text) in templatedStrings() {
-            let referenced = try Self.placeholders(in: text, at: path)
-            if let unknown = referenced.sorted().first(where: { !declared.contains($0) }) {
-                throw TemplateProblem(path: path, message: "uses {{\(unknown)}}, which is not a declared variable")
+            // Names as looked up, dotted: `user.nickname`; inside {{#flag}}…{{/flag}} a name is
+            // recorded under the section's (`flag.title`). `user` itself is looked up on the way to
+            // `user.nickname`, so only the longest names count.
+            let names = try Self.placeholders(in: text, at: path)
+            for name in names.sorted() where !names.contains(where: { $0.hasPrefix(name + ".") }) {
+                let parts = name.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+                if let problem = Self.nameProblem(parts[...], declared: declared) {
+                    throw TemplateProblem(path: path, message: problem)
+                }
             }
         }
+    }
+
+    /// What is wrong with a name a template looks up; `nil` when it names a declared variable or a
+    /// field of the recipient's profile.
+    static func nameProblem(_ parts: ArraySlice<String>, declared: Set<String>) -> String? {
+        guard let root = parts.first else { return nil }
+        if declared.contains(root) {
+            // A variable is a scalar without fields: a name after it (in its section, or dotted) is
+            // looked up further down the stack, among the variables.
+            return parts.count > 1 ? nameProblem(parts.dropFirst(), declared: declared) : nil
+        }
+        if root == userRoot, let problem = userFieldProblem(Array(parts)) {
+            return "uses {{\(parts.joined(separator: "."))}}: \(problem)"
+        }
+        return root == userRoot ? nil : "uses {{\(root)}}, which is not a declared variable"
+    }
+
+    /// The name under which templates read the recipient's profile (`{{user.nickname}}`), unless the
+    /// template declares a variable of that name.
+    static let userRoot = "user"
+
+    /// Whether the template reads the recipient's profile, so that it renders once per recipient.
+    /// Templates that do not render once per notification, however many recipients it has.
+    public var readsUserFields: Bool {
+        guard !variables.contains(where: { $0.name == Self.userRoot }) else { return false }
+        return templatedStrings().contains { _, text in
+            ((try? Self.placeholders(in: text, at: "")) ?? []).contains { $0 == Self.userRoot || $0.hasPrefix(Self.userRoot + ".") }
+        }
+    }
+
+    static func userFieldProblem(_ parts: [String]) -> String? {
+        let known = "user.id, user.nickname, user.profile_url, user.locale, user.time_zone or user.properties.<key>"
+        guard parts.count > 1, RecipientProfile.fields.contains(parts[1]) else {
+            return "the user's fields are \(known)"
+        }
+        if parts[1] != "properties", parts.count > 2 { return "user.\(parts[1]) has no fields of its own" }
+        return nil
     }
 
     /// What a template renders to for one recipient.
@@ -36,15 +79,16 @@ extension Template {
         public var pushBody: String?
     }
 
-    /// Renders the template with `values` (shared variables overlaid by per-user ones by the caller).
-    /// Unknown variables, missing required ones and values of the wrong type are problems naming the
-    /// variable.
-    public func render(_ values: [String: JSONValue]) throws(TemplateProblem) -> Rendered {
+    /// Renders the template with `values` (shared variables overlaid by per-user ones by the caller)
+    /// for `recipient` (`{{user.…}}` renders empty without one). Unknown variables, missing required
+    /// ones and values of the wrong type are problems naming the variable.
+    public func render(_ values: [String: JSONValue], for recipient: RecipientProfile? = nil) throws(TemplateProblem) -> Rendered {
         let declared = Dictionary(uniqueKeysWithValues: variables.map { ($0.name, $0) })
         if let unknown = values.keys.sorted().first(where: { declared[$0] == nil }) {
             throw TemplateProblem(path: unknown, message: "is not a variable of template '\(key)'")
         }
-        var context: [String: String] = [:]
+        var context: [String: Any] = [:]
+        if let recipient, declared[Self.userRoot] == nil { context[Self.userRoot] = recipient.context }
         for variable in variables {
             guard let value = values[variable.name] ?? variable.defaultValue else {
                 if variable.required { throw TemplateProblem(path: variable.name, message: "is required") }
@@ -138,7 +182,7 @@ extension Template {
         }
         let recorder = LookupRecorder()
         _ = template.render(recorder)
-        return recorder.names
+        return recorder.recorded
     }
 
     /// Whether a `{{` is followed by nothing, or by a line break, in `text`.
@@ -200,12 +244,33 @@ extension Template {
 }
 
 /// A mustache context that answers every lookup (so sections render their content) and remembers
-/// the names asked for.
-private final class LookupRecorder: MustacheParent {
-    private(set) var names = Set<String>()
+/// the names asked for, dotted as they were written: the answer to `order` records `order.id` when
+/// asked for `id`.
+private final class LookupRecorder: MustacheParent, CustomStringConvertible {
+    private let prefix: String
+    private let names: Names
+
+    final class Names {
+        var all = Set<String>()
+    }
+
+    init() {
+        prefix = ""
+        names = Names()
+    }
+
+    private init(prefix: String, names: Names) {
+        self.prefix = prefix
+        self.names = names
+    }
+
+    var recorded: Set<String> { names.all }
+
+    var description: String { "x" }
 
     func child(named name: String) -> Any? {
-        names.insert(name)
-        return "x"
+        let path = prefix + name
+        names.all.insert(path)
+        return LookupRecorder(prefix: path + ".", names: names)
     }
 }

@@ -121,6 +121,7 @@ public enum HeraldApplication {
             notifications: NotificationStore(client: dependencies.client),
             channels: ChannelStore(client: dependencies.client),
             templates: TemplateStore(client: dependencies.client),
+            users: UserStore(client: dependencies.client),
             fanoutWake: dependencies.fanoutWake
         )
         notifications.register(in: registry)

@@ -10,6 +10,8 @@ struct NotificationsController: Sendable {
     let notifications: NotificationStore
     let channels: ChannelStore
     let templates: TemplateStore
+    /// Profiles for templates that read the recipient's (`{{user.nickname}}`).
+    let users: UserStore
     /// Wakes the fan-out service after a broadcast (`audience: "all"` or a topic).
     let fanoutWake: WakeSignal
 
@@ -90,7 +92,13 @@ struct NotificationsController: Sendable {
             throw APIError(.badRequest, code: "unknown_template", message: "There is no template '\(body.templateKey)'.")
         }
         let category = try Self.category(body.category, channel: channel, template: template.template)
-        let content = try Self.render(template.template, variables: body.variables, userVariables: body.userVariables)
+        // A template that reads the recipient's profile renders now for every user the send names (a
+        // broadcast's fan-out renders the others as it reaches them).
+        let perRecipient = template.template.readsUserFields
+        var named = Array(body.userVariables.keys)
+        if case .targets(let ids) = audience { named += ids }
+        let profiles = perRecipient ? try await users.profiles(named) : [:]
+        let content = try Self.render(template.template, variables: body.variables, userVariables: body.userVariables, profiles: profiles)
         let draft = NotificationDraft(
             channelURL: channel.url,
             templateKey: template.template.key,
@@ -103,7 +111,8 @@ struct NotificationsController: Sendable {
             push: body.push,
             audience: audience,
             excluded: body.exclude ?? [],
-            expiresAt: expiresAt
+            expiresAt: expiresAt,
+            rendersPerRecipient: perRecipient
         )
         // A broadcast (everyone, a topic) is reached in the background.
         let status: HTTPResponse.Status
@@ -195,10 +204,11 @@ struct NotificationsController: Sendable {
     static func render(
         _ template: Template,
         variables: [String: JSONValue],
-        userVariables: [String: [String: JSONValue]]
+        userVariables: [String: [String: JSONValue]],
+        profiles: [String: RecipientProfile] = [:]
     ) throws -> RenderedNotification {
         do {
-            return try template.renderNotification(variables: variables, userVariables: userVariables)
+            return try template.renderNotification(variables: variables, userVariables: userVariables, profiles: profiles)
         } catch {
             switch error.kind {
             case .variable: throw APIError(.badRequest, code: "invalid_variables", message: error.message)
@@ -220,7 +230,10 @@ struct NotificationsController: Sendable {
         guard let template = try await templates.get(current.templateKey, version: current.templateVersion) else {
             throw Self.notFound
         }
-        let content = try Self.render(template.template, variables: body.variables, userVariables: body.userVariables)
+        // Users with their own variables render here; the store renders every other copy again when
+        // the template reads the recipient's profile.
+        let profiles = template.template.readsUserFields ? try await users.profiles(Array(body.userVariables.keys)) : [:]
+        let content = try Self.render(template.template, variables: body.variables, userVariables: body.userVariables, profiles: profiles)
         do {
             guard let updated = try await notifications.update(id, variables: body.variables, content: content) else { throw Self.notFound }
             return NotificationBody(updated, counts: try await notifications.counts(id))

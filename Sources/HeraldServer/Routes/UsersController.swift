@@ -13,8 +13,6 @@ struct UsersController: Sendable {
     /// Wakes the `ErasureService` after an erasure starts.
     let erasureWake: WakeSignal
 
-    /// Longest nickname accepted.
-    static let maximumNicknameLength = 255
     /// Session lifetimes: default 30 days, at most one year.
     static let defaultSessionLifetime = 30 * 24 * 3600
     static let sessionLifetimes = 60...(366 * 24 * 3600)
@@ -22,6 +20,15 @@ struct UsersController: Sendable {
     func register(in routes: RouteRegistry) {
         routes.add(.put, "/v1/users/{user_id}", access: .admin) { request, context in
             try await upsertUser(request, context: context)
+        }
+        routes.add(.get, "/v1/users/{user_id}", access: .admin) { _, context in
+            guard let user = try await users.get(try Self.userID(context)) else {
+                throw APIError(.notFound, code: "user_not_found", message: "No user with this id.")
+            }
+            return UserBody(user)
+        }
+        routes.add(.get, "/v1/users", access: .admin) { request, _ in
+            try await list(request)
         }
         routes.add(.post, "/v1/users/{user_id}/sessions", access: .admin) { request, context in
             try await createSession(request, context: context)
@@ -42,32 +49,6 @@ struct UsersController: Sendable {
         }
         routes.add(.get, "/v1/users/{user_id}/export", access: .admin) { _, context in
             try await export(context: context)
-        }
-    }
-
-    struct UserUpdate: Decodable {
-        var nickname: String?
-        var profileURL: String?
-
-        enum CodingKeys: String, CodingKey {
-            case nickname
-            case profileURL = "profile_url"
-        }
-    }
-
-    struct UserBody: ResponseEncodable {
-        var userID: String
-        var nickname: String
-        var profileURL: String
-        var createdAt: String
-        var updatedAt: String
-
-        enum CodingKeys: String, CodingKey {
-            case userID = "user_id"
-            case nickname
-            case profileURL = "profile_url"
-            case createdAt = "created_at"
-            case updatedAt = "updated_at"
         }
     }
 
@@ -93,30 +74,6 @@ struct UsersController: Sendable {
 
     struct RevokedBody: ResponseEncodable {
         var revoked: Int
-    }
-
-    func upsertUser(_ request: Request, context: HeraldRequestContext) async throws -> EditedResponse<UserBody> {
-        let userID = try Self.userID(context)
-        let update = try await RequestBody.decode(UserUpdate.self, from: request, context: context) ?? UserUpdate()
-        if let nickname = update.nickname, nickname.count > Self.maximumNicknameLength {
-            throw APIError(.badRequest, code: "invalid_nickname", message: "nickname must be at most \(Self.maximumNicknameLength) characters.")
-        }
-        if let url = update.profileURL, !url.isEmpty, !WebURL.isHTTP(url) {
-            throw APIError(
-                .badRequest,
-                code: "invalid_profile_url",
-                message: "profile_url must be an http(s) URL of at most \(WebURL.maximumLength) characters."
-            )
-        }
-        let (user, created) = try await users.upsert(id: userID, nickname: update.nickname, profileURL: update.profileURL)
-        let body = UserBody(
-            userID: user.id,
-            nickname: user.nickname,
-            profileURL: user.profileURL,
-            createdAt: RFC3339.string(from: user.createdAt),
-            updatedAt: RFC3339.string(from: user.updatedAt)
-        )
-        return EditedResponse(status: created ? .created : .ok, response: body)
     }
 
     func createSession(_ request: Request, context: HeraldRequestContext) async throws -> EditedResponse<SessionBody> {

@@ -37,6 +37,9 @@ public struct NotificationDraft: Sendable {
     /// When the notification expires (it leaves every collection, as a delete would); its channel's
     /// retention may make that earlier.
     public var expiresAt: Date?
+    /// The template reads the recipient's profile: `content.perUser` holds every target's rendering,
+    /// and a broadcast's fan-out renders each user it reaches.
+    public var rendersPerRecipient: Bool
 
     public init(
         channelURL: String,
@@ -50,7 +53,8 @@ public struct NotificationDraft: Sendable {
         push: PushOptions,
         audience: Audience,
         excluded: [String] = [],
-        expiresAt: Date? = nil
+        expiresAt: Date? = nil,
+        rendersPerRecipient: Bool = false
     ) {
         self.channelURL = channelURL
         self.templateKey = templateKey
@@ -64,6 +68,7 @@ public struct NotificationDraft: Sendable {
         self.audience = audience
         self.excluded = excluded
         self.expiresAt = expiresAt
+        self.rendersPerRecipient = rendersPerRecipient
     }
 
     /// Every user id the send names: its targets and the users it has variables for.

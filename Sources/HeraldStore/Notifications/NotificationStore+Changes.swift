@@ -5,7 +5,9 @@ import Postgres
 extension NotificationStore {
     /// Replaces the notification's variables and content (re-rendered by the caller with the same
     /// template version) for every recipient. Each live copy gets a new change position, so every
-    /// recipient's collection shows the update. `nil` when the notification does not exist.
+    /// recipient's collection shows the update; when the template reads the recipient's profile, every
+    /// copy the caller did not render is rendered again here. `nil` when the notification does not
+    /// exist.
     public func update(_ id: Int64, variables: [String: JSONValue], content: RenderedNotification) async throws -> StoredNotification? {
         try await client.withRetryingTransaction { connection in
             guard let channelKey = try await Self.lockForChange(id, on: connection)?.channelKey else { return nil }
@@ -48,6 +50,15 @@ extension NotificationStore {
                 WHERE id = \(id)
                 """
             )
+            if try await connection.query("SELECT renders_per_recipient FROM notifications WHERE id = \(id)")[0].decode(Bool.self) {
+                try await Self.rerenderCopies(
+                    notification: id,
+                    channelKey: channelKey,
+                    except: content.perUser.keys.sorted(),
+                    render: try await Self.recipientRenderer(notification: id, on: connection),
+                    on: connection
+                )
+            }
             try await PushStore.enqueue(notification: id, channelKey: channelKey, change: .updated, on: connection)
             return try await Self.fetch(id, on: connection)
         }

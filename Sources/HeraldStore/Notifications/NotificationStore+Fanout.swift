@@ -23,7 +23,8 @@ extension NotificationStore {
             guard
                 let row = try await connection.query(
                     """
-                    SELECT id, channel_key, fanout_after, fanout_through, fanout_skips_existing, topic_key, excluded_keys, category, inbox_default
+                    SELECT id, channel_key, fanout_after, fanout_through, fanout_skips_existing, topic_key, excluded_keys, category, inbox_default,
+                        renders_per_recipient
                     FROM notifications
                     WHERE fanout_state = 'running' ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
                     """
@@ -33,6 +34,7 @@ extension NotificationStore {
             let topicKey = try row.decode(column: 5, as: Int64?.self)
             let excludedKeys = try row.decode(column: 6, as: [Int64].self)
             let (category, inboxDefault) = (try row.decode(column: 7, as: String.self), try row.decode(column: 8, as: Bool.self))
+            let rendersPerRecipient = try row.decode(column: 9, as: Bool.self)
             let last: Int64
             if let topicKey {
                 last = try await Self.subscribersBatchEnd(topic: topicKey, after: after, through: through, size: size, on: connection)
@@ -65,13 +67,34 @@ extension NotificationStore {
                 inboxDefault: inboxDefault
             )
             let excluding: PostgresQuery = excludedKeys.isEmpty ? "" : "AND \(userColumn) <> ALL(\(excludedKeys)::int8[])"
-            let inserted = try await connection.query(
-                """
-                INSERT INTO notification_recipients (user_key, channel_key, notification_id, change_xid)
-                \(source) \(excluding) AND \(inbox)
-                \(skipsExisting ? "ON CONFLICT DO NOTHING" : "" as PostgresQuery)
-                """
-            ).affectedRows
+            let inserted: Int
+            if rendersPerRecipient {
+                // The same users, read with their profiles and rendered here: only templates that read
+                // the profile give up the set-based insert.
+                let reached: PostgresQuery =
+                    topicKey.map {
+                        """
+                        FROM topic_subscriptions s JOIN users u ON u.key = s.user_key
+                        WHERE s.topic_key = \($0) AND s.user_key > \(after) AND s.user_key <= \(last) AND NOT s.muted
+                        """
+                    } ?? "FROM users u WHERE u.key > \(after) AND u.key <= \(last)"
+                inserted = try await Self.insertRenderedCopies(
+                    notification: id,
+                    channelKey: channelKey,
+                    xid: xid,
+                    users: "SELECT \(Self.profileColumns) \(reached) \(excluding) AND \(inbox)",
+                    skipsExisting: skipsExisting,
+                    on: connection
+                )
+            } else {
+                inserted = try await connection.query(
+                    """
+                    INSERT INTO notification_recipients (user_key, channel_key, notification_id, change_xid)
+                    \(source) \(excluding) AND \(inbox)
+                    \(skipsExisting ? "ON CONFLICT DO NOTHING" : "" as PostgresQuery)
+                    """
+                ).affectedRows
+            }
             let finished = last >= through
             try await PushStore.enqueue(
                 notification: id,

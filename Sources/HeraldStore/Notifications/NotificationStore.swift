@@ -121,13 +121,14 @@ public struct NotificationStore: Sendable {
             INSERT INTO notifications (
                 channel_key, template_key, template_version, variables, data, push_title, push_body,
                 category, tags, event_deadline, push, audience, audience_size, fanout_through, fanout_state,
-                fanout_skips_existing, expires_at, topic_key, topic, excluded_keys, inbox_default, push_default)
+                fanout_skips_existing, expires_at, topic_key, topic, excluded_keys, inbox_default, push_default,
+                renders_per_recipient)
             VALUES (
                 \(channelKey), \(draft.templateKey), \(draft.templateVersion), \(variables), \(data),
                 \(draft.content.shared.pushTitle), \(draft.content.shared.pushBody), \(draft.category), \(draft.tags),
                 \(deadline), \(push), \(draft.audience.name), \(audienceSize), \(fanoutThrough), \(fanoutState),
                 \(!draft.content.perUser.isEmpty), \(draft.expiresAt.map(PostgresTimestamp.init)), \(topicKey), \(topicName(draft.audience)),
-                \(excludedKeys), \(inboxDefault), \(pushDefault))
+                \(excludedKeys), \(inboxDefault), \(pushDefault), \(draft.rendersPerRecipient))
             RETURNING id
             """
         )

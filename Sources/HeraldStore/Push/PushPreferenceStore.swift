@@ -15,11 +15,12 @@ public struct PushPreferenceStore: Sendable {
         try await preferences(userKeys: [userKey])[userKey] ?? PushPreferences()
     }
 
-    /// Preferences of several users; users without a row are left out (they have the defaults).
+    /// Preferences of several users (the defaults, in their time zone, for those who never set any);
+    /// keys that name no user are left out.
     public func preferences(userKeys: [Int64]) async throws -> [Int64: PushPreferences] {
         var result: [Int64: PushPreferences] = [:]
         for row in try await client.query(
-            "SELECT p.user_key, \(Self.columns) FROM push_preferences p WHERE p.user_key = ANY(\(userKeys))"
+            "SELECT u.key, \(Self.columns) FROM users u LEFT JOIN push_preferences p ON p.user_key = u.key WHERE u.key = ANY(\(userKeys))"
         ) {
             var column = 1
             result[try row.decode(column: 0, as: Int64.self)] = try Self.decode(row, at: &column)
@@ -27,16 +28,18 @@ public struct PushPreferenceStore: Sendable {
         return result
     }
 
-    /// The columns `decode` reads, of `push_preferences p` (all NULL for a user without a row).
+    /// The columns `decode` reads, of `push_preferences p` (all NULL for a user without a row) and
+    /// `users u`, the time zone's one home.
     static let columns: PostgresQuery =
-        "p.trigger_option, p.dnd_start, p.dnd_end, p.dnd_schedules, p.snooze_start, p.snooze_end, p.time_zone, p.sound"
+        "p.trigger_option, p.dnd_start, p.dnd_end, p.dnd_schedules, p.snooze_start, p.snooze_end, u.time_zone, p.sound"
 
-    /// Preferences from `columns`, starting at `column`, which moves past them; the defaults when the
-    /// row was missing.
+    /// Preferences from `columns`, starting at `column`, which moves past them; the defaults (in the
+    /// user's time zone) when the row was missing.
     static func decode(_ row: PostgresRow, at column: inout Int) throws -> PushPreferences {
         let offset = column
         column += 8
         var preferences = PushPreferences()
+        preferences.timeZone = try row.decode(column: offset + 6, as: String.self)
         guard let trigger = try row.decode(column: offset, as: String?.self) else { return preferences }
         preferences.triggerOption = PushPreferences.TriggerOption(rawValue: trigger) ?? .all
         if let start = try row.decode(column: offset + 1, as: Int16?.self), let end = try row.decode(column: offset + 2, as: Int16?.self) {
@@ -46,27 +49,28 @@ public struct PushPreferenceStore: Sendable {
         if let start = try row.decode(column: offset + 4, as: Int64?.self), let end = try row.decode(column: offset + 5, as: Int64?.self) {
             preferences.snooze = .init(start: start, end: end)
         }
-        preferences.timeZone = try row.decode(column: offset + 6, as: String.self)
         preferences.sound = try row.decode(column: offset + 7, as: String?.self)
         return preferences
     }
 
-    /// Stores the user's preferences (validated by the caller).
+    /// Stores the user's preferences (validated by the caller), the time zone on the user.
     public func put(userKey: Int64, _ preferences: PushPreferences) async throws {
-        try await client.query(
+        try await client.transaction([
             """
-            INSERT INTO push_preferences AS p (user_key, trigger_option, dnd_start, dnd_end, dnd_schedules, snooze_start, snooze_end, time_zone, sound)
+            INSERT INTO push_preferences AS p (user_key, trigger_option, dnd_start, dnd_end, dnd_schedules, snooze_start, snooze_end, sound)
             VALUES (\(userKey), \(preferences.triggerOption.rawValue), \(preferences.doNotDisturb.map { Int16($0.start.minuteOfDay) }),
                 \(preferences.doNotDisturb.map { Int16($0.end.minuteOfDay) }), \(try Self.encodeSchedules(preferences.schedules)),
-                \(preferences.snooze?.start), \(preferences.snooze?.end), \(preferences.timeZone), \(preferences.sound))
+                \(preferences.snooze?.start), \(preferences.snooze?.end), \(preferences.sound))
             ON CONFLICT (user_key) DO UPDATE SET trigger_option = EXCLUDED.trigger_option, dnd_start = EXCLUDED.dnd_start,
                 dnd_end = EXCLUDED.dnd_end, dnd_schedules = EXCLUDED.dnd_schedules, snooze_start = EXCLUDED.snooze_start,
-                snooze_end = EXCLUDED.snooze_end, time_zone = EXCLUDED.time_zone, sound = EXCLUDED.sound, updated_at = now()
-            """
-        )
+                snooze_end = EXCLUDED.snooze_end, sound = EXCLUDED.sound, updated_at = now()
+            """,
+            "UPDATE users SET time_zone = \(preferences.timeZone), updated_at = now() WHERE key = \(userKey) AND time_zone <> \(preferences.timeZone)",
+        ])
     }
 
-    /// Back to the defaults: the user's preferences and every channel option.
+    /// Back to the defaults: the user's preferences and every channel option. The time zone is the
+    /// user's, not a preference, and stays.
     public func reset(userKey: Int64) async throws {
         try await client.transaction([
             "DELETE FROM push_preferences WHERE user_key = \(userKey)",

@@ -32,13 +32,15 @@ public struct UserExportStore: Sendable {
         public static let start = Cursor(first: .min, second: .min)
     }
 
-    /// The user's key and their own row (`user_id`, nickname, profile URL, times) as JSON; `nil` when
+    /// The user's key and their own row (`user_id`, nickname, profile URL, locale, time zone,
+    /// properties, times) as JSON; `nil` when
     /// there is no such user.
     public func user(_ userID: String) async throws -> (key: Int64, json: [UInt8])? {
         guard
             let row = try await client.query(
                 """
                 SELECT key, json_build_object('user_id', id, 'nickname', nickname, 'profile_url', profile_url,
+                    'locale', locale, 'time_zone', time_zone, 'properties', properties,
                     'created_at', \(TimeSQL.rfc3339("created_at")), 'updated_at', \(TimeSQL.rfc3339("updated_at")))::text
                 FROM users WHERE id = \(userID)
                 """
