@@ -35,11 +35,11 @@ struct ChangeNotifierTests {
 
     /// A poll the database answered from a snapshot with `horizon`, its token left just below it.
     static func poll(horizon: Int64) -> QuietPoll {
-        QuietPoll(channel: channel, category: nil, snapshot: snapshot(horizon: horizon), from: .through(xid: horizon - 1))
+        QuietPoll(channel: channel, filter: .inbox, snapshot: snapshot(horizon: horizon), from: .through(xid: horizon - 1))
     }
 
     static func token(user: Int64 = 1, at xid: Int64) -> SyncToken {
-        SyncToken(userKey: user, channelKey: channel.key, resetCount: 0, category: nil, position: .through(xid: xid))
+        SyncToken(userKey: user, channelKey: channel.key, resetCount: 0, filter: .inbox, position: .through(xid: xid))
     }
 
     static func hint(_ hint: LiveHint, _ xid: Int64) -> PostgresListenerEvent {
@@ -65,7 +65,7 @@ struct ChangeNotifierTests {
     }
 
     func quiet(_ notifier: ChangeNotifier, user: Int64 = 1, token: SyncToken, device: DeviceReference? = nil) -> Bool {
-        notifier.quietPoll(userKey: user, channelURL: "feed", category: nil, token: token, device: device) != nil
+        notifier.quietPoll(userKey: user, channelURL: "feed", filter: .inbox, token: token, device: device) != nil
     }
 
     @Test func anAnswerHoldsUntilAHintAtOrAboveItsHorizonNamesItsUser() async throws {
@@ -115,9 +115,23 @@ struct ChangeNotifierTests {
             var reset = Self.token(at: 149)
             reset.resetCount = 1
             #expect(!quiet(notifier, token: reset))
-            let filtered = SyncToken(userKey: 1, channelKey: 3, resetCount: 0, category: "news", position: .through(xid: 149))
+            let filtered = SyncToken(
+                userKey: 1,
+                channelKey: 3,
+                resetCount: 0,
+                filter: CollectionFilter(category: "news"),
+                position: .through(xid: 149)
+            )
             #expect(!quiet(notifier, token: filtered))
-            let otherChannel = SyncToken(userKey: 1, channelKey: 4, resetCount: 0, category: nil, position: .through(xid: 149))
+            let archived = SyncToken(
+                userKey: 1,
+                channelKey: 3,
+                resetCount: 0,
+                filter: CollectionFilter(status: .archived),
+                position: .through(xid: 149)
+            )
+            #expect(!quiet(notifier, token: archived), "another status's collection")
+            let otherChannel = SyncToken(userKey: 1, channelKey: 4, resetCount: 0, filter: .inbox, position: .through(xid: 149))
             #expect(!quiet(notifier, token: otherChannel))
             #expect(!quiet(notifier, token: Self.token(at: 10_000)), "a token from beyond this database")
         }

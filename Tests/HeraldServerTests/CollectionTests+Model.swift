@@ -11,9 +11,11 @@ import Postgres
 import Testing
 
 /// A model-based test of the sync protocol: random (seeded, reproducible) sequences of sends, updates,
-/// deletes, reads from two devices, syncs with random limits, compaction and resets. Every device
-/// applies every response the way a client would; whenever a device has drained its changes, its copy
-/// must equal a fresh load, and the server's unread counter must equal the true number of unread copies.
+/// deletes, reads, archives, unarchives, marks unread and user deletes from two devices, syncs with
+/// random limits, compaction and resets. Four devices keep collections of four statuses (two the
+/// default, one `archived`, one `unread`) and apply every response the way a client would; whenever a
+/// device has drained its changes, its copy must equal a fresh load of its filter, and the server's
+/// unread counter must equal the true number of unread copies.
 ///
 /// Part of the `Collections` suite (an extension of it) so that it runs serialized with the other
 /// tests on the horizon-sensitive cluster: an open transaction anywhere in the cluster holds back
@@ -24,12 +26,15 @@ extension CollectionTests {
         var status: String
         var title: String
         var category: String
-        var description: String { "\(status)/\(title)/\(category)" }
+        var archived: Bool
+        var description: String { "\(status)/\(title)/\(category)\(archived ? "/archived" : "")" }
     }
 
     /// One device's collection of one channel.
     struct Device {
         var session: String
+        /// The collection's `status` query parameter (empty: the default).
+        var status = ""
         var token: String?
         var copy: [String: Copy] = [:]
         var resets = 0
@@ -38,7 +43,9 @@ extension CollectionTests {
     static func copy(_ item: [String: Any]) -> (String, Copy) {
         let id = item["id"] as! String
         let title = (item["data"] as? [String: Any])?["title"] as? String ?? "?"
-        return (id, Copy(status: item["status"] as! String, title: title, category: item["category"] as! String))
+        return (
+            id, Copy(status: item["status"] as! String, title: title, category: item["category"] as! String, archived: item["archived"] as! Bool)
+        )
     }
 
     /// Every user's unread count in every channel (counter plus broadcasts counted per request), as
@@ -90,18 +97,26 @@ extension CollectionTests {
         do {
             do {
                 var random = SplitMix64(seed: seed)
-                // Two devices of u1; u2 and u3 only receive (their counters are checked too).
-                var devices = [Device(session: world.sessions["u1"]!), Device(session: world.sessions["u1"]!)]
+                // Four devices of u1, two of them showing other statuses; u2 and u3 only receive (their
+                // counters are checked too).
+                let session = world.sessions["u1"]!
+                var devices = [
+                    Device(session: session), Device(session: session), Device(session: session, status: "archived"),
+                    Device(session: session, status: "unread"),
+                ]
                 // Broadcasts folding reached, and those it finished (compaction may remove deleted ones).
                 var foldedInto = Set<Int64>()
                 var foldedFully = Set<Int64>()
                 var broadcasts = 0
                 var sent: [Int64] = []
                 var counter = 0
+                var stateChanges = 0
 
-                /// Everything the server holds for u1 now, by paging a fresh load to the end.
-                func freshLoad() async throws -> (copy: [String: Copy], unread: Int) {
-                    var page = try await tests.collection(client, world.sessions["u1"]!, query: "?limit=100")
+                /// Everything the server holds for u1 now in a collection of `status`, by paging a fresh
+                /// load to the end.
+                func freshLoad(_ status: String = "") async throws -> (copy: [String: Copy], unread: Int) {
+                    let filter = status.isEmpty ? "" : "&status=\(status)"
+                    var page = try await tests.collection(client, world.sessions["u1"]!, query: "?limit=100\(filter)")
                     var copy: [String: Copy] = [:]
                     let unread = ((page["channel"] as? [String: Any])?["state"] as? [String: Any])?["unread_count"] as? Int ?? -1
                     while true {
@@ -113,7 +128,7 @@ extension CollectionTests {
                         guard let cursor = page["prev_cursor"] as? String else { break }
                         page = try jsonObject(
                             try await client.execute(
-                                uri: "/v1/me/channels/feed/notifications?limit=100&before=\(cursor)",
+                                uri: "/v1/me/channels/feed/notifications?limit=100&before=\(cursor)\(filter)",
                                 method: .get,
                                 headers: jsonHeaders(bearer: world.sessions["u1"]!)
                             )
@@ -124,16 +139,21 @@ extension CollectionTests {
 
                 /// One sync call for a device, applied as a client would. Returns whether more is pending.
                 func sync(_ index: Int, limit: Int) async throws -> Bool {
+                    let filter = devices[index].status.isEmpty ? "" : "&status=\(devices[index].status)"
                     guard let token = devices[index].token else {
-                        let fresh = try await tests.collection(client, devices[index].session, query: "?limit=1")
+                        let fresh = try await tests.collection(client, devices[index].session, query: "?limit=1\(filter)")
                         // Start over: take the token first, then the whole history by paging.
                         devices[index].token = fresh["next_token"] as? String
-                        devices[index].copy = try await freshLoad().copy
+                        devices[index].copy = try await freshLoad(devices[index].status).copy
                         devices[index].resets += 1
                         return true
                     }
                     await notifier?.catchUp()
-                    let body = try await tests.collection(client, devices[index].session, query: "?limit=\(limit)&token=\(tests.escaped(token))")
+                    let body = try await tests.collection(
+                        client,
+                        devices[index].session,
+                        query: "?limit=\(limit)&token=\(tests.escaped(token))\(filter)"
+                    )
                     guard body["is_live"] as? Bool == true else {
                         devices[index].token = nil
                         return true
@@ -156,9 +176,15 @@ extension CollectionTests {
                             return
                         }
                     }
-                    let truth = try await freshLoad()
+                    let truth = try await freshLoad(devices[index].status)
                     #expect(devices[index].copy == truth.copy, "seed \(seed) step \(step): device \(index) differs from a fresh load")
-                    let trueUnread = truth.copy.values.filter { $0.status != "READ" }.count
+                    // Archived notifications are read: every unread one is in the default collection.
+                    let everything = try await freshLoad("all").copy
+                    #expect(
+                        !everything.values.contains { $0.archived && $0.status != "READ" },
+                        "seed \(seed) step \(step): an archived one is unread"
+                    )
+                    let trueUnread = everything.values.filter { $0.status != "READ" }.count
                     #expect(truth.unread == trueUnread, "seed \(seed) step \(step): unread counter \(truth.unread), true count \(trueUnread)")
                 }
 
@@ -217,7 +243,30 @@ extension CollectionTests {
                     case 34..<39 where !sent.isEmpty:
                         let id = sent.remove(at: Int.random(in: 0..<sent.count, using: &random))
                         _ = try await world.notifications.delete(id)
-                    case 39..<50:
+                    case 46..<50:
+                        // The user's own states, from any device, of what it holds.
+                        let device = Int.random(in: 0..<devices.count, using: &random)
+                        let known = Array(devices[device].copy.keys).sorted()
+                        let picked =
+                            known.isEmpty ? ["1"] : (0..<Int.random(in: 1...3, using: &random)).map { _ in known.randomElement(using: &random)! }
+                        let ids = #"{"notification_ids":[\#(picked.map { "\"\($0)\"" }.joined(separator: ","))]}"#
+                        let (route, body): (String, String)
+                        switch Int.random(in: 0..<20, using: &random) {
+                        case 0..<7: (route, body) = ("archive", ids)
+                        case 7..<11: (route, body) = ("unarchive", ids)
+                        case 11..<16: (route, body) = ("unread", ids)
+                        case 16..<19: (route, body) = ("delete", ids)
+                        default: (route, body) = ("archive", Bool.random(using: &random) ? #"{"scope":"read"}"# : #"{"scope":"all"}"#)
+                        }
+                        let response = try await client.execute(
+                            uri: "/v1/me/channels/feed/\(route)",
+                            method: .post,
+                            headers: jsonHeaders(bearer: devices[device].session),
+                            body: ByteBuffer(string: body)
+                        )
+                        #expect(response.status == .ok, "\(route) \(body): \(String(buffer: response.body))")
+                        stateChanges += 1
+                    case 39..<46:
                         let device = Int.random(in: 0..<2, using: &random)
                         let known = Array(devices[device].copy.keys).sorted()
                         let body: String
@@ -235,19 +284,20 @@ extension CollectionTests {
                         )
                         #expect(response.status == .ok)
                     case 50..<90:
-                        let device = Int.random(in: 0..<2, using: &random)
+                        let device = Int.random(in: 0..<devices.count, using: &random)
                         _ = try await sync(device, limit: Int.random(in: 1...10, using: &random))
                     case 90..<93:
                         _ = try await store.compact(retention: .zero)
                     case 93..<94:
                         try await store.reset(userKey: userKey, channelKey: channelKey)
                     case 94..<100:
-                        try await drainAndCompare(Int.random(in: 0..<2, using: &random), step: step)
+                        try await drainAndCompare(Int.random(in: 0..<devices.count, using: &random), step: step)
                     default:
                         break
                     }
                 }
-                for device in 0..<2 { try await drainAndCompare(device, step: -1) }
+                for device in devices.indices { try await drainAndCompare(device, step: -1) }
+                #expect(stateChanges > 20)
                 // The other users' counters are true as well.
                 try await Self.expectUnreadCountsMatchCopies(db)
                 // The run exercised what it should: devices had to start over at least once.

@@ -44,7 +44,7 @@ struct BroadcastCountingTests {
                 for (id, key) in keys {
                     let unread = try await collections.unread(userKey: key)
                     let poll = try #require(
-                        try await collections.poll(.init(userKey: key, channelURL: "news", category: nil, after: .through(xid: 0), limit: 0))
+                        try await collections.poll(.init(userKey: key, channelURL: "news", filter: .inbox, after: .through(xid: 0), limit: 0))
                     )
                     #expect(unread.total == live[key, default: 0], "\(moment): \(id)'s badge")
                     #expect(poll.snapshot.state.unreadCount == live[key, default: 0], "\(moment): \(id)'s unread in the poll")

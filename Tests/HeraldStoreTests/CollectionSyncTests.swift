@@ -34,6 +34,7 @@ struct CollectionSyncTests {
             createdAt: at,
             updatedAt: at,
             status: .sent,
+            archived: false,
             position: xid
         )
     }
@@ -48,12 +49,19 @@ struct CollectionSyncTests {
         return CollectionStore.Poll(channel: channel, snapshot: snapshot ?? self.snapshot(), changes: changes)
     }
 
-    func token(at xid: Int64 = 400, category: String? = nil, resetCount: Int32 = 0, user: Int64? = nil, channel: Int64? = nil) -> SyncToken {
+    func token(
+        at xid: Int64 = 400,
+        category: String? = nil,
+        status: CollectionFilter.Status = .inbox,
+        resetCount: Int32 = 0,
+        user: Int64? = nil,
+        channel: Int64? = nil
+    ) -> SyncToken {
         SyncToken(
             userKey: user ?? self.user,
             channelKey: channel ?? self.channel.key,
             resetCount: resetCount,
-            category: category,
+            filter: CollectionFilter(category: category, status: status),
             position: .through(xid: xid)
         )
     }
@@ -69,7 +77,12 @@ struct CollectionSyncTests {
         -> (page: CollectionSync.Page?, counted: [Int])
     {
         var counted: [Int] = []
-        let page = try await CollectionSync(hugeGap: hugeGap, limit: limit).page(after: token, userKey: user, category: category, poll: poll) { cap in
+        let page = try await CollectionSync(hugeGap: hugeGap, limit: limit).page(
+            after: token,
+            userKey: user,
+            filter: CollectionFilter(category: category),
+            poll: poll
+        ) { cap in
             counted.append(cap)
             return min(cap, pending ?? poll.changes.count)
         }
@@ -80,32 +93,60 @@ struct CollectionSyncTests {
         let token = CollectionSync.firstToken(
             userKey: user,
             channelKey: channel.key,
-            category: "news",
+            filter: CollectionFilter(category: "news"),
             snapshot: snapshot(horizon: 900, resetCount: 2)
         )
         #expect(token.position == .through(xid: 899))
         #expect(token.resetCount == 2)
-        #expect(token.filter == SyncToken.filterHash("news"))
+        #expect(token.filter == CollectionFilter(category: "news").hash)
         #expect(
-            CollectionSync.continues(token, userKey: user, channelKey: channel.key, category: "news", snapshot: snapshot(horizon: 900, resetCount: 2))
+            CollectionSync.continues(
+                token,
+                userKey: user,
+                channelKey: channel.key,
+                filter: CollectionFilter(category: "news"),
+                snapshot: snapshot(horizon: 900, resetCount: 2)
+            )
         )
     }
 
     @Test func aTokenContinuesOnlyWhereItWasIssued() {
         let snap = snapshot(horizon: 1_000, nextXID: 1_001, compactedThrough: 300, resetCount: 1)
-        func continues(_ token: SyncToken, category: String? = nil) -> Bool {
-            CollectionSync.continues(token, userKey: user, channelKey: channel.key, category: category, snapshot: snap)
+        func continues(_ token: SyncToken, category: String? = nil, status: CollectionFilter.Status = .inbox) -> Bool {
+            CollectionSync.continues(
+                token,
+                userKey: user,
+                channelKey: channel.key,
+                filter: CollectionFilter(category: category, status: status),
+                snapshot: snap
+            )
         }
         #expect(continues(token(resetCount: 1)))
         #expect(!continues(token(resetCount: 1, user: user + 1)), "another user's token")
         #expect(!continues(token(resetCount: 1, channel: channel.key + 1)), "another channel's token")
         #expect(!continues(token(resetCount: 1), category: "news"), "another filter")
         #expect(continues(token(category: "news", resetCount: 1), category: "news"))
+        #expect(!continues(token(resetCount: 1), status: .archived), "another status")
+        #expect(!continues(token(category: "news", status: .unread, resetCount: 1), category: "news"), "another status")
+        #expect(continues(token(category: "news", status: .unread, resetCount: 1), category: "news", status: .unread))
+        #expect(continues(token(status: .all, resetCount: 1), status: .all))
         #expect(!continues(token(resetCount: 0)), "issued before an admin reset")
         #expect(!continues(token(at: 299, resetCount: 1)), "below the compaction bound")
         #expect(continues(token(at: 300, resetCount: 1)))
         #expect(!continues(token(at: 1_001, resetCount: 1)), "beyond the newest transaction id")
         #expect(continues(token(at: 1_000, resetCount: 1)))
+    }
+
+    /// Tokens issued before statuses carried the category's hash alone (0 for none): the default
+    /// status keeps that hash, so they stay live.
+    @Test func theDefaultStatusKeepsTheHashOfTokensIssuedBeforeStatuses() {
+        #expect(CollectionFilter.inbox.hash == 0)
+        let categoryOnly = SHA256.digest(Array("news".utf8)).prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        #expect(CollectionFilter(category: "news").hash == categoryOnly)
+        let hashes = Set(
+            CollectionFilter.Status.allCases.flatMap { status in [nil, "news"].map { CollectionFilter(category: $0, status: status).hash } }
+        )
+        #expect(hashes.count == CollectionFilter.Status.allCases.count * 2, "every filter has its own tokens")
     }
 
     @Test func noTokenOrADeadOneIsNotLiveAndCountsNothing() async throws {

@@ -35,7 +35,7 @@ struct CompactionTests {
             #expect(pass.removedNotifications == 1)
             #expect(try await world.tombstones() == [recent])
             #expect(try await db.client.query("SELECT id FROM notifications ORDER BY id").map { try $0.decode(Int64.self) } == [live, recent])
-            let page = try await world.collections.page(userKey: try world.key("u1"), channelKey: world.feed, category: nil, before: nil, limit: 10)
+            let page = try await world.collections.page(userKey: try world.key("u1"), channelKey: world.feed, filter: .inbox, before: nil, limit: 10)
             #expect(page.map(\.id) == [live], "live copies are no tombstones")
             // At once again, nothing more is old enough.
             let again = try #require(try await world.collections.compact(retention: .seconds(3600)))
@@ -49,13 +49,15 @@ struct CompactionTests {
             let world = try await StoreWorld.make(db, users: ["u1"])
             let (u1, feed) = try (world.key("u1"), world.feed)
             let gone = try await world.send("gone", to: .targets(["u1"])).id
-            let loaded = try await world.collections.load(userKey: u1, channelKey: feed, category: nil, limit: 10)
-            let token = CollectionSync.firstToken(userKey: u1, channelKey: feed, category: nil, snapshot: loaded.snapshot)
+            let loaded = try await world.collections.load(userKey: u1, channelKey: feed, filter: .inbox, limit: 10)
+            let token = CollectionSync.firstToken(userKey: u1, channelKey: feed, filter: .inbox, snapshot: loaded.snapshot)
             func poll() async throws -> CollectionStore.Poll {
-                try #require(try await world.collections.poll(.init(userKey: u1, channelURL: "feed", category: nil, after: token.position, limit: 0)))
+                try #require(
+                    try await world.collections.poll(.init(userKey: u1, channelURL: "feed", filter: .inbox, after: token.position, limit: 0))
+                )
             }
             func continues(_ token: SyncToken, _ poll: CollectionStore.Poll) -> Bool {
-                CollectionSync.continues(token, userKey: u1, channelKey: feed, category: nil, snapshot: poll.snapshot)
+                CollectionSync.continues(token, userKey: u1, channelKey: feed, filter: .inbox, snapshot: poll.snapshot)
             }
             let before = try await poll()
             #expect(before.snapshot.compactedThrough == 0)
@@ -70,7 +72,7 @@ struct CompactionTests {
             let after = try await poll()
             #expect(after.snapshot.compactedThrough == recorded)
             #expect(!continues(token, after), "the history after the token may have lost the deletion")
-            let page = try await CollectionSync(hugeGap: 100, limit: 10).page(after: token, userKey: u1, category: nil, poll: after) { _ in 0 }
+            let page = try await CollectionSync(hugeGap: 100, limit: 10).page(after: token, userKey: u1, filter: .inbox, poll: after) { _ in 0 }
             #expect(page == nil, "not live: the client loads afresh")
             var atBound = token
             atBound.position = .through(xid: recorded)

@@ -119,7 +119,7 @@ struct MarkTests {
 extension StoreWorld {
     /// The user's live copies in the channel with their status, by notification id.
     fileprivate func statuses(_ user: String, in channel: String = "feed") async throws -> [Int64: CollectionItem.Status] {
-        let items = try await collections.page(userKey: key(user), channelKey: channelKey(channel), category: nil, before: nil, limit: 100)
+        let items = try await collections.page(userKey: key(user), channelKey: channelKey(channel), filter: .inbox, before: nil, limit: 100)
         return Dictionary(uniqueKeysWithValues: items.map { ($0.id, $0.status) })
     }
 

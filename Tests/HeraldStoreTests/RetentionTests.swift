@@ -24,8 +24,8 @@ struct RetentionTests {
             let kept = try await world.send("kept", to: .targets(["u1", "u2"]))
             // u2 has read the one that expires: its expiry counts nothing down for them.
             _ = try await world.collections.markRead(userKey: u2, channelKey: feed, ids: [expiring.id])
-            let loaded = try await world.collections.load(userKey: u1, channelKey: feed, category: nil, limit: 10)
-            let token = CollectionSync.firstToken(userKey: u1, channelKey: feed, category: nil, snapshot: loaded.snapshot)
+            let loaded = try await world.collections.load(userKey: u1, channelKey: feed, filter: .inbox, limit: 10)
+            let token = CollectionSync.firstToken(userKey: u1, channelKey: feed, filter: .inbox, snapshot: loaded.snapshot)
             #expect(try await world.notifications.expireNext() == nil, "nothing is due yet")
             #expect(try await world.counts() == ["u1": 2, "u2": 1, "u3": 0])
 
@@ -36,7 +36,7 @@ struct RetentionTests {
             #expect(try await world.notifications.get(kept.id) != nil)
             #expect(try await world.counts() == ["u1": 1, "u2": 1, "u3": 0])
             try await world.expectCountsMatchCopies()
-            #expect(try await world.collections.load(userKey: u1, channelKey: feed, category: nil, limit: 10).items.map(\.id) == [kept.id])
+            #expect(try await world.collections.load(userKey: u1, channelKey: feed, filter: .inbox, limit: 10).items.map(\.id) == [kept.id])
 
             // Every copy is a tombstone with a new position: the change log after the token says it was deleted.
             let copies = try await db.client.query(
@@ -51,12 +51,12 @@ struct RetentionTests {
                 try await db.client.query("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")[0].decode(Int64.self) > copies.2
             }
             let poll = try #require(
-                try await world.collections.poll(.init(userKey: u1, channelURL: "feed", category: nil, after: token.position, limit: 100))
+                try await world.collections.poll(.init(userKey: u1, channelURL: "feed", filter: .inbox, after: token.position, limit: 100))
             )
             let changes = poll.changes.map(\.change)
             #expect(changes.contains(.deleted(expiring.id)))
             #expect(!changes.contains(.deleted(kept.id)))
-            #expect(CollectionSync.continues(token, userKey: u1, channelKey: feed, category: nil, snapshot: poll.snapshot), "expiry is no reset")
+            #expect(CollectionSync.continues(token, userKey: u1, channelKey: feed, filter: .inbox, snapshot: poll.snapshot), "expiry is no reset")
         }
     }
 

@@ -357,7 +357,7 @@ struct SyncBenchmark: AsyncParsableCommand {
     /// The seeded user's poll from `position`: its sync token (percent-encoded for a query) and its
     /// session token.
     static func pollRequest(user: Int, position: ChangePosition, key: [UInt8]) -> (token: String, session: String) {
-        let token = SyncToken(userKey: Int64(user), channelKey: 1, resetCount: 0, category: nil, position: position)
+        let token = SyncToken(userKey: Int64(user), channelKey: 1, resetCount: 0, filter: .inbox, position: position)
         let session = Hex.encode(Array("user-\(user)".utf8)) + "." + tokenSecretPart
         return (token.encoded(key: key).addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "", session)
     }

@@ -29,26 +29,21 @@ public struct SyncToken: Sendable, Equatable {
     public var channelKey: Int64
     /// The channel state's reset count when issued: an admin reset ends every older token.
     public var resetCount: Int32
-    /// First 8 bytes of SHA-256 of the category filter (0 for none).
+    /// The collection's filter, as `CollectionFilter.hash` (0 for none).
     public var filter: UInt64
     public var position: ChangePosition
 
-    public init(userKey: Int64, channelKey: Int64, resetCount: Int32, category: String?, position: ChangePosition) {
+    public init(userKey: Int64, channelKey: Int64, resetCount: Int32, filter: CollectionFilter, position: ChangePosition) {
         self.userKey = userKey
         self.channelKey = channelKey
         self.resetCount = resetCount
-        self.filter = Self.filterHash(category)
+        self.filter = filter.hash
         self.position = position
     }
 
     /// The format byte (see `TokenSeal`).
     static let version: UInt8 = 1
     static let payloadLength = 1 + 8 + 8 + 4 + 8 + 8 + 8
-
-    public static func filterHash(_ category: String?) -> UInt64 {
-        guard let category else { return 0 }
-        return SHA256.digest(Array(category.utf8)).prefix(8).reduce(0) { $0 << 8 | UInt64($1) }
-    }
 
     /// The token as URL-safe base64 text.
     public func encoded(key: [UInt8]) -> String {

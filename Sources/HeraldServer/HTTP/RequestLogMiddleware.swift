@@ -12,7 +12,7 @@ struct RequestLogMiddleware: RouterMiddleware {
     typealias Context = HeraldRequestContext
 
     /// Query parameters whose values are logged as sent: paging sizes and cursors, filters.
-    static let plainParameters: Set<Substring> = ["limit", "before", "after", "category", "members", "version"]
+    static let plainParameters: Set<Substring> = ["limit", "before", "after", "category", "status", "members", "version"]
 
     let level: Logger.Level
 

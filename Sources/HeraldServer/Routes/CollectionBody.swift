@@ -30,6 +30,8 @@ struct NotificationItem {
         writer.string(item.eventDeadline.map(RFC3339.string))
         writer.key("status")
         writer.string(item.status.name)
+        writer.key("archived")
+        writer.bool(item.archived)
         writer.key("created_at")
         writer.string(RFC3339.string(from: item.createdAt))
         writer.key("created_at_ms")

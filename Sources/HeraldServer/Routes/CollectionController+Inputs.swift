@@ -10,7 +10,8 @@ extension CollectionController {
     struct CollectionInput: RouteInput {
         var url: String
         var limit: Int
-        var category: String?
+        /// The category and status asked for (`?category=`, `?status=`).
+        var filter: CollectionFilter
         var device: DeviceReference?
         /// How long a quiet poll may wait for a change (`?wait=`, seconds); zero answers at once.
         var wait: Duration
@@ -36,7 +37,7 @@ extension CollectionController {
         init(parsing request: Request, context: HeraldRequestContext, tokenKey: () async throws -> [UInt8]) async throws {
             let query = request.uri.queryParameters
             limit = try CollectionController.limit(query)
-            category = try CollectionController.category(query)
+            filter = try CollectionController.filter(query)
             wait = try CollectionController.wait(query)
             key = try await tokenKey()
             device = try DeviceNaming.reference(in: request)
@@ -54,7 +55,7 @@ extension CollectionController {
             CollectionStore.PollRequest(
                 userKey: userKey,
                 channelURL: url,
-                category: category,
+                filter: filter,
                 after: token?.position ?? .through(xid: 0),
                 limit: token == nil ? 0 : limit + 1
             )

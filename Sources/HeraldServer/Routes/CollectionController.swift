@@ -45,6 +45,7 @@ struct CollectionController: Sendable {
         routes.add(.post, "/v1/me/channels/{channel_url}/seen", parse: ChannelInput.init) { request, context, input, answer in
             try await seen(request, channel: try await Self.channel(input, answer: answer, collections), context: context)
         }
+        registerInboxStates(in: routes)
         routes.add(.get, "/v1/me/channels", access: .user, reads: .standby) { request, context in
             try await channelListAnswer(request, context: context)
         }
@@ -118,7 +119,7 @@ struct CollectionController: Sendable {
         context: HeraldRequestContext
     ) async throws -> (body: CollectionBody, quietIn: Int64?) {
         let user = try Self.user(context)
-        let (limit, category, device) = (input.limit, input.category, input.device)
+        let (limit, filter, device) = (input.limit, input.filter, input.device)
         let token: SyncToken?
         switch input.token {
         case .none:
@@ -128,12 +129,12 @@ struct CollectionController: Sendable {
             if let device, try await devices.find(userKey: user.key, reference: device) == nil { throw DeviceNaming.notFound }
             try await collections.open(userKey: user.key, channelKey: channel.key)
             let (snapshot, page) = try await context.reads.read { standby in
-                try await reader(standby).load(userKey: user.key, channelKey: channel.key, category: category, limit: limit + 1)
+                try await reader(standby).load(userKey: user.key, channelKey: channel.key, filter: filter, limit: limit + 1)
             }
             var body = CollectionBody(channel: channel, snapshot: snapshot, isLive: true)
             for item in page.prefix(limit) { body.notifications.append(NotificationItem(item)) }
             body.prevCursor = page.count > limit ? page[limit - 1].id.description : nil
-            body.nextToken = CollectionSync.firstToken(userKey: user.key, channelKey: channel.key, category: category, snapshot: snapshot)
+            body.nextToken = CollectionSync.firstToken(userKey: user.key, channelKey: channel.key, filter: filter, snapshot: snapshot)
                 .encoded(key: input.key)
             // Not kept for memory: the channel was read by an earlier statement than the snapshot, so
             // a change to it in between (below the horizon) would go unnoticed. The first poll keeps
@@ -145,7 +146,7 @@ struct CollectionController: Sendable {
             token = valid
             // Unless the database's answer came with the session check, memory may know it already.
             if answer == nil,
-                let quiet = notifier?.quietPoll(userKey: user.key, channelURL: input.url, category: category, token: valid, device: device)
+                let quiet = notifier?.quietPoll(userKey: user.key, channelURL: input.url, filter: filter, token: valid, device: device)
             {
                 var body = CollectionBody(channel: quiet.channel, snapshot: quiet.snapshot, isLive: true)
                 // The token as presented: an answer from memory never moves it (and sealing it anew
@@ -162,7 +163,7 @@ struct CollectionController: Sendable {
             if let answer = answered { poll = answer } else { poll = try await reader(standby).poll(input.poll(token, userKey: user.key)) }
             guard let poll else { throw Self.channelNotFound }
             guard let standby, let token, poll.snapshot.horizon <= token.position.xid, token.userKey == user.key,
-                token.channelKey == poll.channel.key, token.filter == SyncToken.filterHash(category)
+                token.channelKey == poll.channel.key, token.filter == filter.hash
             else { return (poll, false) }
             // The standby has not replayed as far as the token has seen: nothing new yet, and the
             // token stays where it is. (The other checks of `CollectionSync.continues` compare the
@@ -178,7 +179,7 @@ struct CollectionController: Sendable {
             return (body, nil)
         }
         let rules = CollectionSync(hugeGap: sync.hugeGap, limit: limit)
-        let page = try await rules.page(after: token, userKey: user.key, category: category, poll: poll) { cap in
+        let page = try await rules.page(after: token, userKey: user.key, filter: filter, poll: poll) { cap in
             try await context.reads.read { standby in
                 try await reader(standby).pendingChanges(
                     userKey: user.key,
@@ -190,7 +191,7 @@ struct CollectionController: Sendable {
             }
         }
         guard let page else { return (body, nil) }
-        if !page.hasMore { remember(channel: poll.channel, category: category, snapshot: poll.snapshot, from: page.next.position, user: user) }
+        if !page.hasMore { remember(channel: poll.channel, filter: filter, snapshot: poll.snapshot, from: page.next.position, user: user) }
         body.isLive = true
         body.hasMore = page.hasMore
         for (_, change) in page.changes {
@@ -276,9 +277,15 @@ struct CollectionController: Sendable {
     }
 
     /// Keeps a complete answer of the database's for memory to give again (see `ChangeNotifier`).
-    func remember(channel: CollectionChannel, category: String?, snapshot: CollectionStore.Snapshot, from: ChangePosition, user: AuthenticatedUser) {
+    func remember(
+        channel: CollectionChannel,
+        filter: CollectionFilter,
+        snapshot: CollectionStore.Snapshot,
+        from: ChangePosition,
+        user: AuthenticatedUser
+    ) {
         guard let notifier else { return }
-        let poll = QuietPoll(channel: channel, category: category, snapshot: snapshot, from: from)
+        let poll = QuietPoll(channel: channel, filter: filter, snapshot: snapshot, from: from)
         notifier.remember(poll: poll, userKey: user.key, channelURL: channel.url)
     }
 
@@ -295,7 +302,7 @@ struct CollectionController: Sendable {
         let channel = try await channel(input.url, answered: answer, context: context)
         let query = request.uri.queryParameters
         let limit = try Self.limit(query)
-        let category = try Self.category(query)
+        let filter = try Self.filter(query)
         var before: Int64?
         if let text = query["before"] {
             guard let value = CanonicalInteger.id(text) else {
@@ -304,7 +311,7 @@ struct CollectionController: Sendable {
             before = value
         }
         let page = try await context.reads.read { standby in
-            try await reader(standby).page(userKey: user.key, channelKey: channel.key, category: category, before: before, limit: limit + 1)
+            try await reader(standby).page(userKey: user.key, channelKey: channel.key, filter: filter, before: before, limit: limit + 1)
         }
         var body = PageBody(prevCursor: page.count > limit ? page[limit - 1].id.description : nil)
         for item in page.prefix(limit) { body.notifications.append(NotificationItem(item)) }
@@ -324,22 +331,7 @@ struct CollectionController: Sendable {
     func read(_ request: Request, channel: CollectionChannel, context: HeraldRequestContext) async throws -> StateBody {
         let user = try Self.user(context)
         let body = try await RequestBody.decode(ReadRequest.self, from: request, context: context)
-        var ids: [Int64]?
-        if let given = body?.notificationIDs {
-            guard (1...Self.maximumReadIDs).contains(given.count) else {
-                throw APIError(
-                    .badRequest,
-                    code: "invalid_notification_ids",
-                    message: "notification_ids must list 1–\(Self.maximumReadIDs) notification ids; send no body to mark all read."
-                )
-            }
-            ids = try given.enumerated().map { index, text in
-                guard let id = CanonicalInteger.id(text) else {
-                    throw APIError(.badRequest, code: "invalid_notification_ids", message: "notification_ids[\(index)] is not a notification id.")
-                }
-                return id
-            }
-        }
+        let ids = try body?.notificationIDs.map { try Self.notificationIDs($0, otherwise: "send no body to mark all read") }
         let marked = try await collections.markRead(userKey: user.key, channelKey: channel.key, ids: ids)
         return StateBody(marked.state, position: marked.position)
     }
@@ -366,6 +358,24 @@ struct CollectionController: Sendable {
     }
 
     // MARK: - Helpers
+
+    /// `notification_ids` of a mark's body: 1–100 notification ids; `otherwise` says what else the
+    /// route takes.
+    static func notificationIDs(_ given: [String], otherwise: String) throws -> [Int64] {
+        guard (1...Self.maximumReadIDs).contains(given.count) else {
+            throw APIError(
+                .badRequest,
+                code: "invalid_notification_ids",
+                message: "notification_ids must list 1–\(Self.maximumReadIDs) notification ids; \(otherwise)."
+            )
+        }
+        return try given.enumerated().map { index, text in
+            guard let id = CanonicalInteger.id(text) else {
+                throw APIError(.badRequest, code: "invalid_notification_ids", message: "notification_ids[\(index)] is not a notification id.")
+            }
+            return id
+        }
+    }
 
     static func user(_ context: HeraldRequestContext) throws -> AuthenticatedUser {
         guard let user = context.user else { throw APIError.internalError }
@@ -407,11 +417,22 @@ struct CollectionController: Sendable {
         return .seconds(seconds)
     }
 
-    static func category(_ query: FlatDictionary<Substring, Substring>) throws -> String? {
-        guard let text = query["category"] else { return nil }
-        guard (1...64).contains(text.count) else {
-            throw APIError(.badRequest, code: "invalid_category", message: "category must be 1–64 characters.")
+    /// The collection's filter: `?category=` (1–64 characters) and `?status=` (`inbox`, the default:
+    /// not archived; `unread`, `read`, `archived`, `all`).
+    static func filter(_ query: FlatDictionary<Substring, Substring>) throws -> CollectionFilter {
+        var filter = CollectionFilter()
+        if let text = query["category"] {
+            guard (1...64).contains(text.count) else {
+                throw APIError(.badRequest, code: "invalid_category", message: "category must be 1–64 characters.")
+            }
+            filter.category = String(text)
         }
-        return String(text)
+        if let text = query["status"] {
+            guard let status = CollectionFilter.Status(rawValue: String(text)) else {
+                throw APIError(.badRequest, code: "invalid_status", message: "status must be inbox, unread, read, archived or all.")
+            }
+            filter.status = status
+        }
+        return filter
     }
 }

@@ -97,7 +97,7 @@ public final class ChangeNotifier: Service, Sendable {
     private struct PollKey: Hashable {
         var userKey: Int64
         var channelURL: String
-        var category: String?
+        var filter: CollectionFilter
     }
 
     private struct SessionKey: Hashable {
@@ -487,20 +487,20 @@ public final class ChangeNotifier: Service, Sendable {
 
     // MARK: - Polls
 
-    /// The answer to `userKey`'s poll of `token` in the channel `channelURL` (filtered by `category`),
+    /// The answer to `userKey`'s poll of `token` in the channel `channelURL` (filtered by `filter`),
     /// when memory can give the one the database would; with `device`, only if that device's sync has
     /// nothing to record.
     public func quietPoll(
         userKey: Int64,
         channelURL: String,
-        category: String?,
+        filter: CollectionFilter,
         token: SyncToken,
         device: DeviceReference?
     ) -> QuietPoll? {
         let now = self.now()
         let found: QuietPoll?? = state.withLock { state in
             guard isAnswering(state, now: now) else { return .none }
-            guard let kept = state.polls.value(for: PollKey(userKey: userKey, channelURL: channelURL, category: category)),
+            guard let kept = state.polls.value(for: PollKey(userKey: userKey, channelURL: channelURL, filter: filter)),
                 now - kept.storedAt <= settings.maximumAge
             else { return .some(nil) }
             let poll = kept.poll
@@ -537,7 +537,7 @@ public final class ChangeNotifier: Service, Sendable {
             guard settings.enabled, case .answering = state.listening,
                 state.record.collectionsChanged(userKey: userKey, channelKey: poll.channel.key) < poll.snapshot.horizon
             else { return nil }
-            state.polls.set(KeptPoll(poll: poll, storedAt: now), for: PollKey(userKey: userKey, channelURL: channelURL, category: poll.category))
+            state.polls.set(KeptPoll(poll: poll, storedAt: now), for: PollKey(userKey: userKey, channelURL: channelURL, filter: poll.filter))
             return state.polls.count
         }
         if let count { counters.entries.record(count) }

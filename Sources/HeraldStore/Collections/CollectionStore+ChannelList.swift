@@ -63,8 +63,8 @@ extension CollectionStore {
     }
 
     /// The entry's columns in a row of `channelListSelect`: the channel's 6, unread, last activity,
-    /// and the last notification's 11 (`itemColumns`).
-    static let channelListEntryColumnCount = 19
+    /// and the last notification's (`itemColumns`).
+    static let channelListEntryColumnCount = 8 + CollectionStore.itemColumnCount
 
     /// One statement, so one snapshot. The whole list and the change log are two texts (each keeps a
     /// plan of its own) around the same constant parts: the snapshot `snap`, and the final select over
@@ -143,7 +143,7 @@ extension CollectionStore {
     static let channelListSelect: PostgresQuery = """
         SELECT c.key, c.kind, c.name, c.cover_url, c.custom_type, c.url, u.unread, activity.at,
             last.id, last.template_key, last.template_version, last.data, last.category, last.tags,
-            last.event_deadline, last.created_at, last.updated_at, last.status, last.change_xid,
+            last.event_deadline, last.created_at, last.updated_at, last.status, last.change_xid, last.archived,
             snap.horizon, snap.next_xid, snap.compacted, (SELECT array_agg(url ORDER BY url) FROM removed)
         FROM snap
         LEFT JOIN u ON true
@@ -156,7 +156,7 @@ extension CollectionStore {
         ) AS activity ON true
         LEFT JOIN LATERAL (
             SELECT n.id, n.template_key, n.template_version, coalesce(r.data, n.data) AS data, n.category, n.tags,
-                n.event_deadline, n.created_at, n.updated_at, r.status, r.change_xid
+                n.event_deadline, n.created_at, n.updated_at, r.status, r.change_xid, r.archived
             FROM notification_recipients r \(CollectionStore.notificationOfCopy)
             WHERE c.kind = 'chat' AND r.user_key = u.user_key AND r.channel_key = c.key AND NOT r.deleted
             ORDER BY r.notification_id DESC LIMIT 1

@@ -12,7 +12,19 @@ extension CollectionStore {
         // One round trip: the marks and the counter in one statement (the counter takes how many the
         // marks changed), the live hint, and the state read by a statement of its own (see
         // `stateQuery`).
-        let results = try await client.transaction([
+        let results = try await client.transaction(
+            Self.readStatements(userKey: userKey, channelKey: channelKey, ids: ids) + [
+                LiveHint.channelState(userKey: userKey, channelKey: channelKey).query(when: Self.changeRecorded),
+                Self.stateQuery(userKey: userKey, channelKey: channelKey),
+            ]
+        )
+        return try Self.decodeState(results.last!.first!)
+    }
+
+    /// The statements of a read mark (see `markRead`), in the caller's transaction: the marks and
+    /// the counter, recording whether anything changed (`changeRecorded`), then the webhook events.
+    static func readStatements(userKey: Int64, channelKey: Int64, ids: [Int64]?) -> [PostgresQuery] {
+        [
             """
             WITH old AS (SELECT opened FROM channel_states WHERE user_key = \(userKey) AND channel_key = \(channelKey)),
             marked AS (
@@ -28,7 +40,6 @@ extension CollectionStore {
                 last_read_at = CASE WHEN \(ids == nil) THEN greatest(s.last_read_at, now()) ELSE s.last_read_at END
             RETURNING \(Self.recordChange("(SELECT count(*) FROM marked) > 0 OR \(ids)::int8[] IS NULL OR NOT coalesce((SELECT opened FROM old), false)"))
             """,
-            LiveHint.channelState(userKey: userKey, channelKey: channelKey).query(when: Self.changeRecorded),
             // Webhook events for the copies this transaction read (`sql/0018_webhooks.sql`): found by
             // their change position, through the index of changes; nothing is read unless a webhook
             // wants them.
@@ -39,9 +50,7 @@ extension CollectionStore {
             WHERE herald_webhook_wanted('notification.read') AND r.user_key = \(userKey) AND r.channel_key = \(channelKey)
                 AND r.change_xid = \(ChangePositionSQL.currentTransactionID) AND r.read_at = now() AND r.status = \(CollectionItem.Status.read)
             """,
-            Self.stateQuery(userKey: userKey, channelKey: channelKey),
-        ])
-        return try Self.decodeState(results[3].first!)
+        ]
     }
 
     /// A mark's write records whether it changed anything the user's streams show, for the hint that

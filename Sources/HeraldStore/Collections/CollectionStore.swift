@@ -49,6 +49,8 @@ public struct CollectionItem: Sendable, Equatable {
     public var createdAt: Date
     public var updatedAt: Date
     public var status: Status
+    /// The user archived it: it shows only in collections of status `archived` or `all`.
+    public var archived: Bool
     /// The position of the copy's latest change in the user's change stream (the id of the
     /// transaction that made it): a client keeps, of two versions of a notification, the one with the
     /// higher position.
@@ -118,15 +120,15 @@ public struct CollectionStore: Sendable {
     public struct PollRequest: Sendable, Hashable {
         public var userKey: Int64
         public var channelURL: String
-        public var category: String?
+        public var filter: CollectionFilter
         public var position: ChangePosition
         /// The most changes to return (0: the channel and snapshot only).
         public var limit: Int
 
-        public init(userKey: Int64, channelURL: String, category: String?, after position: ChangePosition, limit: Int) {
+        public init(userKey: Int64, channelURL: String, filter: CollectionFilter, after position: ChangePosition, limit: Int) {
             self.userKey = userKey
             self.channelURL = channelURL
-            self.category = category
+            self.filter = filter
             self.position = position
             self.limit = limit
         }
@@ -148,8 +150,8 @@ public struct CollectionStore: Sendable {
     }
 
     static func pollQuery(_ request: PollRequest) -> PostgresQuery {
-        let (userKey, channelURL, category, position, limit) = (
-            request.userKey, request.channelURL, request.category, request.position, request.limit
+        let (userKey, channelURL, filter, position, limit) = (
+            request.userKey, request.channelURL, request.filter, request.position, request.limit
         )
         return """
             WITH snap AS MATERIALIZED (
@@ -161,12 +163,12 @@ public struct CollectionStore: Sendable {
             )
             SELECT snap.*, changed.*
             FROM snap LEFT JOIN LATERAL (
-                SELECT r.change_xid, r.deleted, \(Self.itemColumns)
+                SELECT r.change_xid, \(CollectionFilterSQL.leaves(filter.status)), \(Self.itemColumns)
                 FROM notification_recipients r \(Self.notificationOfCopy)
                 WHERE r.user_key = \(userKey) AND r.channel_key = snap.channel_key
                     AND (r.change_xid, r.notification_id) > (\(position.xid), \(position.notificationID))
                     AND r.change_xid < snap.horizon
-                    AND (\(category)::text IS NULL OR n.category = \(category))
+                    AND \(CollectionFilterSQL.category(filter.category))
                 ORDER BY r.change_xid, r.notification_id LIMIT \(limit)
             ) AS changed ON true
             """
@@ -193,12 +195,12 @@ public struct CollectionStore: Sendable {
 
     /// The newest live notifications (those with an id below `before`, when given), newest first.
     /// One statement, so one snapshot.
-    public func page(userKey: Int64, channelKey: Int64, category: String?, before: Int64?, limit: Int) async throws -> [CollectionItem] {
+    public func page(userKey: Int64, channelKey: Int64, filter: CollectionFilter, before: Int64?, limit: Int) async throws -> [CollectionItem] {
         try await client.query(
             """
             SELECT \(Self.itemColumns) FROM notification_recipients r \(Self.notificationOfCopy)
-            WHERE r.user_key = \(userKey) AND r.channel_key = \(channelKey) AND NOT r.deleted
-                AND r.notification_id < \(before ?? .max) AND (\(category)::text IS NULL OR n.category = \(category))
+            WHERE r.user_key = \(userKey) AND r.channel_key = \(channelKey) AND \(CollectionFilterSQL.shows(filter))
+                AND r.notification_id < \(before ?? .max)
             ORDER BY r.notification_id DESC LIMIT \(limit)
             """
         ).map(Self.decodeItem)
@@ -206,7 +208,12 @@ public struct CollectionStore: Sendable {
 
     /// A first load: the snapshot values and the newest `limit` live notifications, newest first, in
     /// one statement (so from one snapshot, without a transaction's extra round trips).
-    public func load(userKey: Int64, channelKey: Int64, category: String?, limit: Int) async throws -> (snapshot: Snapshot, items: [CollectionItem]) {
+    public func load(
+        userKey: Int64,
+        channelKey: Int64,
+        filter: CollectionFilter,
+        limit: Int
+    ) async throws -> (snapshot: Snapshot, items: [CollectionItem]) {
         let rows = try await client.query(
             """
             WITH snap AS MATERIALIZED (
@@ -216,8 +223,7 @@ public struct CollectionStore: Sendable {
             )
             SELECT snap.*, page.* FROM snap LEFT JOIN LATERAL (
                 SELECT \(Self.itemColumns) FROM notification_recipients r \(Self.notificationOfCopy)
-                WHERE r.user_key = \(userKey) AND r.channel_key = \(channelKey) AND NOT r.deleted
-                    AND (\(category)::text IS NULL OR n.category = \(category))
+                WHERE r.user_key = \(userKey) AND r.channel_key = \(channelKey) AND \(CollectionFilterSQL.shows(filter))
                 ORDER BY r.notification_id DESC LIMIT \(limit)
             ) AS page ON true
             """
@@ -289,8 +295,11 @@ public struct CollectionStore: Sendable {
 
     static let itemColumns: PostgresQuery = """
         n.id, n.template_key, n.template_version, coalesce(r.data, n.data), n.category, n.tags, n.event_deadline, \
-        n.created_at, n.updated_at, r.status, r.change_xid
+        n.created_at, n.updated_at, r.status, r.change_xid, r.archived
         """
+
+    /// How many columns `itemColumns` names.
+    static let itemColumnCount = 12
 
     static func decodeItem(_ row: PostgresRow) throws -> CollectionItem {
         var column = 0
@@ -299,7 +308,7 @@ public struct CollectionStore: Sendable {
 
     /// The columns of `itemColumns`, from `column` on; `column` moves past them.
     static func decodeItem(_ row: PostgresRow, at column: inout Int) throws -> CollectionItem {
-        defer { column += 11 }
+        defer { column += Self.itemColumnCount }
         return CollectionItem(
             id: try row.decode(column: column, as: Int64.self),
             templateKey: try row.decode(column: column + 1, as: String.self),
@@ -311,6 +320,7 @@ public struct CollectionStore: Sendable {
             createdAt: try row.decode(column: column + 7, as: Date.self),
             updatedAt: try row.decode(column: column + 8, as: Date.self),
             status: CollectionItem.Status(rawValue: try row.decode(column: column + 9, as: Int16.self)) ?? .sent,
+            archived: try row.decode(column: column + 11, as: Bool.self),
             position: try row.decode(column: column + 10, as: Int64.self)
         )
     }

@@ -29,27 +29,27 @@ public struct CollectionSync: Sendable {
 
     /// The token a first load answers with: everything below the snapshot's horizon is in the load, so
     /// later changes come incrementally from there.
-    public static func firstToken(userKey: Int64, channelKey: Int64, category: String?, snapshot: CollectionStore.Snapshot) -> SyncToken {
+    public static func firstToken(userKey: Int64, channelKey: Int64, filter: CollectionFilter, snapshot: CollectionStore.Snapshot) -> SyncToken {
         SyncToken(
             userKey: userKey,
             channelKey: channelKey,
             resetCount: snapshot.state.resetCount,
-            category: category,
+            filter: filter,
             position: .through(xid: snapshot.horizon - 1)
         )
     }
 
-    /// Whether `token` can continue in `channelKey`'s collection of `userKey`, filtered by `category`,
+    /// Whether `token` can continue in `channelKey`'s collection of `userKey`, filtered by `filter`,
     /// as `snapshot` sees it.
     public static func continues(
         _ token: SyncToken,
         userKey: Int64,
         channelKey: Int64,
-        category: String?,
+        filter: CollectionFilter,
         snapshot: CollectionStore.Snapshot
     ) -> Bool {
         token.userKey == userKey && token.channelKey == channelKey
-            && token.filter == SyncToken.filterHash(category)
+            && token.filter == filter.hash
             && token.resetCount == snapshot.state.resetCount
             && token.position.xid >= snapshot.compactedThrough
             && token.position.xid < snapshot.nextXID
@@ -62,11 +62,11 @@ public struct CollectionSync: Sendable {
     public func page(
         after token: SyncToken?,
         userKey: Int64,
-        category: String?,
+        filter: CollectionFilter,
         poll: CollectionStore.Poll,
         countPending: (_ cap: Int) async throws -> Int
     ) async throws -> Page? {
-        guard let token, Self.continues(token, userKey: userKey, channelKey: poll.channel.key, category: category, snapshot: poll.snapshot)
+        guard let token, Self.continues(token, userKey: userKey, channelKey: poll.channel.key, filter: filter, snapshot: poll.snapshot)
         else { return nil }
         let changes = poll.changes
         // More changes than the threshold in hand, or a full page that may hide more: only then is a

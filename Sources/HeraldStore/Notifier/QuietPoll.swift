@@ -5,14 +5,14 @@ import HeraldCore
 /// as long as nothing the answer shows has changed (see `ChangeRecord`).
 public struct QuietPoll: Sendable {
     public var channel: CollectionChannel
-    public var category: String?
+    public var filter: CollectionFilter
     public var snapshot: CollectionStore.Snapshot
     /// Where the database's answer left its token: nothing lies between it and the snapshot's horizon.
     public var from: ChangePosition
 
-    public init(channel: CollectionChannel, category: String?, snapshot: CollectionStore.Snapshot, from: ChangePosition) {
+    public init(channel: CollectionChannel, filter: CollectionFilter, snapshot: CollectionStore.Snapshot, from: ChangePosition) {
         self.channel = channel
-        self.category = category
+        self.filter = filter
         self.snapshot = snapshot
         self.from = from
     }
@@ -22,6 +22,6 @@ public struct QuietPoll: Sendable {
     /// the snapshot sees it, and stands at or past `from`.
     public func answers(_ token: SyncToken, userKey: Int64) -> Bool {
         token.position >= from
-            && CollectionSync.continues(token, userKey: userKey, channelKey: channel.key, category: category, snapshot: snapshot)
+            && CollectionSync.continues(token, userKey: userKey, channelKey: channel.key, filter: filter, snapshot: snapshot)
     }
 }
