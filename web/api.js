@@ -163,18 +163,44 @@ export class HeraldAPI {
   /**
    * The first page (no token) or the changes since `token`.
    * @param {string} channelURL
-   * @param {{token?: string | null, limit?: number, category?: string | null, device?: string | null, wait?: number}} options
+   * @param {{token?: string | null, limit?: number, category?: string | null, status?: import("./types.js").InboxStatus, device?: string | null, wait?: number}} options
    */
-  sync(channelURL, { token, limit, category, device, wait } = {}) {
-    return this.request("GET", HeraldAPI.channelPath(channelURL) + "/collection", { query: { token, limit, category, wait }, device });
+  sync(channelURL, { token, limit, category, status, device, wait } = {}) {
+    return this.request("GET", HeraldAPI.channelPath(channelURL) + "/collection", {
+      query: { token, limit, category, status: HeraldAPI.statusQuery(status), wait },
+      device,
+    });
   }
 
   /**
    * @param {string} channelURL
-   * @param {{before: string, limit?: number, category?: string | null}} options
+   * @param {{before: string, limit?: number, category?: string | null, status?: import("./types.js").InboxStatus}} options
    */
-  older(channelURL, { before, limit, category }) {
-    return this.request("GET", HeraldAPI.channelPath(channelURL) + "/notifications", { query: { before, limit, category } });
+  older(channelURL, { before, limit, category, status }) {
+    return this.request("GET", HeraldAPI.channelPath(channelURL) + "/notifications", {
+      query: { before, limit, category, status: HeraldAPI.statusQuery(status) },
+    });
+  }
+
+  /**
+   * The status as the query sends it: none for the default.
+   * @param {import("./types.js").InboxStatus | undefined} status
+   */
+  static statusQuery(status) {
+    return status === undefined || status === "inbox" ? undefined : status;
+  }
+
+  /**
+   * A change of the user's own states of notifications: `archive` (`{notification_ids}` or
+   * `{scope: "read" | "all"}`), `unarchive`, `unread`, `delete` (`{notification_ids}`). Resolves to
+   * the channel's state after, with the change's position.
+   * @param {string} channelURL
+   * @param {"archive" | "unarchive" | "unread" | "delete"} change
+   * @param {{notification_ids?: string[], scope?: "read" | "all"}} body
+   * @returns {Promise<import("./types.js").ChannelState & {position?: string}>}
+   */
+  changeState(channelURL, change, body) {
+    return this.request("POST", HeraldAPI.channelPath(channelURL) + `/${change}`, { body });
   }
 
   /**

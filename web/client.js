@@ -66,17 +66,20 @@ export class HeraldClient extends EventTarget {
   }
 
   /**
-   * The collection of `channelURL` (of one `category`, if given): one object per channel and
-   * category, kept current while the client holds it. Call `refresh()` on it to load it.
+   * The collection of `channelURL` (of one `category`, if given, and of one inbox `status`: by
+   * default everything not archived): one object per channel, category and status, kept current
+   * while the client holds it. Call `refresh()` on it to load it.
    * @param {string} channelURL
-   * @param {{category?: string | null}} options
+   * @param {{category?: string | null, status?: import("./types.js").InboxStatus}} options
    */
-  collection(channelURL, { category = null } = {}) {
+  collection(channelURL, { category = null, status = "inbox" } = {}) {
     if (this.closed) throw new Error("The client was closed.");
-    const key = category === null ? channelURL : `${channelURL}\u001f${category}`;
+    const channel = category === null ? channelURL : `${channelURL}\u001f${category}`;
+    // The default status adds nothing, so what a cache kept before statuses stays its own.
+    const key = status === "inbox" ? channel : `${channel}\u001e${status}`;
     let collection = this.collections.get(key);
     if (!collection) {
-      collection = new NotificationCollection(channelURL, category, this);
+      collection = new NotificationCollection(channelURL, category, this, status);
       collection.pageSize = this.pageSize;
       this.collections.set(key, collection);
       if (this.cache) collection.restoring = this.restore(collection, key);
@@ -321,7 +324,7 @@ export class HeraldClient extends EventTarget {
         const position = BigInt(event.position);
         this.noteUnread(event.unread_count, event.channel_url, position);
         for (const collection of this.collectionsOf(event.channel_url)) {
-          const { removed } = collection.apply([], [event.notification_id], true);
+          const { removed } = collection.apply([], [event.notification_id], true, position);
           collection.takeUnread(event.unread_count, position);
           this.saveCollection(collection);
           collection.changed([], [], removed);

@@ -1,12 +1,13 @@
 import { Coalescing } from "./coalescing.js";
 
 /**
- * One channel's notifications for the signed-in user (optionally one category), newest first, kept
- * in step with Herald.
+ * One channel's notifications for the signed-in user (optionally one category, and of one inbox
+ * status: by default everything not archived), newest first, kept in step with Herald.
  *
  * It keeps the sync protocol's duties so the page does not: the sync token; every change applied by
  * its position (a version older than the one held changes nothing); never a notification twice;
- * deleted ones removed; and when the server cannot continue the token (`is_live: false`: the channel
+ * deleted ones removed (and those whose state takes them out of its status, until a later change
+ * brings them back); and when the server cannot continue the token (`is_live: false`: the channel
  * was reset, the gap grew too large, the token expired) it loads the newest page afresh and says so.
  *
  * Events (`addEventListener`): `change` (`detail`: `{inserted, updated, removed}`, ids) after every
@@ -17,13 +18,16 @@ export class NotificationCollection extends EventTarget {
    * @param {string} channelURL
    * @param {string | null} category
    * @param {import("./client.js").HeraldClient} client
+   * @param {import("./types.js").InboxStatus} [status]
    */
-  constructor(channelURL, category, client) {
+  constructor(channelURL, category, client, status = /** @type {import("./types.js").InboxStatus} */ ("inbox")) {
     super();
     /** The channel's URL (its id). */
     this.channelURL = channelURL;
     /** Only notifications of this category, when set. */
     this.category = category;
+    /** Only notifications of this inbox status. */
+    this.status = status;
     /** @type {import("./types.js").HeraldNotification[]} Newest first. */
     this.notifications = [];
     /** Older notifications exist on the server that `loadPrevious()` would bring. */
@@ -49,8 +53,13 @@ export class NotificationCollection extends EventTarget {
     this.statePosition = 0n;
     /** @type {string | null} */
     this.previousCursor = null;
-    /** Ids removed by a deletion, so that an older version arriving late cannot bring them back. */
-    this.removedIDs = new Set();
+    /**
+     * Ids that left the collection (deleted, or out of its status), each with the position of its
+     * leaving: only a version above it brings the notification back, so an older one arriving late
+     * cannot. (A deletion is for good: nothing comes after it.)
+     * @type {Map<string, bigint>}
+     */
+    this.removedAt = new Map();
     /**
      * Copies this client's own read marks read, by id, with the mark's position: until a sync has
      * passed that position, a version older than it still shows them read (see `markRead`).
@@ -99,12 +108,17 @@ export class NotificationCollection extends EventTarget {
     const client = this.client;
     if (!this.hasPrevious || !this.previousCursor || !client) return;
     const load = this.loads;
-    const page = await client.api.older(this.channelURL, { before: this.previousCursor, limit: this.pageSize, category: this.category });
+    const page = await client.api.older(this.channelURL, {
+      before: this.previousCursor,
+      limit: this.pageSize,
+      category: this.category,
+      status: this.status,
+    });
     if (load !== this.loads || this.client !== client) return;
     /** @type {string[]} */
     const inserted = [];
     for (const version of page.notifications) {
-      if (this.removedIDs.has(version.id) || this.indexOf(version.id) !== -1) continue;
+      if (this.left(version) || this.indexOf(version.id) !== -1) continue;
       this.notifications.splice(this.insertionIndex(BigInt(version.id)), 0, version);
       inserted.push(version.id);
     }
@@ -143,6 +157,69 @@ export class NotificationCollection extends EventTarget {
       client.saveCollection(this);
       this.changed([], updated, []);
     }
+    await this.refresh();
+    await client.refreshUnread();
+    return this.state.unread_count;
+  }
+
+  /**
+   * Archives these notifications (reading them): they leave the inbox for the `archived` status.
+   * Resolves to the unread count after.
+   * @param {string[]} ids
+   */
+  archive(ids) {
+    return this.changeState("archive", { notification_ids: ids });
+  }
+
+  /** Archives every notification of the channel that is read. */
+  archiveRead() {
+    return this.changeState("archive", { scope: "read" });
+  }
+
+  /** Archives every notification of the channel, reading them all. */
+  archiveAll() {
+    return this.changeState("archive", { scope: "all" });
+  }
+
+  /**
+   * Brings archived notifications back to the inbox (still read).
+   * @param {string[]} ids
+   */
+  unarchive(ids) {
+    return this.changeState("unarchive", { notification_ids: ids });
+  }
+
+  /**
+   * Marks read notifications unread again (back in the inbox if archived); the count follows.
+   * @param {string[]} ids
+   */
+  markUnread(ids) {
+    return this.changeState("unread", { notification_ids: ids });
+  }
+
+  /**
+   * Removes notifications from this user's collections on every device.
+   * @param {string[]} ids
+   */
+  delete(ids) {
+    return this.changeState("delete", { notification_ids: ids });
+  }
+
+  /**
+   * One of the user's own state changes; then every collection of the channel this client keeps (the
+   * inbox, the archive, …) syncs, each by position, and so do the user's other devices.
+   * @param {"archive" | "unarchive" | "unread" | "delete"} change
+   * @param {{notification_ids?: string[], scope?: "read" | "all"}} body
+   * @returns {Promise<number>}
+   */
+  async changeState(change, body) {
+    const client = this.client;
+    if (!client) throw signedOut();
+    const changed = await client.api.changeState(this.channelURL, change, body);
+    if (this.client !== client) throw signedOut();
+    const others = client.collectionsOf(this.channelURL).filter((collection) => collection !== this);
+    for (const collection of [this, ...others]) collection.takeMark(changed);
+    for (const collection of others) client.background(() => collection.refresh());
     await this.refresh();
     await client.refreshUnread();
     return this.state.unread_count;
@@ -195,14 +272,21 @@ export class NotificationCollection extends EventTarget {
     let changed = false;
     let current = this.token;
     for (;;) {
-      const answer = await client.api.sync(this.channelURL, { token: current, limit: this.pageSize, category: this.category, device: client.device });
+      const answer = await client.api.sync(this.channelURL, {
+        token: current,
+        limit: this.pageSize,
+        category: this.category,
+        status: this.status,
+        device: client.device,
+      });
       if (this.client !== client) throw signedOut();
       if (!answer.is_live || answer.next_token === null) {
         this.isLive = false;
         await this.reload();
         return true;
       }
-      const { inserted, updated, removed } = this.apply(answer.notifications, answer.deleted);
+      // Every change the answer holds lies below its horizon; anything later lies at or above it.
+      const { inserted, updated, removed } = this.apply(answer.notifications, answer.deleted, false, BigInt(answer.horizon) - 1n);
       this.takeChannel(answer);
       if (!answer.has_more) this.passSyncedThrough(BigInt(answer.horizon));
       client.noteBadge(answer.badge, BigInt(answer.horizon));
@@ -219,14 +303,14 @@ export class NotificationCollection extends EventTarget {
   async reload() {
     const client = this.client;
     if (!client) throw signedOut();
-    const answer = await client.api.sync(this.channelURL, { limit: this.pageSize, category: this.category, device: client.device });
+    const answer = await client.api.sync(this.channelURL, { limit: this.pageSize, category: this.category, status: this.status, device: client.device });
     if (this.client !== client) throw signedOut();
     const wasLoaded = this.token !== null;
     this.loads += 1;
     this.notifications = answer.notifications.map((/** @type {import("./types.js").HeraldNotification} */ version) => this.readAheadOf(version)).sort(newestFirst);
     this.previousCursor = answer.prev_cursor;
     this.hasPrevious = answer.prev_cursor !== null;
-    this.removedIDs = new Set();
+    this.removedAt = new Map();
     this.token = answer.next_token;
     this.isLive = answer.next_token !== null;
     this.syncedThrough = 0n;
@@ -242,22 +326,37 @@ export class NotificationCollection extends EventTarget {
   /**
    * Applies versions of notifications and removals by position: a version replaces the one held only
    * if its position is not lower; one not held comes in only if it is not older than what the
-   * collection has synced through (`live` events; a sync's own versions always); a removed id never
-   * comes back; one older than the oldest held while older pages exist is left for `loadPrevious()`
-   * (holding it would leave a gap).
+   * collection has synced through (`live` events; a sync's own versions always); a version whose state
+   * is outside the collection's status takes the notification out, as a removal does; a removed id
+   * comes back only with a version above its removal (`at`: where the removals happened, or an upper
+   * bound below any later change); one older than the oldest held while older pages exist is left
+   * for `loadPrevious()` (holding it would leave a gap).
    * @param {import("./types.js").HeraldNotification[]} versions
    * @param {string[]} removedIDs
    * @param {boolean} [live]
+   * @param {bigint | null} [at]
    */
-  apply(versions, removedIDs, live = false) {
+  apply(versions, removedIDs, live = false, at = null) {
     /** @type {string[]} */ const inserted = [];
     /** @type {string[]} */ const updated = [];
     /** @type {string[]} */ const removed = [];
     for (const received of versions) {
       if (this.category !== null && received.category !== this.category) continue;
       const version = this.readAheadOf(received);
-      if (this.removedIDs.has(version.id)) continue;
+      if (this.left(version)) continue;
       const index = this.indexOf(version.id);
+      if (!shows(this.status, version)) {
+        // Archived, read or unread elsewhere: it leaves this collection by its position, and a later
+        // change may bring it back.
+        if (live && BigInt(version.position) < this.syncedThrough) continue;
+        if (index !== -1) {
+          if (BigInt(version.position) < BigInt(this.notifications[index].position)) continue;
+          this.notifications.splice(index, 1);
+          removed.push(version.id);
+        }
+        this.removedAt.set(version.id, BigInt(version.position));
+        continue;
+      }
       if (index !== -1) {
         const held = this.notifications[index];
         const position = BigInt(version.position);
@@ -274,7 +373,8 @@ export class NotificationCollection extends EventTarget {
       }
     }
     for (const id of removedIDs) {
-      this.removedIDs.add(id);
+      const position = at ?? BigInt("9223372036854775807");
+      this.removedAt.set(id, max(this.removedAt.get(id) ?? position, position));
       const index = this.indexOf(id);
       if (index !== -1) {
         this.notifications.splice(index, 1);
@@ -282,6 +382,15 @@ export class NotificationCollection extends EventTarget {
       }
     }
     return { inserted, updated, removed };
+  }
+
+  /**
+   * Whether the notification left the collection at or after this version's position.
+   * @param {import("./types.js").HeraldNotification} version
+   */
+  left(version) {
+    const at = this.removedAt.get(version.id);
+    return at !== undefined && BigInt(version.position) <= at;
   }
 
   /**
@@ -471,4 +580,25 @@ function max(a, b) {
 
 function signedOut() {
   return new Error("The collection's client was closed.");
+}
+
+/**
+ * Whether a notification in this state belongs in a collection of `status`.
+ * @param {import("./types.js").InboxStatus} status
+ * @param {import("./types.js").HeraldNotification} notification
+ */
+export function shows(status, notification) {
+  const archived = notification.archived === true;
+  switch (status) {
+    case "unread":
+      return !archived && notification.status !== "READ";
+    case "read":
+      return !archived && notification.status === "READ";
+    case "archived":
+      return archived;
+    case "all":
+      return true;
+    default:
+      return !archived;
+  }
 }

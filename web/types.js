@@ -12,11 +12,19 @@
  * @property {string[]} tags
  * @property {string} [event_deadline]
  * @property {"SENT" | "DELIVERED" | "READ"} status
+ * @property {boolean} archived The user archived it (it is read): it shows only in collections of
+ *   status `archived` and `all`.
  * @property {string} created_at RFC 3339.
  * @property {number} created_at_ms
  * @property {string} updated_at
  * @property {number} updated_at_ms
  * @property {string} position This version's place in the user's change stream (decimal).
+ */
+
+/**
+ * Which notifications of a channel a collection shows, by what the user did with them: `inbox` (the
+ * default: everything not archived), `unread`, `read` (not archived), `archived`, `all`.
+ * @typedef {"inbox" | "unread" | "read" | "archived" | "all"} InboxStatus
  */
 
 /**

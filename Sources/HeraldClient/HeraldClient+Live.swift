@@ -204,7 +204,7 @@ extension HeraldClient {
         case .deleted(let url, let id, let position, let unreadCount):
             noteUnread(unreadCount, channel: url, at: position)
             for collection in collections(of: url) {
-                let (_, _, removed) = collection.apply([], removed: [id], live: true)
+                let (_, _, removed) = collection.apply([], removed: [id], at: position, live: true)
                 collection.takeUnread(unreadCount, at: position)
                 await cache?.save(collection, upserted: [], removed: removed)
                 collection.notify(.changed(inserted: [], updated: [], removed: removed))
@@ -252,7 +252,7 @@ extension HeraldClient {
         unread.byChannel[url] = count
     }
 
-    private func collections(of url: String) -> [NotificationCollection] {
+    func collections(of url: String) -> [NotificationCollection] {
         collections.values.filter { $0.channelURL == url && $0.token != nil }
     }
 

@@ -103,20 +103,21 @@ public final class HeraldClient {
         await signIn(userID: userID, sessionToken: sessionToken)
     }
 
-    /// The collection of `channelURL` (of one `category`, when given): the same object for as long as
-    /// it is not disposed. From the cache when it holds one, so it shows the last state at once; call
+    /// The collection of `channelURL` (of one `category`, when given, and of one inbox `status`: by
+    /// default everything not archived): the same object for as long as it is not disposed. From the cache when it holds one, so it shows the last state at once; call
     /// `refresh()` to bring it up to date. Empty and inert while nobody is signed in.
-    public func collection(channelURL: String, category: String? = nil) async -> NotificationCollection {
+    public func collection(channelURL: String, category: String? = nil, status: InboxStatus = .inbox) async -> NotificationCollection {
         // A sign-in under way is opening its user's cache: the collection comes from it.
         await accountChange?.value
-        let key = CollectionKey(channelURL: channelURL, category: category)
+        let key = CollectionKey(channelURL: channelURL, category: category, status: status)
         if let existing = collections[key] { return existing }
         if let pending = restoring[key] {
             let restored = await pending.value
             // Restored for a user who signed out meanwhile: ask again, for whoever is signed in.
-            return restored.client == nil && userID != nil ? await self.collection(channelURL: channelURL, category: category) : restored
+            return restored.client == nil && userID != nil
+                ? await self.collection(channelURL: channelURL, category: category, status: status) : restored
         }
-        let collection = NotificationCollection(channelURL: channelURL, category: category, client: userID == nil ? nil : self)
+        let collection = NotificationCollection(channelURL: channelURL, category: category, status: status, client: userID == nil ? nil : self)
         guard let cache else {
             if userID != nil { collections[key] = collection }
             return collection

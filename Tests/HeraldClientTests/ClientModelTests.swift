@@ -8,6 +8,8 @@ import Testing
 extension ClientSuites {
     /// A model test of the client library: seeded random histories of sends (two channels, two
     /// categories, alone or with another user), edits, deletions, reads here and on another device,
+    /// archives, unarchives, unread marks and the user's own deletions here and there (the model keeps
+    /// collections of the inbox, the archive and the unread ones),
     /// resets, older pages, the stream dropped and reopened, silent pushes handed over, the client
     /// restarted from its cache, the user signed out and in again, the network dropping and returning,
     /// and the app flipping between background and foreground. At every quiet point — nothing more is being sent, the client has
@@ -17,7 +19,9 @@ extension ClientSuites {
     @MainActor
     struct ClientModelTests {
         /// The collections the model keeps open.
-        static let collections: [(channel: String, category: String?)] = [("feed", nil), ("feed", "promo"), ("chat", nil)]
+        static let collections: [(channel: String, category: String?, status: InboxStatus)] = [
+            ("feed", nil, .inbox), ("feed", "promo", .inbox), ("chat", nil, .inbox), ("feed", nil, .archived), ("feed", nil, .unread),
+        ]
 
         @Test(arguments: [UInt64(20_261_124), 3])
         func randomHistoriesEndEveryQuietPointEqualToAFreshLoad(seed: UInt64) async throws {
@@ -66,8 +70,8 @@ extension ClientSuites {
                     case 47..<55:
                         // A read on another device of the same user, or here; all, or a few ids.
                         let reader = Bool.random(using: &random) ? tablet : client
-                        let (channel, category) = Self.collections.randomElement(using: &random)!
-                        let collection = await reader.collection(channelURL: channel, category: category)
+                        let (channel, category, status) = Self.collections.randomElement(using: &random)!
+                        let collection = await reader.collection(channelURL: channel, category: category, status: status)
                         try await collection.refresh()
                         let ids = Array(collection.notifications.map(\.id).shuffled(using: &random).prefix(3))
                         try await collection.markRead(Bool.random(using: &random) || ids.isEmpty ? nil : ids)
@@ -151,6 +155,33 @@ extension ClientSuites {
                         try await eventually("the stream back in the foreground") { client.connectionState == .connected }
                         counts["flip", default: 0] += 1
                         history.append("\(step) background and foreground")
+                    case 94..<100:
+                        // The user's own states, here or on the other device, of what a collection shows.
+                        let changer = Bool.random(using: &random) ? tablet : client
+                        let (channel, category, status) = Self.collections.randomElement(using: &random)!
+                        let collection = await changer.collection(channelURL: channel, category: category, status: status)
+                        try await collection.refresh()
+                        let ids = Array(collection.notifications.map(\.id).shuffled(using: &random).prefix(2))
+                        let what: String
+                        switch (Int.random(in: 0..<12, using: &random), ids.isEmpty) {
+                        case (0..<4, false):
+                            what = "archive"
+                            try await collection.archive(ids)
+                        case (4..<6, false):
+                            what = "unarchive"
+                            try await collection.unarchive(ids)
+                        case (6..<9, false):
+                            what = "unread"
+                            try await collection.markUnread(ids)
+                        case (9..<11, false):
+                            what = "delete"
+                            try await collection.delete(ids)
+                        default:
+                            what = Bool.random(using: &random) ? "archive read" : "archive all"
+                            if what == "archive read" { try await collection.archiveRead() } else { try await collection.archiveAll() }
+                        }
+                        counts["state", default: 0] += 1
+                        history.append("\(step) \(what) \(ids) \(changer === tablet ? "tablet" : "client") \(channel)/\(category ?? "-")/\(status)")
                     default:
                         break
                     }
@@ -163,7 +194,7 @@ extension ClientSuites {
                 await client.disconnect()
                 client.stopFollowingLifecycle()
                 // The history reached every kind of step, more than once.
-                for kind in ["send", "edit", "delete", "read", "reset", "stream", "push", "restart", "page", "signout", "network", "flip"] {
+                for kind in ["send", "edit", "delete", "read", "reset", "stream", "push", "restart", "page", "signout", "network", "flip", "state"] {
                     #expect(counts[kind, default: 0] > 3, "\(kind): \(counts)")
                 }
                 #expect(pushesHandled > 0 && quietPoints == 40)
@@ -173,8 +204,8 @@ extension ClientSuites {
         /// The model's collections on `client`, brought up to date unless `refresh` is false.
         func open(_ client: HeraldClient, refresh: Bool = true) async throws -> [NotificationCollection] {
             var collections: [NotificationCollection] = []
-            for (channel, category) in Self.collections {
-                let collection = await client.collection(channelURL: channel, category: category)
+            for (channel, category, status) in Self.collections {
+                let collection = await client.collection(channelURL: channel, category: category, status: status)
                 collection.pageSize = 7
                 if refresh { try await collection.refresh() }
                 collections.append(collection)
@@ -204,12 +235,12 @@ extension ClientSuites {
             var problems: [String] = []
             let fresh = try await world.client("u1")
             for collection in held {
-                let truth = await fresh.collection(channelURL: collection.channelURL, category: collection.category)
+                let truth = await fresh.collection(channelURL: collection.channelURL, category: collection.category, status: collection.status)
                 truth.pageSize = 100
                 try await truth.refresh()
                 while truth.hasPrevious { try await truth.loadPrevious() }
                 let mine = collection.notifications
-                let label = "step \(step), \(collection.channelURL)/\(collection.category ?? "*")"
+                let label = "step \(step), \(collection.channelURL)/\(collection.category ?? "*")/\(collection.status)"
                 if Set(mine.map(\.id)).count != mine.count { problems.append("\(label): duplicates \(mine.map(\.id))") }
                 if Array(truth.notifications.prefix(mine.count)) != mine {
                     problems.append("\(label): \(diff(mine, truth.notifications)); held \(mine.map(\.id)), truth \(truth.notifications.map(\.id))")

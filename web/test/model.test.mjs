@@ -1,6 +1,7 @@
 // A model test of the web client against a real `herald serve`: seeded random histories of sends
 // (two channels, two categories, to the user alone or with another), edits, deletions, reads here and
-// on another device, resets, older pages, the stream opened and closed, the browser going offline and
+// on another device, archives, unarchives, unread marks and the user's own deletions (the model keeps
+// collections of the inbox, the archive and the unread ones), resets, older pages, the stream opened and closed, the browser going offline and
 // back, and the page reloaded (a new client). At every quiet point — nothing more is being sent, the
 // client has refreshed — every collection the client holds equals the newest part of a fresh load (all
 // of it once nothing older is left to page in), state and unread counts included.
@@ -53,16 +54,19 @@ for (const seed of seeds) {
     const session = await server.session(user);
     await server.session(other);
     /** The collections the model keeps open. */
+    /** @type {[string, string | null, import("../types.js").InboxStatus][]} */
     const kept = [
-      [feed, null],
-      [feed, "promo"],
-      [chat, null],
+      [feed, null, "inbox"],
+      [feed, "promo", "inbox"],
+      [chat, null, "inbox"],
+      [feed, null, "archived"],
+      [feed, null, "unread"],
     ];
     const makeClient = () => new HeraldClient({ baseURL: server.url, sessionToken: session, WebSocket: SeparateWebSocket });
     /** @param {HeraldClient} client */
     const open = async (client) => {
-      const collections = kept.map(([channel, category]) => {
-        const collection = client.collection(/** @type {string} */ (channel), { category });
+      const collections = kept.map(([channel, category, status]) => {
+        const collection = client.collection(channel, { category, status });
         collection.pageSize = 7;
         return collection;
       });
@@ -106,8 +110,8 @@ for (const seed of seeds) {
         } else if (roll < 55) {
           // A read on another device of the same user, or here; all, or a few ids.
           const reader = random.coin() ? tablet : client;
-          const [channel, category] = random.pick(kept);
-          const collection = reader.collection(/** @type {string} */ (channel), { category });
+          const [channel, category, status] = random.pick(kept);
+          const collection = reader.collection(channel, { category, status });
           await collection.refresh();
           const ids = collection.notifications.map((notification) => notification.id).slice(0, 1 + random.below(3));
           await collection.markRead(random.coin() || ids.length === 0 ? null : ids);
@@ -139,11 +143,27 @@ for (const seed of seeds) {
           client.wakeReconnect?.();
           await client.refreshAll();
           count("online", `${step} back online`);
+        } else if (roll < 84) {
+          // The user's own states, here or on the other device, of what a collection shows.
+          const changer = random.coin() ? tablet : client;
+          const [channel, category, status] = random.pick(kept);
+          const collection = changer.collection(channel, { category, status });
+          await collection.refresh();
+          const ids = collection.notifications.map((notification) => notification.id).slice(0, 1 + random.below(2));
+          const roll = ids.length === 0 ? 11 : random.below(12);
+          const what = roll < 4 ? "archive" : roll < 6 ? "unarchive" : roll < 9 ? "unread" : roll < 11 ? "delete" : random.coin() ? "archiveRead" : "archiveAll";
+          if (what === "archive") await collection.archive(ids);
+          else if (what === "unarchive") await collection.unarchive(ids);
+          else if (what === "unread") await collection.markUnread(ids);
+          else if (what === "delete") await collection.delete(ids);
+          else if (what === "archiveRead") await collection.archiveRead();
+          else await collection.archiveAll();
+          count("state", `${step} ${what} ${ids} ${changer === tablet ? "tablet" : "client"} ${channel}/${category ?? "-"}/${status}`);
         }
         if (step % 25 === 24) await expectQuiet(client, held, session, step, history);
       }
       await expectQuiet(client, held, session, 1_000, history);
-      for (const kind of ["send", "edit", "delete", "read", "reset", "stream", "page", "reload", "online"]) {
+      for (const kind of ["send", "edit", "delete", "read", "reset", "stream", "page", "reload", "online", "state"]) {
         assert.ok((counts[kind] ?? 0) > 3, `${kind}: ${JSON.stringify(counts)}`);
       }
     } finally {
@@ -188,12 +208,12 @@ async function differences(client, held, session, step) {
   const problems = [];
   const fresh = new HeraldClient({ baseURL: server.url, sessionToken: session });
   for (const collection of held) {
-    const truth = fresh.collection(collection.channelURL, { category: collection.category });
+    const truth = fresh.collection(collection.channelURL, { category: collection.category, status: collection.status });
     truth.pageSize = 100;
     await truth.refresh();
     while (truth.hasPrevious) await truth.loadPrevious();
     const mine = collection.notifications;
-    const label = `step ${step}, ${collection.channelURL}/${collection.category ?? "*"}`;
+    const label = `step ${step}, ${collection.channelURL}/${collection.category ?? "*"}/${collection.status}`;
     const ids = mine.map((notification) => notification.id);
     if (new Set(ids).size !== ids.length) problems.push(`${label}: duplicates ${ids}`);
     const expected = truth.notifications.slice(0, mine.length);

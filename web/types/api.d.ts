@@ -12,6 +12,11 @@ export class HeraldAPI {
     /** @param {string} channelURL */
     static channelPath(channelURL: string): string;
     /**
+     * The status as the query sends it: none for the default.
+     * @param {import("./types.js").InboxStatus | undefined} status
+     */
+    static statusQuery(status: import("./types.js").InboxStatus | undefined): "unread" | "read" | "archived" | "all" | undefined;
+    /**
      * @param {object} options
      * @param {string} options.baseURL Herald's URL (`https://herald.example.com`).
      * @param {string} [options.sessionToken] The session token to start with.
@@ -74,24 +79,41 @@ export class HeraldAPI {
     /**
      * The first page (no token) or the changes since `token`.
      * @param {string} channelURL
-     * @param {{token?: string | null, limit?: number, category?: string | null, device?: string | null, wait?: number}} options
+     * @param {{token?: string | null, limit?: number, category?: string | null, status?: import("./types.js").InboxStatus, device?: string | null, wait?: number}} options
      */
-    sync(channelURL: string, { token, limit, category, device, wait }?: {
+    sync(channelURL: string, { token, limit, category, status, device, wait }?: {
         token?: string | null;
         limit?: number;
         category?: string | null;
+        status?: import("./types.js").InboxStatus;
         device?: string | null;
         wait?: number;
     }): Promise<any>;
     /**
      * @param {string} channelURL
-     * @param {{before: string, limit?: number, category?: string | null}} options
+     * @param {{before: string, limit?: number, category?: string | null, status?: import("./types.js").InboxStatus}} options
      */
-    older(channelURL: string, { before, limit, category }: {
+    older(channelURL: string, { before, limit, category, status }: {
         before: string;
         limit?: number;
         category?: string | null;
+        status?: import("./types.js").InboxStatus;
     }): Promise<any>;
+    /**
+     * A change of the user's own states of notifications: `archive` (`{notification_ids}` or
+     * `{scope: "read" | "all"}`), `unarchive`, `unread`, `delete` (`{notification_ids}`). Resolves to
+     * the channel's state after, with the change's position.
+     * @param {string} channelURL
+     * @param {"archive" | "unarchive" | "unread" | "delete"} change
+     * @param {{notification_ids?: string[], scope?: "read" | "all"}} body
+     * @returns {Promise<import("./types.js").ChannelState & {position?: string}>}
+     */
+    changeState(channelURL: string, change: "archive" | "unarchive" | "unread" | "delete", body: {
+        notification_ids?: string[];
+        scope?: "read" | "all";
+    }): Promise<import("./types.js").ChannelState & {
+        position?: string;
+    }>;
     /**
      * @param {string} channelURL
      * @param {string[] | null} [ids]

@@ -67,13 +67,15 @@ export class HeraldClient extends EventTarget {
     /** @type {(() => void) | null} Stops listening to the service worker (`enablePush`). */
     stopFollowingWorker: (() => void) | null;
     /**
-     * The collection of `channelURL` (of one `category`, if given): one object per channel and
-     * category, kept current while the client holds it. Call `refresh()` on it to load it.
+     * The collection of `channelURL` (of one `category`, if given, and of one inbox `status`: by
+     * default everything not archived): one object per channel, category and status, kept current
+     * while the client holds it. Call `refresh()` on it to load it.
      * @param {string} channelURL
-     * @param {{category?: string | null}} options
+     * @param {{category?: string | null, status?: import("./types.js").InboxStatus}} options
      */
-    collection(channelURL: string, { category }?: {
+    collection(channelURL: string, { category, status }?: {
         category?: string | null;
+        status?: import("./types.js").InboxStatus;
     }): NotificationCollection;
     /**
      * Refreshes every collection held, the channel list and the unread counts; resolves to whether

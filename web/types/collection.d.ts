@@ -1,10 +1,17 @@
 /**
- * One channel's notifications for the signed-in user (optionally one category), newest first, kept
- * in step with Herald.
+ * Whether a notification in this state belongs in a collection of `status`.
+ * @param {import("./types.js").InboxStatus} status
+ * @param {import("./types.js").HeraldNotification} notification
+ */
+export function shows(status: import("./types.js").InboxStatus, notification: import("./types.js").HeraldNotification): boolean;
+/**
+ * One channel's notifications for the signed-in user (optionally one category, and of one inbox
+ * status: by default everything not archived), newest first, kept in step with Herald.
  *
  * It keeps the sync protocol's duties so the page does not: the sync token; every change applied by
  * its position (a version older than the one held changes nothing); never a notification twice;
- * deleted ones removed; and when the server cannot continue the token (`is_live: false`: the channel
+ * deleted ones removed (and those whose state takes them out of its status, until a later change
+ * brings them back); and when the server cannot continue the token (`is_live: false`: the channel
  * was reset, the gap grew too large, the token expired) it loads the newest page afresh and says so.
  *
  * Events (`addEventListener`): `change` (`detail`: `{inserted, updated, removed}`, ids) after every
@@ -15,12 +22,15 @@ export class NotificationCollection extends EventTarget {
      * @param {string} channelURL
      * @param {string | null} category
      * @param {import("./client.js").HeraldClient} client
+     * @param {import("./types.js").InboxStatus} [status]
      */
-    constructor(channelURL: string, category: string | null, client: import("./client.js").HeraldClient);
+    constructor(channelURL: string, category: string | null, client: import("./client.js").HeraldClient, status?: import("./types.js").InboxStatus | undefined);
     /** The channel's URL (its id). */
     channelURL: string;
     /** Only notifications of this category, when set. */
     category: string | null;
+    /** Only notifications of this inbox status. */
+    status: import("./types.js").InboxStatus;
     /** @type {import("./types.js").HeraldNotification[]} Newest first. */
     notifications: import("./types.js").HeraldNotification[];
     /** Older notifications exist on the server that `loadPrevious()` would bring. */
@@ -45,8 +55,13 @@ export class NotificationCollection extends EventTarget {
     statePosition: bigint;
     /** @type {string | null} */
     previousCursor: string | null;
-    /** Ids removed by a deletion, so that an older version arriving late cannot bring them back. */
-    removedIDs: Set<any>;
+    /**
+     * Ids that left the collection (deleted, or out of its status), each with the position of its
+     * leaving: only a version above it brings the notification back, so an older one arriving late
+     * cannot. (A deletion is for good: nothing comes after it.)
+     * @type {Map<string, bigint>}
+     */
+    removedAt: Map<string, bigint>;
     /**
      * Copies this client's own read marks read, by id, with the mark's position: until a sync has
      * passed that position, a version older than it still shows them read (see `markRead`).
@@ -82,6 +97,42 @@ export class NotificationCollection extends EventTarget {
      */
     markRead(ids?: string[] | null | undefined): Promise<number>;
     /**
+     * Archives these notifications (reading them): they leave the inbox for the `archived` status.
+     * Resolves to the unread count after.
+     * @param {string[]} ids
+     */
+    archive(ids: string[]): Promise<number>;
+    /** Archives every notification of the channel that is read. */
+    archiveRead(): Promise<number>;
+    /** Archives every notification of the channel, reading them all. */
+    archiveAll(): Promise<number>;
+    /**
+     * Brings archived notifications back to the inbox (still read).
+     * @param {string[]} ids
+     */
+    unarchive(ids: string[]): Promise<number>;
+    /**
+     * Marks read notifications unread again (back in the inbox if archived); the count follows.
+     * @param {string[]} ids
+     */
+    markUnread(ids: string[]): Promise<number>;
+    /**
+     * Removes notifications from this user's collections on every device.
+     * @param {string[]} ids
+     */
+    delete(ids: string[]): Promise<number>;
+    /**
+     * One of the user's own state changes; then every collection of the channel this client keeps (the
+     * inbox, the archive, …) syncs, each by position, and so do the user's other devices.
+     * @param {"archive" | "unarchive" | "unread" | "delete"} change
+     * @param {{notification_ids?: string[], scope?: "read" | "all"}} body
+     * @returns {Promise<number>}
+     */
+    changeState(change: "archive" | "unarchive" | "unread" | "delete", body: {
+        notification_ids?: string[];
+        scope?: "read" | "all";
+    }): Promise<number>;
+    /**
      * Moves the channel's `last_seen_at` forward (to now, or `at`).
      * @param {Date | null} [at]
      */
@@ -105,18 +156,26 @@ export class NotificationCollection extends EventTarget {
     /**
      * Applies versions of notifications and removals by position: a version replaces the one held only
      * if its position is not lower; one not held comes in only if it is not older than what the
-     * collection has synced through (`live` events; a sync's own versions always); a removed id never
-     * comes back; one older than the oldest held while older pages exist is left for `loadPrevious()`
-     * (holding it would leave a gap).
+     * collection has synced through (`live` events; a sync's own versions always); a version whose state
+     * is outside the collection's status takes the notification out, as a removal does; a removed id
+     * comes back only with a version above its removal (`at`: where the removals happened, or an upper
+     * bound below any later change); one older than the oldest held while older pages exist is left
+     * for `loadPrevious()` (holding it would leave a gap).
      * @param {import("./types.js").HeraldNotification[]} versions
      * @param {string[]} removedIDs
      * @param {boolean} [live]
+     * @param {bigint | null} [at]
      */
-    apply(versions: import("./types.js").HeraldNotification[], removedIDs: string[], live?: boolean | undefined): {
+    apply(versions: import("./types.js").HeraldNotification[], removedIDs: string[], live?: boolean | undefined, at?: bigint | null | undefined): {
         inserted: string[];
         updated: string[];
         removed: string[];
     };
+    /**
+     * Whether the notification left the collection at or after this version's position.
+     * @param {import("./types.js").HeraldNotification} version
+     */
+    left(version: import("./types.js").HeraldNotification): boolean;
     /**
      * A version as this collection shows it: read when one of this client's marks read the copy and
      * the version is older than the mark (the server's answer, read before the mark, or held back).

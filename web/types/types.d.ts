@@ -17,6 +17,11 @@ export type HeraldNotification = {
     event_deadline?: string | undefined;
     status: "SENT" | "DELIVERED" | "READ";
     /**
+     * The user archived it (it is read): it shows only in collections of
+     * status `archived` and `all`.
+     */
+    archived: boolean;
+    /**
      * RFC 3339.
      */
     created_at: string;
@@ -28,6 +33,11 @@ export type HeraldNotification = {
      */
     position: string;
 };
+/**
+ * Which notifications of a channel a collection shows, by what the user did with them: `inbox` (the
+ * default: everything not archived), `unread`, `read` (not archived), `archived`, `all`.
+ */
+export type InboxStatus = "inbox" | "unread" | "read" | "archived" | "all";
 /**
  * One category of a channel with the user's choice.
  */

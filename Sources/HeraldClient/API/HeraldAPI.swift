@@ -43,11 +43,11 @@ struct HeraldAPI: Sendable {
     }
 
     /// A first load (no token) or an incremental sync, naming the device when there is one.
-    func sync(channelURL: String, token: String?, limit: Int, category: String?, device: String?) async throws -> SyncAnswer {
+    func sync(channelURL: String, token: String?, limit: Int, category: String?, status: InboxStatus, device: String?) async throws -> SyncAnswer {
         let output = try await unwrapping {
             try await client.syncCollection(
                 path: .init(channelUrl: channelURL),
-                query: .init(token: token, limit: limit, category: category),
+                query: .init(token: token, limit: limit, category: category, status: Self.wire(status)),
                 headers: .init(heraldDevice: device)
             )
         }
@@ -55,16 +55,21 @@ struct HeraldAPI: Sendable {
         return try SyncAnswer(try ok.body.json)
     }
 
-    func older(channelURL: String, before: String, limit: Int, category: String?) async throws -> OlderPage {
+    func older(channelURL: String, before: String, limit: Int, category: String?, status: InboxStatus) async throws -> OlderPage {
         let output = try await unwrapping {
             try await client.olderNotifications(
                 path: .init(channelUrl: channelURL),
-                query: .init(before: before, limit: limit, category: category)
+                query: .init(before: before, limit: limit, category: category, status: Self.wire(status))
             )
         }
         guard case .ok(let ok) = output else { throw HeraldClientError.unexpected(output) }
         let page = try ok.body.json
         return OlderPage(notifications: try page.notifications.map(HeraldNotification.init(converting:)), previousCursor: page.prevCursor)
+    }
+
+    /// The status as the query sends it: none for the default, as servers before statuses expect.
+    static func wire(_ status: InboxStatus) -> Components.Parameters.InboxStatus? {
+        status == .inbox ? nil : Components.Parameters.InboxStatus(rawValue: status.rawValue)
     }
 
     /// The state after the mark, and the mark's position (`nil` from a server that sends none).

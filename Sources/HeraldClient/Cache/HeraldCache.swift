@@ -75,7 +75,7 @@ final class HeraldCache: Sendable {
             syncedThrough = collection.syncedThrough
             state = (try? encoder.encode(collection.state)) ?? Data()
             channel = collection.channel.flatMap { try? encoder.encode($0) }
-            removed = (try? encoder.encode(collection.removedIDs.sorted())) ?? Data()
+            removed = (try? encoder.encode(collection.removedAt)) ?? Data()
         }
 
         init(_ row: Row) {
@@ -157,7 +157,10 @@ final class HeraldCache: Sendable {
         collection.syncedThrough = saved.syncedThrough
         if let state = try? decoder.decode(ChannelState.self, from: saved.state) { collection.state = state }
         collection.channel = saved.channel.flatMap { try? decoder.decode(ChannelInfo.self, from: $0) }
-        collection.removedIDs = Set((try? decoder.decode([String].self, from: saved.removed)) ?? [])
+        // Kept before positions were: every one was a deletion, for good.
+        collection.removedAt =
+            (try? decoder.decode([String: Int64].self, from: saved.removed))
+            ?? Dictionary(uniqueKeysWithValues: ((try? decoder.decode([String].self, from: saved.removed)) ?? []).map { ($0, Int64.max) })
         collection.isLive = saved.token != nil
     }
 

@@ -13,7 +13,7 @@ extension NotificationCollection {
         var changed = false
         while true {
             let answer = try await client.namingDevice { device in
-                try await client.api.sync(channelURL: channelURL, token: current, limit: pageSize, category: category, device: device)
+                try await client.api.sync(channelURL: channelURL, token: current, limit: pageSize, category: category, status: status, device: device)
             }
             guard self.client != nil else { throw HeraldClientError.signedOut }
             guard answer.isLive, let next = answer.nextToken else {
@@ -21,7 +21,8 @@ extension NotificationCollection {
                 try await reload()
                 return true
             }
-            let (inserted, updated, removed) = apply(answer.notifications, removed: answer.deleted)
+            // Every change the answer holds lies below its horizon; anything later lies at or above it.
+            let (inserted, updated, removed) = apply(answer.notifications, removed: answer.deleted, at: answer.horizon - 1)
             takeChannel(answer)
             if !answer.hasMore { syncedThrough = max(syncedThrough, answer.horizon) }
             client.noteBadge(answer.badge, at: answer.horizon)
@@ -39,7 +40,7 @@ extension NotificationCollection {
     func reload() async throws {
         guard let client else { throw HeraldClientError.signedOut }
         let answer = try await client.namingDevice { device in
-            try await client.api.sync(channelURL: channelURL, token: nil, limit: pageSize, category: category, device: device)
+            try await client.api.sync(channelURL: channelURL, token: nil, limit: pageSize, category: category, status: status, device: device)
         }
         guard self.client != nil else { throw HeraldClientError.signedOut }
         let wasLoaded = token != nil
@@ -47,7 +48,7 @@ extension NotificationCollection {
         notifications = answer.notifications.sorted { $0.number > $1.number }
         previousCursor = answer.previousCursor
         hasPrevious = answer.previousCursor != nil
-        removedIDs = []
+        removedAt = [:]
         token = answer.nextToken
         isLive = answer.nextToken != nil
         syncedThrough = answer.horizon
@@ -90,12 +91,16 @@ extension NotificationCollection {
 
     /// Applies versions of notifications and removals by position: a version replaces the one held
     /// only if its position is not lower; one not held comes in only if it is not older than what the
-    /// collection has synced through (`live` events; a sync's own versions always); a removed id never
-    /// comes back; a notification older than the oldest held while older pages exist is left for
-    /// `loadPrevious()` (holding it would leave a gap). Returns the ids inserted, updated and removed.
+    /// collection has synced through (`live` events; a sync's own versions always); a version whose
+    /// state is outside the collection's status takes the notification out, as a removal does; a
+    /// removed id comes back only with a version above its removal (`position`: where the removals
+    /// happened, or an upper bound below any later change); a notification older than the oldest held
+    /// while older pages exist is left for `loadPrevious()` (holding it would leave a gap). Returns
+    /// the ids inserted, updated and removed.
     func apply(
         _ versions: [HeraldNotification],
         removed ids: [String],
+        at position: Int64 = .max,
         live: Bool = false
     ) -> (inserted: [String], updated: [String], removed: [String]) {
         var inserted: [String] = []
@@ -103,7 +108,19 @@ extension NotificationCollection {
         var removed: [String] = []
         for version in versions {
             if let category, version.category != category { continue }
-            if removedIDs.contains(version.id) { continue }
+            if let left = removedAt[version.id], version.position <= left { continue }
+            guard status.shows(version) else {
+                // Archived, read or unread elsewhere: it leaves this collection by its position, and
+                // a later change may bring it back.
+                if live, version.position < syncedThrough { continue }
+                if let index = index(of: version.id) {
+                    guard version.position >= notifications[index].position else { continue }
+                    notifications.remove(at: index)
+                    removed.append(version.id)
+                }
+                removedAt[version.id] = version.position
+                continue
+            }
             if let index = index(of: version.id) {
                 guard version.position >= notifications[index].position, version != notifications[index] else { continue }
                 notifications[index] = version
@@ -116,7 +133,7 @@ extension NotificationCollection {
             }
         }
         for id in ids {
-            removedIDs.insert(id)
+            removedAt[id] = max(removedAt[id, default: .min], position)
             if let index = index(of: id) {
                 notifications.remove(at: index)
                 removed.append(id)

@@ -1,18 +1,19 @@
 public import Foundation
 public import Observation
 
-/// One channel's notifications for the signed-in user (optionally one category), newest first, kept
-/// in step with the server.
+/// One channel's notifications for the signed-in user (optionally one category, and of one inbox
+/// status: by default everything not archived), newest first, kept in step with the server.
 ///
 /// The collection carries the sync protocol's duties so the app does not: it keeps the sync token,
 /// applies every change by its position (a version older than the one held changes nothing), never
-/// holds a notification twice, removes deleted ones, and when the server says the token cannot go on
+/// holds a notification twice, removes deleted ones (and those whose state takes them out of its
+/// status, until a later change brings them back), and when the server says the token cannot go on
 /// (`is_live: false`: the channel was reset, the gap grew too large, the token expired) it reloads
 /// from the newest page and says so through `onUpdate` (`.reloaded`).
 ///
 /// It is `@Observable`: SwiftUI views that read `notifications`, `state` or `hasPrevious` update by
 /// themselves. UIKit code sets `onUpdate`, which is called after every change with what changed.
-/// Get one from `HeraldClient.collection(channelURL:category:)`; the client refreshes it on a silent
+/// Get one from `HeraldClient.collection(channelURL:category:status:)`; the client refreshes it on a silent
 /// push and applies live stream events to it while connected.
 @MainActor
 @Observable
@@ -29,6 +30,8 @@ public final class NotificationCollection {
     public let channelURL: String
     /// Only notifications of this category, when set.
     public let category: String?
+    /// Only notifications of this inbox status.
+    public let status: InboxStatus
 
     /// Newest first.
     public internal(set) var notifications: [HeraldNotification] = []
@@ -59,8 +62,10 @@ public final class NotificationCollection {
     /// The position of the newest change `state` reflects.
     @ObservationIgnored var statePosition: Int64 = 0
     @ObservationIgnored var previousCursor: String?
-    /// Ids removed by a deletion, so that an older version arriving late cannot bring them back.
-    @ObservationIgnored var removedIDs: Set<String> = []
+    /// Ids that left the collection (deleted, or out of its status), each with the position of its
+    /// leaving: only a version above it brings the notification back, so an older one arriving late
+    /// cannot. (A deletion is for good: nothing comes after it.)
+    @ObservationIgnored var removedAt: [String: Int64] = [:]
     @ObservationIgnored weak var client: HeraldClient?
     /// Counts loads of the newest page (`reload`): an older page asked for under one load is not
     /// added to the next, whose cursor it does not continue.
@@ -71,13 +76,14 @@ public final class NotificationCollection {
     /// One older page at a time: a second call while one loads shares it.
     @ObservationIgnored private var loadingPrevious: Task<Void, any Error>?
 
-    init(channelURL: String, category: String?, client: HeraldClient?) {
+    init(channelURL: String, category: String?, status: InboxStatus = .inbox, client: HeraldClient?) {
         self.channelURL = channelURL
         self.category = category
+        self.status = status
         self.client = client
     }
 
-    var key: CollectionKey { CollectionKey(channelURL: channelURL, category: category) }
+    var key: CollectionKey { CollectionKey(channelURL: channelURL, category: category, status: status) }
 
     /// Brings the collection up to date: the first page when it has none (or after the server refused
     /// its token), else every change since its token. Returns whether anything changed.
@@ -110,10 +116,10 @@ public final class NotificationCollection {
     private func loadPreviousPage() async throws {
         guard hasPrevious, let cursor = previousCursor, let client else { return }
         let load = loads
-        let page = try await client.api.older(channelURL: channelURL, before: cursor, limit: pageSize, category: category)
+        let page = try await client.api.older(channelURL: channelURL, before: cursor, limit: pageSize, category: category, status: status)
         guard load == loads, self.client != nil else { return }
         var older: [HeraldNotification] = []
-        for version in page.notifications where !removedIDs.contains(version.id) && index(of: version.id) == nil {
+        for version in page.notifications where version.position > removedAt[version.id, default: .min] && index(of: version.id) == nil {
             notifications.insert(version, at: insertionIndex(for: version.number))
             older.append(version)
         }
@@ -148,7 +154,7 @@ public final class NotificationCollection {
 
     /// A mark's answer: newer than any answer read below its position (a read standby that has not
     /// replayed the mark yet), which therefore cannot replace it.
-    private func take(_ marked: (state: ChannelState, position: Int64?)) {
+    func take(_ marked: (state: ChannelState, position: Int64?)) {
         guard let position = marked.position else {
             state = marked.state
             return
@@ -219,6 +225,11 @@ public final class NotificationCollection {
 struct CollectionKey: Hashable, Sendable {
     var channelURL: String
     var category: String?
+    var status: InboxStatus = .inbox
 
-    var text: String { category.map { "\(channelURL)\u{1F}\($0)" } ?? channelURL }
+    /// The cache's key: the default status adds nothing, so collections cached before statuses stay.
+    var text: String {
+        let channel = category.map { "\(channelURL)\u{1F}\($0)" } ?? channelURL
+        return status == .inbox ? channel : "\(channel)\u{1E}\(status.rawValue)"
+    }
 }

@@ -22,6 +22,16 @@ extension Components {
         ///
         /// - Remark: Generated from `#/components/parameters/Wait`.
         internal typealias Wait = Swift.Int
+        /// The notifications of one inbox status: `inbox` (the default: everything not archived), `unread`, `read` (not archived), `archived`, `all` (everything not deleted). Each status has its own tokens.
+        ///
+        /// - Remark: Generated from `#/components/parameters/InboxStatus`.
+        internal enum InboxStatus: String, Codable, Hashable, Sendable, CaseIterable {
+            case inbox = "inbox"
+            case unread = "unread"
+            case read = "read"
+            case archived = "archived"
+            case all = "all"
+        }
         /// The same as `Herald-Device`, for clients that cannot set headers (a browser's WebSocket); if both are given they must agree.
         ///
         /// - Remark: Generated from `#/components/parameters/DeviceQuery`.

@@ -5,5 +5,36 @@ import struct Foundation.Data
 import struct Foundation.Date
 extension Components {
     /// Types generated from the `#/components/requestBodies` section of the OpenAPI document.
-    internal enum RequestBodies {}
+    internal enum RequestBodies {
+        /// - Remark: Generated from `#/components/requestBodies/NotificationIDs`.
+        internal enum NotificationIDs: Sendable, Hashable {
+            /// - Remark: Generated from `#/components/requestBodies/NotificationIDs/json`.
+            internal struct JsonPayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/requestBodies/NotificationIDs/json/notification_ids`.
+                internal var notificationIds: [Components.Schemas.NotificationIDText]
+                /// Creates a new `JsonPayload`.
+                ///
+                /// - Parameters:
+                ///   - notificationIds:
+                internal init(notificationIds: [Components.Schemas.NotificationIDText]) {
+                    self.notificationIds = notificationIds
+                }
+                internal enum CodingKeys: String, CodingKey {
+                    case notificationIds = "notification_ids"
+                }
+                internal init(from decoder: any Swift.Decoder) throws {
+                    let container = try decoder.container(keyedBy: CodingKeys.self)
+                    self.notificationIds = try container.decode(
+                        [Components.Schemas.NotificationIDText].self,
+                        forKey: .notificationIds
+                    )
+                    try decoder.ensureNoAdditionalProperties(knownKeys: [
+                        "notification_ids"
+                    ])
+                }
+            }
+            /// - Remark: Generated from `#/components/requestBodies/NotificationIDs/content/application\/json`.
+            case json(Components.RequestBodies.NotificationIDs.JsonPayload)
+        }
+    }
 }

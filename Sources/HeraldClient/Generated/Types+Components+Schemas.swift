@@ -461,6 +461,10 @@ extension Components {
             }
             /// - Remark: Generated from `#/components/schemas/CollectionNotification/status`.
             internal var status: Components.Schemas.CollectionNotification.StatusPayload
+            /// The user archived it (it is read).
+            ///
+            /// - Remark: Generated from `#/components/schemas/CollectionNotification/archived`.
+            internal var archived: Swift.Bool
             /// - Remark: Generated from `#/components/schemas/CollectionNotification/created_at`.
             internal var createdAt: Foundation.Date
             /// - Remark: Generated from `#/components/schemas/CollectionNotification/created_at_ms`.
@@ -484,6 +488,7 @@ extension Components {
             ///   - tags:
             ///   - eventDeadline:
             ///   - status:
+            ///   - archived: The user archived it (it is read).
             ///   - createdAt:
             ///   - createdAtMs:
             ///   - updatedAt:
@@ -498,6 +503,7 @@ extension Components {
                 tags: [Swift.String],
                 eventDeadline: Foundation.Date? = nil,
                 status: Components.Schemas.CollectionNotification.StatusPayload,
+                archived: Swift.Bool,
                 createdAt: Foundation.Date,
                 createdAtMs: Swift.Int,
                 updatedAt: Foundation.Date,
@@ -512,6 +518,7 @@ extension Components {
                 self.tags = tags
                 self.eventDeadline = eventDeadline
                 self.status = status
+                self.archived = archived
                 self.createdAt = createdAt
                 self.createdAtMs = createdAtMs
                 self.updatedAt = updatedAt
@@ -527,6 +534,7 @@ extension Components {
                 case tags
                 case eventDeadline = "event_deadline"
                 case status
+                case archived
                 case createdAt = "created_at"
                 case createdAtMs = "created_at_ms"
                 case updatedAt = "updated_at"

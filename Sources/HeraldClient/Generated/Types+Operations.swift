@@ -895,11 +895,16 @@ internal enum Operations {
     /// from the `next_token` of the last answer.
     ///
     /// `is_live: false` (with no changes and no `next_token`) means the token cannot continue: it is
-    /// malformed or forged, belongs to another user, channel or category filter, is older than the kept
+    /// malformed or forged, belongs to another user, channel, category or status filter, is older than the kept
     /// change history, is behind by more than the huge-gap threshold (`HERALD_SYNC_HUGE_GAP`, default
     /// 300 changes), or the channel was reset. The client must then discard its copy and load again.
     /// Tokens are opaque. A user only ever reads their own collections: another user's token is not
     /// live, and an unknown channel is a 404.
+    ///
+    /// `status` shows the notifications of one inbox status (default `inbox`: everything not
+    /// archived). A notification whose state takes it out of the status (archived, read, marked
+    /// unread) is among `deleted` of the next sync, and one that comes into it is among
+    /// `notifications`: by position, as edits and deletions are.
     ///
     ///
     /// - Remark: HTTP `GET /v1/me/channels/{channel_url}/collection`.
@@ -930,6 +935,18 @@ internal enum Operations {
                 internal var limit: Swift.Int?
                 /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/collection/GET/query/category`.
                 internal var category: Swift.String?
+                /// - Remark: Generated from `#/components/parameters/InboxStatus`.
+                internal enum InboxStatus: String, Codable, Hashable, Sendable, CaseIterable {
+                    case inbox = "inbox"
+                    case unread = "unread"
+                    case read = "read"
+                    case archived = "archived"
+                    case all = "all"
+                }
+                /// The notifications of one inbox status: `inbox` (the default: everything not archived), `unread`, `read` (not archived), `archived`, `all` (everything not deleted). Each status has its own tokens.
+                ///
+                /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/collection/GET/query/status`.
+                internal var status: Components.Parameters.InboxStatus?
                 /// A long poll: with a token whose answer would be quiet (nothing changed), wait up to this many seconds for a change to the user's collections or list, then answer as a poll does (the same quiet answer if the time runs out). The answer may come sooner for a change that turns out not to concern it, and at once when the server cannot wait (shutting down, too many waiting, or answering only from the database). A long poll counts once against the rate limits.
                 ///
                 /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/collection/GET/query/wait`.
@@ -944,18 +961,21 @@ internal enum Operations {
                 ///   - token:
                 ///   - limit:
                 ///   - category:
+                ///   - status: The notifications of one inbox status: `inbox` (the default: everything not archived), `unread`, `read` (not archived), `archived`, `all` (everything not deleted). Each status has its own tokens.
                 ///   - wait: A long poll: with a token whose answer would be quiet (nothing changed), wait up to this many seconds for a change to the user's collections or list, then answer as a poll does (the same quiet answer if the time runs out). The answer may come sooner for a change that turns out not to concern it, and at once when the server cannot wait (shutting down, too many waiting, or answering only from the database). A long poll counts once against the rate limits.
                 ///   - device: The same as `Herald-Device`, for clients that cannot set headers (a browser's WebSocket); if both are given they must agree.
                 internal init(
                     token: Swift.String? = nil,
                     limit: Swift.Int? = nil,
                     category: Swift.String? = nil,
+                    status: Components.Parameters.InboxStatus? = nil,
                     wait: Components.Parameters.Wait? = nil,
                     device: Components.Parameters.DeviceQuery? = nil
                 ) {
                     self.token = token
                     self.limit = limit
                     self.category = category
+                    self.status = status
                     self.wait = wait
                     self.device = device
                 }
@@ -1203,20 +1223,35 @@ internal enum Operations {
                 internal var limit: Swift.Int?
                 /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/notifications/GET/query/category`.
                 internal var category: Swift.String?
+                /// - Remark: Generated from `#/components/parameters/InboxStatus`.
+                internal enum InboxStatus: String, Codable, Hashable, Sendable, CaseIterable {
+                    case inbox = "inbox"
+                    case unread = "unread"
+                    case read = "read"
+                    case archived = "archived"
+                    case all = "all"
+                }
+                /// The notifications of one inbox status: `inbox` (the default: everything not archived), `unread`, `read` (not archived), `archived`, `all` (everything not deleted). Each status has its own tokens.
+                ///
+                /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/notifications/GET/query/status`.
+                internal var status: Components.Parameters.InboxStatus?
                 /// Creates a new `Query`.
                 ///
                 /// - Parameters:
                 ///   - before:
                 ///   - limit:
                 ///   - category:
+                ///   - status: The notifications of one inbox status: `inbox` (the default: everything not archived), `unread`, `read` (not archived), `archived`, `all` (everything not deleted). Each status has its own tokens.
                 internal init(
                     before: Swift.String? = nil,
                     limit: Swift.Int? = nil,
-                    category: Swift.String? = nil
+                    category: Swift.String? = nil,
+                    status: Components.Parameters.InboxStatus? = nil
                 ) {
                     self.before = before
                     self.limit = limit
                     self.category = category
+                    self.status = status
                 }
             }
             internal var query: Operations.OlderNotifications.Input.Query
@@ -1676,6 +1711,1054 @@ internal enum Operations {
             /// The body is larger than 1 MiB (8 MiB for notifications); a `Content-Length` over the limit is answered before the body is sent (also with `Expect: 100-continue`), and the connection closes.
             ///
             /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/read/post(markRead)/responses/413`.
+            ///
+            /// HTTP response code: `413 contentTooLarge`.
+            case contentTooLarge(Components.Responses.TooLarge)
+            /// The associated value of the enum case if `self` is `.contentTooLarge`.
+            ///
+            /// - Throws: An error if `self` is not `.contentTooLarge`.
+            /// - SeeAlso: `.contentTooLarge`.
+            internal var contentTooLarge: Components.Responses.TooLarge {
+                get throws {
+                    switch self {
+                    case let .contentTooLarge(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "contentTooLarge",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        internal enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            internal init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            internal var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            internal static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Archive the given notifications, every read one (`scope`, `read`), or all (user).
+    ///
+    /// Archived notifications leave the default collection (`status=inbox`) for `status=archived`; archiving reads them (an archived notification is never unread). Returns the channel state after; the user's other devices learn by sync and their streams (`channel.read`).
+    ///
+    /// - Remark: HTTP `POST /v1/me/channels/{channel_url}/archive`.
+    /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/archive/post(archiveNotifications)`.
+    internal enum ArchiveNotifications {
+        internal static let id: Swift.String = "archiveNotifications"
+        internal struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/archive/POST/path`.
+            internal struct Path: Sendable, Hashable {
+                /// 1–128 characters from A–Z a–z 0–9 . _ ~ -
+                ///
+                /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/archive/POST/path/channel_url`.
+                internal var channelUrl: Components.Parameters.ChannelURL
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - channelUrl: 1–128 characters from A–Z a–z 0–9 . _ ~ -
+                internal init(channelUrl: Components.Parameters.ChannelURL) {
+                    self.channelUrl = channelUrl
+                }
+            }
+            internal var path: Operations.ArchiveNotifications.Input.Path
+            /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/archive/POST/header`.
+            internal struct Headers: Sendable, Hashable {
+                internal var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ArchiveNotifications.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                internal init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ArchiveNotifications.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            internal var headers: Operations.ArchiveNotifications.Input.Headers
+            /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/archive/POST/requestBody`.
+            internal enum Body: Sendable, Hashable {
+                /// Exactly one of `notification_ids` and `scope`.
+                ///
+                /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/archive/POST/requestBody/json`.
+                internal struct JsonPayload: Codable, Hashable, Sendable {
+                    /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/archive/POST/requestBody/json/notification_ids`.
+                    internal var notificationIds: [Components.Schemas.NotificationIDText]?
+                    /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/archive/POST/requestBody/json/scope`.
+                    internal enum ScopePayload: String, Codable, Hashable, Sendable, CaseIterable {
+                        case read = "read"
+                        case all = "all"
+                    }
+                    /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/archive/POST/requestBody/json/scope`.
+                    internal var scope: Operations.ArchiveNotifications.Input.Body.JsonPayload.ScopePayload?
+                    /// Creates a new `JsonPayload`.
+                    ///
+                    /// - Parameters:
+                    ///   - notificationIds:
+                    ///   - scope:
+                    internal init(
+                        notificationIds: [Components.Schemas.NotificationIDText]? = nil,
+                        scope: Operations.ArchiveNotifications.Input.Body.JsonPayload.ScopePayload? = nil
+                    ) {
+                        self.notificationIds = notificationIds
+                        self.scope = scope
+                    }
+                    internal enum CodingKeys: String, CodingKey {
+                        case notificationIds = "notification_ids"
+                        case scope
+                    }
+                    internal init(from decoder: any Swift.Decoder) throws {
+                        let container = try decoder.container(keyedBy: CodingKeys.self)
+                        self.notificationIds = try container.decodeIfPresent(
+                            [Components.Schemas.NotificationIDText].self,
+                            forKey: .notificationIds
+                        )
+                        self.scope = try container.decodeIfPresent(
+                            Operations.ArchiveNotifications.Input.Body.JsonPayload.ScopePayload.self,
+                            forKey: .scope
+                        )
+                        try decoder.ensureNoAdditionalProperties(knownKeys: [
+                            "notification_ids",
+                            "scope"
+                        ])
+                    }
+                }
+                /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/archive/POST/requestBody/content/application\/json`.
+                case json(Operations.ArchiveNotifications.Input.Body.JsonPayload)
+            }
+            internal var body: Operations.ArchiveNotifications.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            ///   - body:
+            internal init(
+                path: Operations.ArchiveNotifications.Input.Path,
+                headers: Operations.ArchiveNotifications.Input.Headers = .init(),
+                body: Operations.ArchiveNotifications.Input.Body
+            ) {
+                self.path = path
+                self.headers = headers
+                self.body = body
+            }
+        }
+        internal enum Output: Sendable, Hashable {
+            internal struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/archive/POST/responses/200/content`.
+                internal enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/archive/POST/responses/200/content/application\/json`.
+                    case json(Components.Schemas.ChannelState)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    internal var json: Components.Schemas.ChannelState {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                internal var body: Operations.ArchiveNotifications.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                internal init(body: Operations.ArchiveNotifications.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The channel state after.
+            ///
+            /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/archive/post(archiveNotifications)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.ArchiveNotifications.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            internal var ok: Operations.ArchiveNotifications.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The request is invalid; the message says which field and why.
+            ///
+            /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/archive/post(archiveNotifications)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Components.Responses.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            internal var badRequest: Components.Responses.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// No bearer token, or one that is not valid (unknown, revoked or expired).
+            ///
+            /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/archive/post(archiveNotifications)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            internal var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// A rate limit is spent: the session's requests, the client address's, or the address's refused credentials (`rate_limited`). `Retry-After` says how many seconds to wait.
+            ///
+            /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/archive/post(archiveNotifications)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Components.Responses.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            internal var tooManyRequests: Components.Responses.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// No such resource.
+            ///
+            /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/archive/post(archiveNotifications)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            internal var notFound: Components.Responses.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The body is larger than 1 MiB (8 MiB for notifications); a `Content-Length` over the limit is answered before the body is sent (also with `Expect: 100-continue`), and the connection closes.
+            ///
+            /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/archive/post(archiveNotifications)/responses/413`.
+            ///
+            /// HTTP response code: `413 contentTooLarge`.
+            case contentTooLarge(Components.Responses.TooLarge)
+            /// The associated value of the enum case if `self` is `.contentTooLarge`.
+            ///
+            /// - Throws: An error if `self` is not `.contentTooLarge`.
+            /// - SeeAlso: `.contentTooLarge`.
+            internal var contentTooLarge: Components.Responses.TooLarge {
+                get throws {
+                    switch self {
+                    case let .contentTooLarge(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "contentTooLarge",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        internal enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            internal init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            internal var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            internal static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Bring archived notifications back to the default collection, still read (user).
+    ///
+    /// - Remark: HTTP `POST /v1/me/channels/{channel_url}/unarchive`.
+    /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/unarchive/post(unarchiveNotifications)`.
+    internal enum UnarchiveNotifications {
+        internal static let id: Swift.String = "unarchiveNotifications"
+        internal struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/unarchive/POST/path`.
+            internal struct Path: Sendable, Hashable {
+                /// 1–128 characters from A–Z a–z 0–9 . _ ~ -
+                ///
+                /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/unarchive/POST/path/channel_url`.
+                internal var channelUrl: Components.Parameters.ChannelURL
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - channelUrl: 1–128 characters from A–Z a–z 0–9 . _ ~ -
+                internal init(channelUrl: Components.Parameters.ChannelURL) {
+                    self.channelUrl = channelUrl
+                }
+            }
+            internal var path: Operations.UnarchiveNotifications.Input.Path
+            /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/unarchive/POST/header`.
+            internal struct Headers: Sendable, Hashable {
+                internal var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.UnarchiveNotifications.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                internal init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.UnarchiveNotifications.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            internal var headers: Operations.UnarchiveNotifications.Input.Headers
+            internal var body: Components.RequestBodies.NotificationIDs
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            ///   - body:
+            internal init(
+                path: Operations.UnarchiveNotifications.Input.Path,
+                headers: Operations.UnarchiveNotifications.Input.Headers = .init(),
+                body: Components.RequestBodies.NotificationIDs
+            ) {
+                self.path = path
+                self.headers = headers
+                self.body = body
+            }
+        }
+        internal enum Output: Sendable, Hashable {
+            internal struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/unarchive/POST/responses/200/content`.
+                internal enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/unarchive/POST/responses/200/content/application\/json`.
+                    case json(Components.Schemas.ChannelState)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    internal var json: Components.Schemas.ChannelState {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                internal var body: Operations.UnarchiveNotifications.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                internal init(body: Operations.UnarchiveNotifications.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The channel state after.
+            ///
+            /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/unarchive/post(unarchiveNotifications)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.UnarchiveNotifications.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            internal var ok: Operations.UnarchiveNotifications.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The request is invalid; the message says which field and why.
+            ///
+            /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/unarchive/post(unarchiveNotifications)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Components.Responses.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            internal var badRequest: Components.Responses.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// No bearer token, or one that is not valid (unknown, revoked or expired).
+            ///
+            /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/unarchive/post(unarchiveNotifications)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            internal var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// A rate limit is spent: the session's requests, the client address's, or the address's refused credentials (`rate_limited`). `Retry-After` says how many seconds to wait.
+            ///
+            /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/unarchive/post(unarchiveNotifications)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Components.Responses.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            internal var tooManyRequests: Components.Responses.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// No such resource.
+            ///
+            /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/unarchive/post(unarchiveNotifications)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            internal var notFound: Components.Responses.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The body is larger than 1 MiB (8 MiB for notifications); a `Content-Length` over the limit is answered before the body is sent (also with `Expect: 100-continue`), and the connection closes.
+            ///
+            /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/unarchive/post(unarchiveNotifications)/responses/413`.
+            ///
+            /// HTTP response code: `413 contentTooLarge`.
+            case contentTooLarge(Components.Responses.TooLarge)
+            /// The associated value of the enum case if `self` is `.contentTooLarge`.
+            ///
+            /// - Throws: An error if `self` is not `.contentTooLarge`.
+            /// - SeeAlso: `.contentTooLarge`.
+            internal var contentTooLarge: Components.Responses.TooLarge {
+                get throws {
+                    switch self {
+                    case let .contentTooLarge(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "contentTooLarge",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        internal enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            internal init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            internal var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            internal static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Mark read notifications unread again, unarchiving them; the unread count follows (user).
+    ///
+    /// - Remark: HTTP `POST /v1/me/channels/{channel_url}/unread`.
+    /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/unread/post(markUnread)`.
+    internal enum MarkUnread {
+        internal static let id: Swift.String = "markUnread"
+        internal struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/unread/POST/path`.
+            internal struct Path: Sendable, Hashable {
+                /// 1–128 characters from A–Z a–z 0–9 . _ ~ -
+                ///
+                /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/unread/POST/path/channel_url`.
+                internal var channelUrl: Components.Parameters.ChannelURL
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - channelUrl: 1–128 characters from A–Z a–z 0–9 . _ ~ -
+                internal init(channelUrl: Components.Parameters.ChannelURL) {
+                    self.channelUrl = channelUrl
+                }
+            }
+            internal var path: Operations.MarkUnread.Input.Path
+            /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/unread/POST/header`.
+            internal struct Headers: Sendable, Hashable {
+                internal var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.MarkUnread.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                internal init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.MarkUnread.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            internal var headers: Operations.MarkUnread.Input.Headers
+            internal var body: Components.RequestBodies.NotificationIDs
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            ///   - body:
+            internal init(
+                path: Operations.MarkUnread.Input.Path,
+                headers: Operations.MarkUnread.Input.Headers = .init(),
+                body: Components.RequestBodies.NotificationIDs
+            ) {
+                self.path = path
+                self.headers = headers
+                self.body = body
+            }
+        }
+        internal enum Output: Sendable, Hashable {
+            internal struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/unread/POST/responses/200/content`.
+                internal enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/unread/POST/responses/200/content/application\/json`.
+                    case json(Components.Schemas.ChannelState)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    internal var json: Components.Schemas.ChannelState {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                internal var body: Operations.MarkUnread.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                internal init(body: Operations.MarkUnread.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The channel state after.
+            ///
+            /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/unread/post(markUnread)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.MarkUnread.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            internal var ok: Operations.MarkUnread.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The request is invalid; the message says which field and why.
+            ///
+            /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/unread/post(markUnread)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Components.Responses.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            internal var badRequest: Components.Responses.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// No bearer token, or one that is not valid (unknown, revoked or expired).
+            ///
+            /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/unread/post(markUnread)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            internal var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// A rate limit is spent: the session's requests, the client address's, or the address's refused credentials (`rate_limited`). `Retry-After` says how many seconds to wait.
+            ///
+            /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/unread/post(markUnread)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Components.Responses.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            internal var tooManyRequests: Components.Responses.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// No such resource.
+            ///
+            /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/unread/post(markUnread)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            internal var notFound: Components.Responses.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The body is larger than 1 MiB (8 MiB for notifications); a `Content-Length` over the limit is answered before the body is sent (also with `Expect: 100-continue`), and the connection closes.
+            ///
+            /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/unread/post(markUnread)/responses/413`.
+            ///
+            /// HTTP response code: `413 contentTooLarge`.
+            case contentTooLarge(Components.Responses.TooLarge)
+            /// The associated value of the enum case if `self` is `.contentTooLarge`.
+            ///
+            /// - Throws: An error if `self` is not `.contentTooLarge`.
+            /// - SeeAlso: `.contentTooLarge`.
+            internal var contentTooLarge: Components.Responses.TooLarge {
+                get throws {
+                    switch self {
+                    case let .contentTooLarge(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "contentTooLarge",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        internal enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            internal init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            internal var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            internal static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Remove notifications from this user's collection only; every device's sync reports them deleted (user).
+    ///
+    /// - Remark: HTTP `POST /v1/me/channels/{channel_url}/delete`.
+    /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/delete/post(deleteNotifications)`.
+    internal enum DeleteNotifications {
+        internal static let id: Swift.String = "deleteNotifications"
+        internal struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/delete/POST/path`.
+            internal struct Path: Sendable, Hashable {
+                /// 1–128 characters from A–Z a–z 0–9 . _ ~ -
+                ///
+                /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/delete/POST/path/channel_url`.
+                internal var channelUrl: Components.Parameters.ChannelURL
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - channelUrl: 1–128 characters from A–Z a–z 0–9 . _ ~ -
+                internal init(channelUrl: Components.Parameters.ChannelURL) {
+                    self.channelUrl = channelUrl
+                }
+            }
+            internal var path: Operations.DeleteNotifications.Input.Path
+            /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/delete/POST/header`.
+            internal struct Headers: Sendable, Hashable {
+                internal var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.DeleteNotifications.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                internal init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.DeleteNotifications.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            internal var headers: Operations.DeleteNotifications.Input.Headers
+            internal var body: Components.RequestBodies.NotificationIDs
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            ///   - body:
+            internal init(
+                path: Operations.DeleteNotifications.Input.Path,
+                headers: Operations.DeleteNotifications.Input.Headers = .init(),
+                body: Components.RequestBodies.NotificationIDs
+            ) {
+                self.path = path
+                self.headers = headers
+                self.body = body
+            }
+        }
+        internal enum Output: Sendable, Hashable {
+            internal struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/delete/POST/responses/200/content`.
+                internal enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/me/channels/{channel_url}/delete/POST/responses/200/content/application\/json`.
+                    case json(Components.Schemas.ChannelState)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    internal var json: Components.Schemas.ChannelState {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                internal var body: Operations.DeleteNotifications.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                internal init(body: Operations.DeleteNotifications.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The channel state after.
+            ///
+            /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/delete/post(deleteNotifications)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.DeleteNotifications.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            internal var ok: Operations.DeleteNotifications.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The request is invalid; the message says which field and why.
+            ///
+            /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/delete/post(deleteNotifications)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Components.Responses.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            internal var badRequest: Components.Responses.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// No bearer token, or one that is not valid (unknown, revoked or expired).
+            ///
+            /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/delete/post(deleteNotifications)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            internal var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// A rate limit is spent: the session's requests, the client address's, or the address's refused credentials (`rate_limited`). `Retry-After` says how many seconds to wait.
+            ///
+            /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/delete/post(deleteNotifications)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Components.Responses.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            internal var tooManyRequests: Components.Responses.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// No such resource.
+            ///
+            /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/delete/post(deleteNotifications)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            internal var notFound: Components.Responses.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The body is larger than 1 MiB (8 MiB for notifications); a `Content-Length` over the limit is answered before the body is sent (also with `Expect: 100-continue`), and the connection closes.
+            ///
+            /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/delete/post(deleteNotifications)/responses/413`.
             ///
             /// HTTP response code: `413 contentTooLarge`.
             case contentTooLarge(Components.Responses.TooLarge)

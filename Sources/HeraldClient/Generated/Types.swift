@@ -38,11 +38,16 @@ internal protocol APIProtocol: Sendable {
     /// from the `next_token` of the last answer.
     ///
     /// `is_live: false` (with no changes and no `next_token`) means the token cannot continue: it is
-    /// malformed or forged, belongs to another user, channel or category filter, is older than the kept
+    /// malformed or forged, belongs to another user, channel, category or status filter, is older than the kept
     /// change history, is behind by more than the huge-gap threshold (`HERALD_SYNC_HUGE_GAP`, default
     /// 300 changes), or the channel was reset. The client must then discard its copy and load again.
     /// Tokens are opaque. A user only ever reads their own collections: another user's token is not
     /// live, and an unknown channel is a 404.
+    ///
+    /// `status` shows the notifications of one inbox status (default `inbox`: everything not
+    /// archived). A notification whose state takes it out of the status (archived, read, marked
+    /// unread) is among `deleted` of the next sync, and one that comes into it is among
+    /// `notifications`: by position, as edits and deletions are.
     ///
     ///
     /// - Remark: HTTP `GET /v1/me/channels/{channel_url}/collection`.
@@ -60,6 +65,28 @@ internal protocol APIProtocol: Sendable {
     /// - Remark: HTTP `POST /v1/me/channels/{channel_url}/read`.
     /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/read/post(markRead)`.
     func markRead(_ input: Operations.MarkRead.Input) async throws -> Operations.MarkRead.Output
+    /// Archive the given notifications, every read one (`scope`, `read`), or all (user).
+    ///
+    /// Archived notifications leave the default collection (`status=inbox`) for `status=archived`; archiving reads them (an archived notification is never unread). Returns the channel state after; the user's other devices learn by sync and their streams (`channel.read`).
+    ///
+    /// - Remark: HTTP `POST /v1/me/channels/{channel_url}/archive`.
+    /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/archive/post(archiveNotifications)`.
+    func archiveNotifications(_ input: Operations.ArchiveNotifications.Input) async throws -> Operations.ArchiveNotifications.Output
+    /// Bring archived notifications back to the default collection, still read (user).
+    ///
+    /// - Remark: HTTP `POST /v1/me/channels/{channel_url}/unarchive`.
+    /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/unarchive/post(unarchiveNotifications)`.
+    func unarchiveNotifications(_ input: Operations.UnarchiveNotifications.Input) async throws -> Operations.UnarchiveNotifications.Output
+    /// Mark read notifications unread again, unarchiving them; the unread count follows (user).
+    ///
+    /// - Remark: HTTP `POST /v1/me/channels/{channel_url}/unread`.
+    /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/unread/post(markUnread)`.
+    func markUnread(_ input: Operations.MarkUnread.Input) async throws -> Operations.MarkUnread.Output
+    /// Remove notifications from this user's collection only; every device's sync reports them deleted (user).
+    ///
+    /// - Remark: HTTP `POST /v1/me/channels/{channel_url}/delete`.
+    /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/delete/post(deleteNotifications)`.
+    func deleteNotifications(_ input: Operations.DeleteNotifications.Input) async throws -> Operations.DeleteNotifications.Output
     /// Move last_seen_at (the feed's "new" badge) forward, to now or `seen_at` (user).
     ///
     /// - Remark: HTTP `POST /v1/me/channels/{channel_url}/seen`.
@@ -239,11 +266,16 @@ extension APIProtocol {
     /// from the `next_token` of the last answer.
     ///
     /// `is_live: false` (with no changes and no `next_token`) means the token cannot continue: it is
-    /// malformed or forged, belongs to another user, channel or category filter, is older than the kept
+    /// malformed or forged, belongs to another user, channel, category or status filter, is older than the kept
     /// change history, is behind by more than the huge-gap threshold (`HERALD_SYNC_HUGE_GAP`, default
     /// 300 changes), or the channel was reset. The client must then discard its copy and load again.
     /// Tokens are opaque. A user only ever reads their own collections: another user's token is not
     /// live, and an unknown channel is a 404.
+    ///
+    /// `status` shows the notifications of one inbox status (default `inbox`: everything not
+    /// archived). A notification whose state takes it out of the status (archived, read, marked
+    /// unread) is among `deleted` of the next sync, and one that comes into it is among
+    /// `notifications`: by position, as edits and deletions are.
     ///
     ///
     /// - Remark: HTTP `GET /v1/me/channels/{channel_url}/collection`.
@@ -286,6 +318,68 @@ extension APIProtocol {
         body: Operations.MarkRead.Input.Body? = nil
     ) async throws -> Operations.MarkRead.Output {
         try await markRead(Operations.MarkRead.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Archive the given notifications, every read one (`scope`, `read`), or all (user).
+    ///
+    /// Archived notifications leave the default collection (`status=inbox`) for `status=archived`; archiving reads them (an archived notification is never unread). Returns the channel state after; the user's other devices learn by sync and their streams (`channel.read`).
+    ///
+    /// - Remark: HTTP `POST /v1/me/channels/{channel_url}/archive`.
+    /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/archive/post(archiveNotifications)`.
+    internal func archiveNotifications(
+        path: Operations.ArchiveNotifications.Input.Path,
+        headers: Operations.ArchiveNotifications.Input.Headers = .init(),
+        body: Operations.ArchiveNotifications.Input.Body
+    ) async throws -> Operations.ArchiveNotifications.Output {
+        try await archiveNotifications(Operations.ArchiveNotifications.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Bring archived notifications back to the default collection, still read (user).
+    ///
+    /// - Remark: HTTP `POST /v1/me/channels/{channel_url}/unarchive`.
+    /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/unarchive/post(unarchiveNotifications)`.
+    internal func unarchiveNotifications(
+        path: Operations.UnarchiveNotifications.Input.Path,
+        headers: Operations.UnarchiveNotifications.Input.Headers = .init(),
+        body: Components.RequestBodies.NotificationIDs
+    ) async throws -> Operations.UnarchiveNotifications.Output {
+        try await unarchiveNotifications(Operations.UnarchiveNotifications.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Mark read notifications unread again, unarchiving them; the unread count follows (user).
+    ///
+    /// - Remark: HTTP `POST /v1/me/channels/{channel_url}/unread`.
+    /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/unread/post(markUnread)`.
+    internal func markUnread(
+        path: Operations.MarkUnread.Input.Path,
+        headers: Operations.MarkUnread.Input.Headers = .init(),
+        body: Components.RequestBodies.NotificationIDs
+    ) async throws -> Operations.MarkUnread.Output {
+        try await markUnread(Operations.MarkUnread.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Remove notifications from this user's collection only; every device's sync reports them deleted (user).
+    ///
+    /// - Remark: HTTP `POST /v1/me/channels/{channel_url}/delete`.
+    /// - Remark: Generated from `#/paths//v1/me/channels/{channel_url}/delete/post(deleteNotifications)`.
+    internal func deleteNotifications(
+        path: Operations.DeleteNotifications.Input.Path,
+        headers: Operations.DeleteNotifications.Input.Headers = .init(),
+        body: Components.RequestBodies.NotificationIDs
+    ) async throws -> Operations.DeleteNotifications.Output {
+        try await deleteNotifications(Operations.DeleteNotifications.Input(
             path: path,
             headers: headers,
             body: body

@@ -19,6 +19,9 @@ public struct HeraldNotification: Sendable, Hashable, Identifiable, Codable {
     public var tags: [String]
     public var eventDeadline: Date?
     public var status: Status
+    /// The user archived it (an archived notification is read): it shows in collections of status
+    /// `.archived` and `.all` only.
+    public var archived: Bool
     public var createdAt: Date
     public var updatedAt: Date
     /// This version's place in the user's change stream: of two versions the higher one wins.
@@ -35,7 +38,8 @@ public struct HeraldNotification: Sendable, Hashable, Identifiable, Codable {
         status: Status,
         createdAt: Date,
         updatedAt: Date,
-        position: Int64
+        position: Int64,
+        archived: Bool = false
     ) {
         self.id = id
         self.templateKey = templateKey
@@ -48,6 +52,28 @@ public struct HeraldNotification: Sendable, Hashable, Identifiable, Codable {
         self.createdAt = createdAt
         self.updatedAt = updatedAt
         self.position = position
+        self.archived = archived
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, templateKey, templateVersion, data, category, tags, eventDeadline, status, archived, createdAt, updatedAt, position
+    }
+
+    /// Decodes a notification as the cache keeps it; one kept before archiving existed is not archived.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        templateKey = try container.decode(String.self, forKey: .templateKey)
+        templateVersion = try container.decode(Int.self, forKey: .templateVersion)
+        data = try container.decode(HeraldJSON.self, forKey: .data)
+        category = try container.decode(String.self, forKey: .category)
+        tags = try container.decode([String].self, forKey: .tags)
+        eventDeadline = try container.decodeIfPresent(Date.self, forKey: .eventDeadline)
+        status = try container.decode(Status.self, forKey: .status)
+        archived = try container.decodeIfPresent(Bool.self, forKey: .archived) ?? false
+        createdAt = try container.decode(Date.self, forKey: .createdAt)
+        updatedAt = try container.decode(Date.self, forKey: .updatedAt)
+        position = try container.decode(Int64.self, forKey: .position)
     }
 
     /// The id as a number, for ordering (ids are decimal strings on the wire).
@@ -75,7 +101,8 @@ extension HeraldNotification {
             status: Status(rawValue: wire.status.rawValue) ?? .sent,
             createdAt: Date(milliseconds: wire.createdAtMs),
             updatedAt: Date(milliseconds: wire.updatedAtMs),
-            position: Int64(wire.position) ?? 0
+            position: Int64(wire.position) ?? 0,
+            archived: wire.archived
         )
     }
 }

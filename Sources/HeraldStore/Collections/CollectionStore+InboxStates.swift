@@ -95,10 +95,13 @@ extension CollectionStore {
 
     // MARK: - Private
 
-    /// Runs a change's statements, then the live hint (when they changed anything) and the state.
+    /// Runs a change's statements, then the live hint (when they changed anything) and the state
+    /// (of a state row made first if the user has none in the channel yet, so there is one to read).
     private func change(userKey: Int64, channelKey: Int64, _ statements: [PostgresQuery]) async throws -> (state: ChannelState, position: Int64) {
         let results = try await client.transaction(
-            statements + [
+            [
+                "INSERT INTO channel_states (user_key, channel_key) VALUES (\(userKey), \(channelKey)) ON CONFLICT (user_key, channel_key) DO NOTHING"
+            ] + statements + [
                 LiveHint.channelState(userKey: userKey, channelKey: channelKey).query(when: Self.changeRecorded),
                 Self.stateQuery(userKey: userKey, channelKey: channelKey),
             ]
