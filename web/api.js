@@ -204,6 +204,16 @@ export class HeraldAPI {
   }
 
   /**
+   * Presses a notification's action; resolves to the channel's state after, with its position.
+   * @param {string} notificationID
+   * @param {string} action
+   * @returns {Promise<import("./types.js").ChannelState & {position?: string}>}
+   */
+  pressAction(notificationID, action) {
+    return this.request("POST", `/v1/me/notifications/${encodeURIComponent(notificationID)}/actions/${encodeURIComponent(action)}`);
+  }
+
+  /**
    * @param {string} channelURL
    * @param {string[] | null} [ids]
    */

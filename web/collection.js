@@ -206,16 +206,30 @@ export class NotificationCollection extends EventTarget {
   }
 
   /**
+   * Presses one of a notification's actions (`notification.actions`): remembered on every device of
+   * the user (`actions_done`). Pressing one already pressed changes nothing.
+   * @param {string} action
+   * @param {string} notificationID
+   */
+  press(action, notificationID) {
+    return this.changeState(null, { notification_ids: [notificationID], action });
+  }
+
+  /**
    * One of the user's own state changes; then every collection of the channel this client keeps (the
    * inbox, the archive, …) syncs, each by position, and so do the user's other devices.
-   * @param {"archive" | "unarchive" | "unread" | "delete"} change
-   * @param {{notification_ids?: string[], scope?: "read" | "all"}} body
+   * @param {"archive" | "unarchive" | "unread" | "delete" | null} change `null`: the body's action pressed.
+   * @param {{notification_ids?: string[], scope?: "read" | "all", action?: string}} body
    * @returns {Promise<number>}
    */
   async changeState(change, body) {
     const client = this.client;
     if (!client) throw signedOut();
-    const changed = await client.api.changeState(this.channelURL, change, body);
+    const { action, ...rest } = body;
+    const changed =
+      change === null
+        ? await client.api.pressAction(/** @type {string[]} */ (body.notification_ids)[0], /** @type {string} */ (action))
+        : await client.api.changeState(this.channelURL, change, rest);
     if (this.client !== client) throw signedOut();
     const others = client.collectionsOf(this.channelURL).filter((collection) => collection !== this);
     for (const collection of [this, ...others]) collection.takeMark(changed);

@@ -14,11 +14,21 @@
  * @property {"SENT" | "DELIVERED" | "READ"} status
  * @property {boolean} archived The user archived it (it is read): it shows only in collections of
  *   status `archived` and `all`.
+ * @property {HeraldAction[]} actions The buttons it offers.
+ * @property {string[]} actions_done The ids of those the user pressed (on any device).
  * @property {string} created_at RFC 3339.
  * @property {number} created_at_ms
  * @property {string} updated_at
  * @property {number} updated_at_ms
  * @property {string} position This version's place in the user's change stream (decimal).
+ */
+
+/**
+ * A button a notification offers; press it with `collection.press(action, id)`.
+ * @typedef {object} HeraldAction
+ * @property {string} id The id the page and Herald know it by.
+ * @property {string} label
+ * @property {string} [url] Where it leads; absent when the page handles it.
  */
 
 /**

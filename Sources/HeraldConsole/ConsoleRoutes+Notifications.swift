@@ -72,7 +72,8 @@ extension ConsoleRoutes {
     }
 
     /// Fan-out progress and the funnel: every recipient, then those whose device got it, read it,
-    /// clicked it (each status counts everyone who got at least that far), and views beside.
+    /// clicked it (each status counts everyone who got at least that far), and views and the users
+    /// who pressed its actions beside.
     private func funnel(_ stored: StoredNotification) async throws -> [String: Any] {
         let counts = try await notificationStore.counts(stored.id)
         let recipients = counts.sent + counts.delivered + counts.read
@@ -87,7 +88,8 @@ extension ConsoleRoutes {
             "progress": stored.audienceSize == 0 ? 100 : Int(stored.recipientCount * 100 / max(1, stored.audienceSize)),
             "funnel": chart.svg,
             "recipientsCount": recipients, "delivered": counts.delivered + counts.read, "readCount": counts.read,
-            "clicked": counts.clicked, "viewed": counts.viewed, "pushes": stored.pushesSent,
+            "clicked": counts.clicked, "viewed": counts.viewed, "pushes": stored.pushesSent, "acted": counts.acted,
+            "actionCounts": counts.actions.keys.sorted().map { ["id": $0, "count": counts.actions[$0]!] as [String: Any] },
         ]
     }
 }

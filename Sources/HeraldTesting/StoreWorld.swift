@@ -6,11 +6,13 @@ import HeraldStore
 /// `plain` (one required string variable, `title`, shown as the data's title), channels of the category
 /// `news`, users; and sends, with the stores the tests drive.
 public struct StoreWorld: Sendable {
+    /// The tests' template: a title, and two buttons (one the app handles, one with a URL).
     public static let template = Template(
         key: "plain",
         name: "Plain",
         variables: [.init(name: "title", type: .string, required: true)],
-        data: .object(["title": .string("{{title}}")])
+        data: .object(["title": .string("{{title}}")]),
+        actions: [.init(id: "ack", label: "Got it"), .init(id: "open", label: "Open {{title}}", url: "https://example.com/open")]
     )
 
     public let db: TestDatabase

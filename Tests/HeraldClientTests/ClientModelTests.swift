@@ -8,7 +8,7 @@ import Testing
 extension ClientSuites {
     /// A model test of the client library: seeded random histories of sends (two channels, two
     /// categories, alone or with another user), edits, deletions, reads here and on another device,
-    /// archives, unarchives, unread marks and the user's own deletions here and there (the model keeps
+    /// archives, unarchives, unread marks, the user's own deletions and buttons pressed here and there (the model keeps
     /// collections of the inbox, the archive and the unread ones),
     /// resets, older pages, the stream dropped and reopened, silent pushes handed over, the client
     /// restarted from its cache, the user signed out and in again, the network dropping and returning,
@@ -163,7 +163,15 @@ extension ClientSuites {
                         try await collection.refresh()
                         let ids = Array(collection.notifications.map(\.id).shuffled(using: &random).prefix(2))
                         let what: String
-                        switch (Int.random(in: 0..<12, using: &random), ids.isEmpty) {
+                        switch (Int.random(in: 0..<14, using: &random), ids.isEmpty) {
+                        case (12..<14, false):
+                            let action = Bool.random(using: &random) ? "ack" : "open"
+                            what = "press \(action)"
+                            do {
+                                try await collection.press(action, on: ids[0])
+                            } catch HeraldClientError.server(status: 404, code: _, message: _) {
+                                // Deleted since the collection synced.
+                            }
                         case (0..<4, false):
                             what = "archive"
                             try await collection.archive(ids)

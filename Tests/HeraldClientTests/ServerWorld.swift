@@ -194,7 +194,7 @@ final class ServerWorld: Sendable {
         try await admin(
             .PUT,
             "/v1/templates/plain",
-            #"{"name":"Plain","variables":[{"name":"title","type":"string","required":true}],"data":{"title":"{{title}}"},"push_title":"{{title}}","push_body":"{{title}}"}"#
+            #"{"name":"Plain","variables":[{"name":"title","type":"string","required":true}],"data":{"title":"{{title}}"},"push_title":"{{title}}","push_body":"{{title}}","actions":[{"id":"ack","label":"Got it"},{"id":"open","label":"Open","url":"https://example.com/open"}]}"#
         )
         let credentials = TestCredentials.shared
         let upload: [String: String] = [

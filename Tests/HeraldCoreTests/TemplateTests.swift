@@ -143,6 +143,37 @@ struct TemplateTests {
         #expect(try template.render(values.merging(["user": .string("Bo")]) { $1 }, for: recipient).pushBody == "Hi Bo")
     }
 
+    @Test func actionsRenderOncePerNotificationAndAreChecked() throws {
+        var template = try decode(Self.orderShipped)
+        template.actions = [.init(id: "track", label: "Track {{order_id}}", url: "{{tracking_url}}"), .init(id: "thanks", label: "Thanks")]
+        try template.validate()
+        let values: [String: JSONValue] = ["order_id": .string("A-1"), "items": .number(1), "tracking_url": .string("https://t.example.com/A-1")]
+        #expect(
+            try template.render(values).actions == [
+                .init(id: "track", label: "Track A-1", url: "https://t.example.com/A-1"), .init(id: "thanks", label: "Thanks"),
+            ]
+        )
+        // A URL that renders empty leaves the button to the app.
+        #expect(try template.render(["order_id": .string("A-1"), "items": .number(1)]).actions.first?.url == nil)
+
+        for (actions, path) in [
+            ([Template.Action(id: "a b", label: "x")], "$.actions[0].id"),
+            ([.init(id: "a", label: "x"), .init(id: "a", label: "y")], "$.actions[1].id"),
+            ([.init(id: "a", label: "")], "$.actions[0].label"),
+            ([.init(id: "a", label: "{{nope}}")], "$.actions[0].label"),
+            ([.init(id: "a", label: "Hi {{user.nickname}}")], "$.actions[0].label"),
+            ((0..<6).map { Template.Action(id: "a\($0)", label: "x") }, "$.actions"),
+        ] {
+            template.actions = actions
+            #expect(throws: TemplateProblem.self) { try template.validate() }
+            do { try template.validate() } catch { #expect(error.path == path, "\(error)") }
+        }
+        // A URL that renders to something else than http(s) is a problem of the send.
+        template.actions = [.init(id: "go", label: "Go", url: "{{order_id}}")]
+        try template.validate()
+        #expect(throws: TemplateProblem.self) { try template.render(values) }
+    }
+
     @Test func validationBoundsSizesAndNesting() throws {
         var template = try decode(Self.orderShipped)
         template.name = String(repeating: "n", count: 256)

@@ -11,7 +11,7 @@ import Postgres
 import Testing
 
 /// A model-based test of the sync protocol: random (seeded, reproducible) sequences of sends, updates,
-/// deletes, reads, archives, unarchives, marks unread and user deletes from two devices, syncs with
+/// deletes, reads, archives, unarchives, marks unread, user deletes and actions pressed from two devices, syncs with
 /// random limits, compaction and resets. Four devices keep collections of four statuses (two the
 /// default, one `archived`, one `unread`) and apply every response the way a client would; whenever a
 /// device has drained its changes, its copy must equal a fresh load of its filter, and the server's
@@ -27,7 +27,8 @@ extension CollectionTests {
         var title: String
         var category: String
         var archived: Bool
-        var description: String { "\(status)/\(title)/\(category)\(archived ? "/archived" : "")" }
+        var actionsDone: [String]
+        var description: String { "\(status)/\(title)/\(category)\(archived ? "/archived" : "")\(actionsDone)" }
     }
 
     /// One device's collection of one channel.
@@ -44,7 +45,14 @@ extension CollectionTests {
         let id = item["id"] as! String
         let title = (item["data"] as? [String: Any])?["title"] as? String ?? "?"
         return (
-            id, Copy(status: item["status"] as! String, title: title, category: item["category"] as! String, archived: item["archived"] as! Bool)
+            id,
+            Copy(
+                status: item["status"] as! String,
+                title: title,
+                category: item["category"] as! String,
+                archived: item["archived"] as! Bool,
+                actionsDone: item["actions_done"] as! [String]
+            )
         )
     }
 
@@ -250,21 +258,28 @@ extension CollectionTests {
                         let picked =
                             known.isEmpty ? ["1"] : (0..<Int.random(in: 1...3, using: &random)).map { _ in known.randomElement(using: &random)! }
                         let ids = #"{"notification_ids":[\#(picked.map { "\"\($0)\"" }.joined(separator: ","))]}"#
-                        let (route, body): (String, String)
-                        switch Int.random(in: 0..<20, using: &random) {
-                        case 0..<7: (route, body) = ("archive", ids)
-                        case 7..<11: (route, body) = ("unarchive", ids)
-                        case 11..<16: (route, body) = ("unread", ids)
-                        case 16..<19: (route, body) = ("delete", ids)
-                        default: (route, body) = ("archive", Bool.random(using: &random) ? #"{"scope":"read"}"# : #"{"scope":"all"}"#)
+                        let feed = "/v1/me/channels/feed/"
+                        let (uri, body): (String, String)
+                        switch Int.random(in: 0..<23, using: &random) {
+                        case 0..<7: (uri, body) = (feed + "archive", ids)
+                        case 7..<11: (uri, body) = (feed + "unarchive", ids)
+                        case 11..<16: (uri, body) = (feed + "unread", ids)
+                        case 16..<19: (uri, body) = (feed + "delete", ids)
+                        case 19..<20: (uri, body) = (feed + "archive", Bool.random(using: &random) ? #"{"scope":"read"}"# : #"{"scope":"all"}"#)
+                        default:
+                            // A button pressed: the path names the notification and the action.
+                            let action = Bool.random(using: &random) ? "ack" : "open"
+                            (uri, body) = ("/v1/me/notifications/\(picked[0])/actions/\(action)", "")
                         }
                         let response = try await client.execute(
-                            uri: "/v1/me/channels/feed/\(route)",
+                            uri: uri,
                             method: .post,
                             headers: jsonHeaders(bearer: devices[device].session),
                             body: ByteBuffer(string: body)
                         )
-                        #expect(response.status == .ok, "\(route) \(body): \(String(buffer: response.body))")
+                        // A press names one notification, which may be gone (deleted since the device synced).
+                        let pressGone = uri.contains("/actions/") && response.status == .notFound
+                        #expect(response.status == .ok || pressGone, "\(uri) \(body): \(String(buffer: response.body))")
                         stateChanges += 1
                     case 39..<46:
                         let device = Int.random(in: 0..<2, using: &random)

@@ -357,7 +357,7 @@ struct GeneratedRequestsTests {
             "sendNotification.variables": [["title": "hello"]], "updateNotification.variables": [["title": "changed"]],
             "sendNotification.channel_url": ["feed"], "sendNotification.audience": [OpenAPIRequestGenerator.Absent()],
             "sendNotification.topic": [OpenAPIRequestGenerator.Absent()], "sendNotification.exclude": [OpenAPIRequestGenerator.Absent()],
-            "topic_id": ["news", "nope"], "user_ids[]": ["me", "u1", "u2"], "exclude[]": ["u1", "ghost"],
+            "topic_id": ["news", "nope"], "user_ids[]": ["me", "u1", "u2"], "exclude[]": ["u1", "ghost"], "action_id": ["ack", "nope"],
             // A sync has five optional parameters, each broken now and then: valid values in the pools
             // (and no unknown channel for it) give it a fair chance of being valid throughout.
             "syncCollection.channel_url": ["feed", "chat"], "limit": [50], "wait": [0],
@@ -474,7 +474,10 @@ struct GeneratedRequestsTests {
             uri: "/v1/templates/plain",
             method: .put,
             headers: admin,
-            body: ByteBuffer(string: #"{"name":"Plain","variables":[{"name":"title","type":"string","required":true}],"data":{"title":"{{title}}"}}"#)
+            body: ByteBuffer(
+                string:
+                    #"{"name":"Plain","variables":[{"name":"title","type":"string","required":true}],"data":{"title":"{{title}}"},"actions":[{"id":"ack","label":"Got it"}]}"#
+            )
         )
         #expect(template.status.code < 300, "\(String(buffer: template.body))")
         let credentials = TestCredentials.shared

@@ -132,6 +132,65 @@ extension PushTests {
         }
     }
 
+    @Test func actionsArePressedOnceAndReachEveryDevice() async throws {
+        try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+            let world = try await world(db, users: ["u1", "u2"])
+            defer { Task { await world.shutdown() } }
+            try await withLiveServer(world) { port, _, client in
+                let session = world.sessions["u1"]!
+                let headers = jsonHeaders(bearer: session)
+                let id = String(try await world.send("order 7", to: ["u1", "u2"]))
+                let streams = [
+                    try await TestStream.open(port: port, session: session), try await TestStream.open(port: port, session: session),
+                ]
+                func item() async throws -> [String: Any]? {
+                    let body = try jsonObject(try await client.execute(uri: "/v1/me/channels/feed/collection", method: .get, headers: headers))
+                    return (body["notifications"] as? [[String: Any]])?.first { $0["id"] as? String == id }
+                }
+                // The template's buttons, rendered with the send's variables.
+                let offered = try #require(try await item()?["actions"] as? [[String: Any]])
+                #expect(offered.compactMap { $0["id"] as? String } == ["ack", "open"])
+                #expect(offered[1]["label"] as? String == "Open order 7" && offered[1]["url"] as? String == "https://example.com/open")
+                #expect(try await item()?["actions_done"] as? [String] == [])
+                let before = try #require(try await item()?["position"] as? String)
+
+                func press(_ action: String, as user: String = "u1") async throws -> TestResponse {
+                    try await client.execute(
+                        uri: "/v1/me/notifications/\(id)/actions/\(action)",
+                        method: .post,
+                        headers: jsonHeaders(bearer: world.sessions[user])
+                    )
+                }
+                #expect(try await press("ack").status == .ok)
+                for stream in streams { _ = try await stream.next(type: "channel.read") }
+                let pressed = try #require(try await item())
+                #expect(pressed["actions_done"] as? [String] == ["ack"])
+                #expect(try #require(Int64(pressed["position"] as? String ?? "")) > Int64(before)!)
+                // Pressed again: nothing changes; another action adds to it; another user's copy is theirs.
+                #expect(try await press("ack").status == .ok)
+                #expect(try await press("open").status == .ok)
+                #expect(try await press("ack", as: "u2").status == .ok)
+                #expect(try await item()?["actions_done"] as? [String] == ["ack", "open"])
+                let view = try jsonObject(
+                    try await client.execute(uri: "/v1/notifications/\(id)", method: .get, headers: jsonHeaders(bearer: Self.adminToken))
+                )
+                let counts = try #require(view["counts"] as? [String: Any])
+                #expect(counts["acted"] as? Int == 2)
+                #expect((counts["actions"] as? [String: Any])?["ack"] as? Int == 2 && (counts["actions"] as? [String: Any])?["open"] as? Int == 1)
+
+                // Refused: an action the notification does not offer, a notification not the user's.
+                let unknown = try await press("approve")
+                let unknownCode = try errorCode(unknown)
+                #expect(unknown.status == .notFound && unknownCode == "action_not_found")
+                let other = String(try await world.send("not yours", to: ["u2"]))
+                let stranger = try await client.execute(uri: "/v1/me/notifications/\(other)/actions/ack", method: .post, headers: headers)
+                let strangerCode = try errorCode(stranger)
+                #expect(stranger.status == .notFound && strangerCode == "notification_not_found")
+                for stream in streams { await stream.close() }
+            }
+        }
+    }
+
     @Test func badInboxStateBodiesAreRefusedAndChangeNothing() async throws {
         try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
             let world = try await world(db, users: ["u1"])

@@ -145,6 +145,7 @@ struct WebhookTests {
                     )
                     #expect(logged.status == .noContent)
                 }
+                #expect(try await receipts.post(client, "/v1/me/notifications/\(id)/actions/ack", world.sessions["u2"], "").status == .ok)
                 let device = String(repeating: "ab", count: 32)
                 #expect(
                     try await client.execute(
@@ -172,10 +173,10 @@ struct WebhookTests {
                 let erasures = UserErasureStore(client: db.client)
                 _ = try await erasures.start(userID: "u3")
                 try await waitUntil("u3's erasure") { try await erasures.eraseNextBatch(size: 100, grace: .zero)?.finished == true }
-                #expect(try await world.count("SELECT count(*) FROM webhook_events") == 7)
+                #expect(try await world.count("SELECT count(*) FROM webhook_events") == 8)
 
                 try await world.withDispatcher {
-                    try await waitUntil("every event to arrive") { receiver.acceptedEvents.count >= 7 }
+                    try await waitUntil("every event to arrive") { receiver.acceptedEvents.count >= 8 }
                     try await waitUntil("the outbox to empty") { try await world.count("SELECT count(*) FROM webhook_events") == 0 }
                 }
                 let events = receiver.acceptedEvents
@@ -207,6 +208,7 @@ struct WebhookTests {
                 #expect(data("notification.read")?["read_at"] is String)
                 #expect(data("notification.clicked")?["user_id"] as? String == "u2")
                 #expect(data("notification.viewed")?["count"] as? Int == 1)
+                #expect(data("notification.action")?["action_id"] as? String == "ack" && data("notification.action")?["user_id"] as? String == "u2")
                 #expect(data("push.failed")?["status"] as? Int == 410)
                 #expect(data("push.failed")?["token_removed"] as? Bool == true)
                 #expect(data("device.removed")?["device_token"] as? String == device)

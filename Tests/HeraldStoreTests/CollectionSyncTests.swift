@@ -35,6 +35,8 @@ struct CollectionSyncTests {
             updatedAt: at,
             status: .sent,
             archived: false,
+            actions: PostgresJSONB("[]"),
+            actionsDone: [],
             position: xid
         )
     }

@@ -167,6 +167,10 @@ export class HeraldServer {
       ],
       data: { title: "{{title}}", body: "About {{title}}", action_url: "{{url}}" },
       push_title: "{{title}}",
+      actions: [
+        { id: "ack", label: "Got it" },
+        { id: "open", label: "Open", url: "https://example.com/open" },
+      ],
     });
   }
 

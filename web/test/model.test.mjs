@@ -1,6 +1,6 @@
 // A model test of the web client against a real `herald serve`: seeded random histories of sends
 // (two channels, two categories, to the user alone or with another), edits, deletions, reads here and
-// on another device, archives, unarchives, unread marks and the user's own deletions (the model keeps
+// on another device, archives, unarchives, unread marks, the user's own deletions and buttons pressed (the model keeps
 // collections of the inbox, the archive and the unread ones), resets, older pages, the stream opened and closed, the browser going offline and
 // back, and the page reloaded (a new client). At every quiet point — nothing more is being sent, the
 // client has refreshed — every collection the client holds equals the newest part of a fresh load (all
@@ -150,9 +150,15 @@ for (const seed of seeds) {
           const collection = changer.collection(channel, { category, status });
           await collection.refresh();
           const ids = collection.notifications.map((notification) => notification.id).slice(0, 1 + random.below(2));
-          const roll = ids.length === 0 ? 11 : random.below(12);
-          const what = roll < 4 ? "archive" : roll < 6 ? "unarchive" : roll < 9 ? "unread" : roll < 11 ? "delete" : random.coin() ? "archiveRead" : "archiveAll";
-          if (what === "archive") await collection.archive(ids);
+          const roll = ids.length === 0 ? 11 : random.below(14);
+          const what =
+            roll < 4 ? "archive" : roll < 6 ? "unarchive" : roll < 9 ? "unread" : roll < 11 ? "delete" : roll < 12 ? (random.coin() ? "archiveRead" : "archiveAll") : "press";
+          if (what === "press") {
+            // Deleted since the collection synced: a 404, and nothing changes.
+            await collection.press(random.coin() ? "ack" : "open", ids[0]).catch((error) => {
+              if (error.status !== 404) throw error;
+            });
+          } else if (what === "archive") await collection.archive(ids);
           else if (what === "unarchive") await collection.unarchive(ids);
           else if (what === "unread") await collection.markUnread(ids);
           else if (what === "delete") await collection.delete(ids);

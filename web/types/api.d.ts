@@ -115,6 +115,15 @@ export class HeraldAPI {
         position?: string;
     }>;
     /**
+     * Presses a notification's action; resolves to the channel's state after, with its position.
+     * @param {string} notificationID
+     * @param {string} action
+     * @returns {Promise<import("./types.js").ChannelState & {position?: string}>}
+     */
+    pressAction(notificationID: string, action: string): Promise<import("./types.js").ChannelState & {
+        position?: string;
+    }>;
+    /**
      * @param {string} channelURL
      * @param {string[] | null} [ids]
      */

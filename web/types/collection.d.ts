@@ -122,15 +122,23 @@ export class NotificationCollection extends EventTarget {
      */
     delete(ids: string[]): Promise<number>;
     /**
+     * Presses one of a notification's actions (`notification.actions`): remembered on every device of
+     * the user (`actions_done`). Pressing one already pressed changes nothing.
+     * @param {string} action
+     * @param {string} notificationID
+     */
+    press(action: string, notificationID: string): Promise<number>;
+    /**
      * One of the user's own state changes; then every collection of the channel this client keeps (the
      * inbox, the archive, …) syncs, each by position, and so do the user's other devices.
-     * @param {"archive" | "unarchive" | "unread" | "delete"} change
-     * @param {{notification_ids?: string[], scope?: "read" | "all"}} body
+     * @param {"archive" | "unarchive" | "unread" | "delete" | null} change `null`: the body's action pressed.
+     * @param {{notification_ids?: string[], scope?: "read" | "all", action?: string}} body
      * @returns {Promise<number>}
      */
-    changeState(change: "archive" | "unarchive" | "unread" | "delete", body: {
-        notification_ids?: string[];
-        scope?: "read" | "all";
+    changeState(change: "archive" | "unarchive" | "unread" | "delete" | null, body: {
+        notification_ids?: string[] | undefined;
+        scope?: "read" | "all" | undefined;
+        action?: string | undefined;
     }): Promise<number>;
     /**
      * Moves the channel's `last_seen_at` forward (to now, or `at`).

@@ -22,6 +22,14 @@ export type HeraldNotification = {
      */
     archived: boolean;
     /**
+     * The buttons it offers.
+     */
+    actions: HeraldAction[];
+    /**
+     * The ids of those the user pressed (on any device).
+     */
+    actions_done: string[];
+    /**
      * RFC 3339.
      */
     created_at: string;
@@ -32,6 +40,20 @@ export type HeraldNotification = {
      * This version's place in the user's change stream (decimal).
      */
     position: string;
+};
+/**
+ * A button a notification offers; press it with `collection.press(action, id)`.
+ */
+export type HeraldAction = {
+    /**
+     * The id the page and Herald know it by.
+     */
+    id: string;
+    label: string;
+    /**
+     * Where it leads; absent when the page handles it.
+     */
+    url?: string | undefined;
 };
 /**
  * Which notifications of a channel a collection shows, by what the user did with them: `inbox` (the

@@ -54,3 +54,15 @@ extension HeraldAPI {
         return (ChannelState(wire), wire.position.flatMap { Int64($0) })
     }
 }
+
+extension HeraldAPI {
+    /// The state after pressing the notification's action, and its position.
+    func press(action: String, notificationID: String) async throws -> (state: ChannelState, position: Int64?) {
+        let output = try await unwrapping {
+            try await client.pressAction(path: .init(notificationId: notificationID, actionId: action))
+        }
+        guard case .ok(let ok) = output else { throw HeraldClientError.unexpected(output) }
+        let wire = try ok.body.json
+        return (ChannelState(wire), wire.position.flatMap { Int64($0) })
+    }
+}

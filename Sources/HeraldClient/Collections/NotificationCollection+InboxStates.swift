@@ -1,6 +1,7 @@
 import Foundation
 
-/// The user's own states of their notifications: archive, unarchive, mark unread, delete. Each
+/// The user's own states of their notifications: archive, unarchive, mark unread, delete, actions
+/// pressed. Each
 /// returns the unread count after; every collection of the channel this client keeps (the inbox, the
 /// archive, …) then syncs, and so do the user's other devices, by the stream or their next sync.
 extension NotificationCollection {
@@ -38,6 +39,13 @@ extension NotificationCollection {
     @discardableResult
     public func delete(_ ids: [String]) async throws -> Int {
         try await change { try await $0.delete(channelURL: channelURL, ids: ids) }
+    }
+
+    /// Presses one of a notification's actions (`HeraldNotification.actions`): remembered on every
+    /// device of the user. Pressing one already pressed changes nothing.
+    @discardableResult
+    public func press(_ action: String, on notificationID: String) async throws -> Int {
+        try await change { try await $0.press(action: action, notificationID: notificationID) }
     }
 
     private func change(_ call: (HeraldAPI) async throws -> (state: ChannelState, position: Int64?)) async throws -> Int {

@@ -288,6 +288,35 @@ extension Components {
                 case lastSyncedAt = "last_synced_at"
             }
         }
+        /// - Remark: Generated from `#/components/schemas/Action`.
+        internal struct Action: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/Action/id`.
+            internal var id: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Action/label`.
+            internal var label: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Action/url`.
+            internal var url: Swift.String?
+            /// Creates a new `Action`.
+            ///
+            /// - Parameters:
+            ///   - id:
+            ///   - label:
+            ///   - url:
+            internal init(
+                id: Swift.String,
+                label: Swift.String,
+                url: Swift.String? = nil
+            ) {
+                self.id = id
+                self.label = label
+                self.url = url
+            }
+            internal enum CodingKeys: String, CodingKey {
+                case id
+                case label
+                case url
+            }
+        }
         /// - Remark: Generated from `#/components/schemas/CategoryPreference`.
         internal struct CategoryPreference: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/CategoryPreference/id`.
@@ -465,6 +494,14 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/CollectionNotification/archived`.
             internal var archived: Swift.Bool
+            /// The buttons it offers, rendered.
+            ///
+            /// - Remark: Generated from `#/components/schemas/CollectionNotification/actions`.
+            internal var actions: [Components.Schemas.Action]
+            /// The ids of the actions the user pressed.
+            ///
+            /// - Remark: Generated from `#/components/schemas/CollectionNotification/actions_done`.
+            internal var actionsDone: [Swift.String]
             /// - Remark: Generated from `#/components/schemas/CollectionNotification/created_at`.
             internal var createdAt: Foundation.Date
             /// - Remark: Generated from `#/components/schemas/CollectionNotification/created_at_ms`.
@@ -489,6 +526,8 @@ extension Components {
             ///   - eventDeadline:
             ///   - status:
             ///   - archived: The user archived it (it is read).
+            ///   - actions: The buttons it offers, rendered.
+            ///   - actionsDone: The ids of the actions the user pressed.
             ///   - createdAt:
             ///   - createdAtMs:
             ///   - updatedAt:
@@ -504,6 +543,8 @@ extension Components {
                 eventDeadline: Foundation.Date? = nil,
                 status: Components.Schemas.CollectionNotification.StatusPayload,
                 archived: Swift.Bool,
+                actions: [Components.Schemas.Action],
+                actionsDone: [Swift.String],
                 createdAt: Foundation.Date,
                 createdAtMs: Swift.Int,
                 updatedAt: Foundation.Date,
@@ -519,6 +560,8 @@ extension Components {
                 self.eventDeadline = eventDeadline
                 self.status = status
                 self.archived = archived
+                self.actions = actions
+                self.actionsDone = actionsDone
                 self.createdAt = createdAt
                 self.createdAtMs = createdAtMs
                 self.updatedAt = updatedAt
@@ -535,6 +578,8 @@ extension Components {
                 case eventDeadline = "event_deadline"
                 case status
                 case archived
+                case actions
+                case actionsDone = "actions_done"
                 case createdAt = "created_at"
                 case createdAtMs = "created_at_ms"
                 case updatedAt = "updated_at"

@@ -203,6 +203,13 @@ internal protocol APIProtocol: Sendable {
     /// - Remark: HTTP `POST /v1/me/events`.
     /// - Remark: Generated from `#/paths//v1/me/events/post(logEvents)`.
     func logEvents(_ input: Operations.LogEvents.Input) async throws -> Operations.LogEvents.Output
+    /// Record that the user pressed one of the notification's actions (user).
+    ///
+    /// The copy remembers it (`actions_done`) with a new position, so the user's other devices learn by sync and their streams (`channel.read`); the first press of each action raises the webhook event `notification.action` and counts the user among those who acted. Pressing one already pressed changes nothing. Answers the channel state after.
+    ///
+    /// - Remark: HTTP `POST /v1/me/notifications/{notification_id}/actions/{action_id}`.
+    /// - Remark: Generated from `#/paths//v1/me/notifications/{notification_id}/actions/{action_id}/post(pressAction)`.
+    func pressAction(_ input: Operations.PressAction.Input) async throws -> Operations.PressAction.Output
 }
 
 /// Convenience overloads for operation inputs.
@@ -605,6 +612,21 @@ extension APIProtocol {
         try await logEvents(Operations.LogEvents.Input(
             headers: headers,
             body: body
+        ))
+    }
+    /// Record that the user pressed one of the notification's actions (user).
+    ///
+    /// The copy remembers it (`actions_done`) with a new position, so the user's other devices learn by sync and their streams (`channel.read`); the first press of each action raises the webhook event `notification.action` and counts the user among those who acted. Pressing one already pressed changes nothing. Answers the channel state after.
+    ///
+    /// - Remark: HTTP `POST /v1/me/notifications/{notification_id}/actions/{action_id}`.
+    /// - Remark: Generated from `#/paths//v1/me/notifications/{notification_id}/actions/{action_id}/post(pressAction)`.
+    internal func pressAction(
+        path: Operations.PressAction.Input.Path,
+        headers: Operations.PressAction.Input.Headers = .init()
+    ) async throws -> Operations.PressAction.Output {
+        try await pressAction(Operations.PressAction.Input(
+            path: path,
+            headers: headers
         ))
     }
 }

@@ -22,6 +22,9 @@ public struct HeraldNotification: Sendable, Hashable, Identifiable, Codable {
     /// The user archived it (an archived notification is read): it shows in collections of status
     /// `.archived` and `.all` only.
     public var archived: Bool
+    /// The buttons it offers, and the ids of those the user pressed (on any device).
+    public var actions: [HeraldAction]
+    public var actionsDone: [String]
     public var createdAt: Date
     public var updatedAt: Date
     /// This version's place in the user's change stream: of two versions the higher one wins.
@@ -39,7 +42,9 @@ public struct HeraldNotification: Sendable, Hashable, Identifiable, Codable {
         createdAt: Date,
         updatedAt: Date,
         position: Int64,
-        archived: Bool = false
+        archived: Bool = false,
+        actions: [HeraldAction] = [],
+        actionsDone: [String] = []
     ) {
         self.id = id
         self.templateKey = templateKey
@@ -53,10 +58,13 @@ public struct HeraldNotification: Sendable, Hashable, Identifiable, Codable {
         self.updatedAt = updatedAt
         self.position = position
         self.archived = archived
+        self.actions = actions
+        self.actionsDone = actionsDone
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, templateKey, templateVersion, data, category, tags, eventDeadline, status, archived, createdAt, updatedAt, position
+        case id, templateKey, templateVersion, data, category, tags, eventDeadline, status, archived, actions, actionsDone, createdAt, updatedAt,
+            position
     }
 
     /// Decodes a notification as the cache keeps it; one kept before archiving existed is not archived.
@@ -71,6 +79,8 @@ public struct HeraldNotification: Sendable, Hashable, Identifiable, Codable {
         eventDeadline = try container.decodeIfPresent(Date.self, forKey: .eventDeadline)
         status = try container.decode(Status.self, forKey: .status)
         archived = try container.decodeIfPresent(Bool.self, forKey: .archived) ?? false
+        actions = try container.decodeIfPresent([HeraldAction].self, forKey: .actions) ?? []
+        actionsDone = try container.decodeIfPresent([String].self, forKey: .actionsDone) ?? []
         createdAt = try container.decode(Date.self, forKey: .createdAt)
         updatedAt = try container.decode(Date.self, forKey: .updatedAt)
         position = try container.decode(Int64.self, forKey: .position)
@@ -102,7 +112,9 @@ extension HeraldNotification {
             createdAt: Date(milliseconds: wire.createdAtMs),
             updatedAt: Date(milliseconds: wire.updatedAtMs),
             position: Int64(wire.position) ?? 0,
-            archived: wire.archived
+            archived: wire.archived,
+            actions: wire.actions.map { HeraldAction(id: $0.id, label: $0.label, url: $0.url.flatMap(URL.init(string:))) },
+            actionsDone: wire.actionsDone
         )
     }
 }

@@ -26,6 +26,11 @@ extension Template {
             // recorded under the section's (`flag.title`). `user` itself is looked up on the way to
             // `user.nickname`, so only the longest names count.
             let names = try Self.placeholders(in: text, at: path)
+            if path.hasPrefix("$.actions"), !declared.contains(Self.userRoot),
+                names.contains(where: { $0 == Self.userRoot || $0.hasPrefix(Self.userRoot + ".") })
+            {
+                throw TemplateProblem(path: path, message: "renders once per notification: the recipient's {{user.…}} fields are not available here")
+            }
             for name in names.sorted() where !names.contains(where: { $0.hasPrefix(name + ".") }) {
                 let parts = name.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
                 if let problem = Self.nameProblem(parts[...], declared: declared) {
@@ -77,6 +82,8 @@ extension Template {
         public var data: JSONValue
         public var pushTitle: String?
         public var pushBody: String?
+        /// The buttons, rendered (the same for every recipient: the send's variables only).
+        public var actions: [Action] = []
     }
 
     /// Renders the template with `values` (shared variables overlaid by per-user ones by the caller)
@@ -108,7 +115,15 @@ extension Template {
         }
         do {
             let data = try self.data.mappingStrings { try fill($0) }
-            return Rendered(data: data, pushTitle: try pushTitle.map(fill), pushBody: try pushBody.map(fill))
+            var buttons: [Action] = []
+            for (index, action) in (actions ?? []).enumerated() {
+                let url = try action.url.map(fill).flatMap { $0.isEmpty ? nil : $0 }
+                if let url, !WebURL.isHTTP(url) {
+                    throw TemplateProblem(path: "actions[\(index)].url", message: "must render to an http(s) URL, not '\(url.prefix(100))'")
+                }
+                buttons.append(Action(id: action.id, label: try fill(action.label), url: url))
+            }
+            return Rendered(data: data, pushTitle: try pushTitle.map(fill), pushBody: try pushBody.map(fill), actions: buttons)
         } catch let problem as TemplateProblem {
             throw problem
         } catch {
@@ -125,6 +140,8 @@ extension Template {
     public static let maximumDataDepth = 16
     public static let maximumPushTextLength = 1_000
     public static let maximumCategoryLength = 64
+    public static let maximumActions = 5
+    public static let maximumActionLabelLength = 100
     public static let maximumDefaultLength = 4_096
 
     func checkSizes() throws(TemplateProblem) {
@@ -153,6 +170,33 @@ extension Template {
         if let category, category.isEmpty || category.count > Self.maximumCategoryLength {
             throw TemplateProblem(path: "$.category", message: "must be 1–\(Self.maximumCategoryLength) characters")
         }
+        try checkActions()
+    }
+
+    func checkActions() throws(TemplateProblem) {
+        guard let actions else { return }
+        if actions.count > Self.maximumActions {
+            throw TemplateProblem(path: "$.actions", message: "at most \(Self.maximumActions) actions")
+        }
+        var ids = Set<String>()
+        for (index, action) in actions.enumerated() {
+            let path = "$.actions[\(index)]"
+            let idAllowed = action.id.unicodeScalars.allSatisfy {
+                ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || "_-".unicodeScalars.contains($0)
+            }
+            guard (1...64).contains(action.id.count), idAllowed else {
+                throw TemplateProblem(path: "\(path).id", message: "must be 1–64 characters from A–Z, a–z, 0–9, _ and -")
+            }
+            guard ids.insert(action.id).inserted else {
+                throw TemplateProblem(path: "\(path).id", message: "'\(action.id)' is declared twice")
+            }
+            guard (1...Self.maximumActionLabelLength).contains(action.label.count) else {
+                throw TemplateProblem(path: "\(path).label", message: "must be 1–\(Self.maximumActionLabelLength) characters")
+            }
+            if let url = action.url, url.count > WebURL.maximumLength {
+                throw TemplateProblem(path: "\(path).url", message: "must be at most \(WebURL.maximumLength) characters")
+            }
+        }
     }
 
     // MARK: - Private
@@ -164,7 +208,15 @@ extension Template {
         var strings = data.strings(at: "$.data")
         if let pushTitle { strings.append(("$.push_title", pushTitle)) }
         if let pushBody { strings.append(("$.push_body", pushBody)) }
-        return strings
+        return strings + actionStrings()
+    }
+
+    /// The actions' labels and URLs: rendered once per notification, so they cannot read the
+    /// recipient's profile.
+    func actionStrings() -> [(path: String, text: String)] {
+        (actions ?? []).enumerated().flatMap { index, action in
+            [("$.actions[\(index)].label", action.label)] + (action.url.map { [("$.actions[\(index)].url", $0)] } ?? [])
+        }
     }
 
     /// The names a mustache template looks up, found by rendering it once against a recorder.

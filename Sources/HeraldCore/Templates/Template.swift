@@ -43,6 +43,23 @@ public struct Template: Sendable, Equatable, Codable {
     public var pushTitle: String?
     public var pushBody: String?
     public var category: String?
+    /// Buttons the notification offers (at most `maximumActions`); `nil` when none.
+    public var actions: [Action]?
+
+    /// A button: an id the app and Herald know it by, a label, and where it leads (none: the app
+    /// handles it). Label and URL are mustache templates, rendered once per notification with the
+    /// send's variables.
+    public struct Action: Sendable, Equatable, Codable {
+        public var id: String
+        public var label: String
+        public var url: String?
+
+        public init(id: String, label: String, url: String? = nil) {
+            self.id = id
+            self.label = label
+            self.url = url
+        }
+    }
 
     public init(
         key: String,
@@ -51,7 +68,8 @@ public struct Template: Sendable, Equatable, Codable {
         data: JSONValue,
         pushTitle: String? = nil,
         pushBody: String? = nil,
-        category: String? = nil
+        category: String? = nil,
+        actions: [Action]? = nil
     ) {
         self.key = key
         self.name = name
@@ -60,10 +78,11 @@ public struct Template: Sendable, Equatable, Codable {
         self.pushTitle = pushTitle
         self.pushBody = pushBody
         self.category = category
+        self.actions = actions
     }
 
     enum CodingKeys: String, CodingKey {
-        case key, name, variables, data, category
+        case key, name, variables, data, category, actions
         case pushTitle = "push_title"
         case pushBody = "push_body"
     }
@@ -77,6 +96,7 @@ public struct Template: Sendable, Equatable, Codable {
         pushTitle = try container.decodeIfPresent(String.self, forKey: .pushTitle)
         pushBody = try container.decodeIfPresent(String.self, forKey: .pushBody)
         category = try container.decodeIfPresent(String.self, forKey: .category)
+        actions = try container.decodeIfPresent([Action].self, forKey: .actions)
     }
 
     /// Keys are 1–64 characters from `a–z 0–9 _ . -`.

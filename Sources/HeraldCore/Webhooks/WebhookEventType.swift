@@ -8,6 +8,8 @@ public enum WebhookEventType: String, Sendable, CaseIterable, Codable {
     case notificationClicked = "notification.clicked"
     /// A recipient viewed the notification.
     case notificationViewed = "notification.viewed"
+    /// A recipient pressed one of the notification's actions (buttons).
+    case notificationAction = "notification.action"
     /// A push was refused for good or ran out of retries.
     case pushFailed = "push.failed"
     /// APNs said a device token is no longer valid; the device was removed.

@@ -29,6 +29,9 @@ struct NotificationBody: ResponseEncodable {
         /// Recipients who reported viewing / clicking it.
         var viewed: Int64
         var clicked: Int64
+        /// Recipients who pressed any of its actions, and how many pressed each.
+        var acted: Int64
+        var actions: [String: Int64]
     }
 
     /// One recipient's copy (`?members=true`).
@@ -116,7 +119,9 @@ struct NotificationBody: ResponseEncodable {
                 read: $0.read,
                 pushed: stored.pushesSent,
                 viewed: $0.viewed,
-                clicked: $0.clicked
+                clicked: $0.clicked,
+                acted: $0.acted,
+                actions: $0.actions
             )
         }
         createdAt = RFC3339.string(from: stored.createdAt)

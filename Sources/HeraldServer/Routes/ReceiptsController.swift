@@ -39,6 +39,21 @@ struct ReceiptsController {
             try await Self.refusingStrangers { try await collections.logEvent(kind, userKey: user.key, ids: ids) }
             return Response(status: .noContent)
         }
+        routes.add(.post, "/v1/me/notifications/{notification_id}/actions/{action_id}", access: .user) { _, context in
+            let user = context.user!
+            let id = try Self.parseID(try context.parameters.require("notification_id"))
+            guard let actionID = try context.parameters.require("action_id").removingPercentEncoding, (1...64).contains(actionID.count) else {
+                throw APIError(.badRequest, code: "invalid_action_id", message: "The action id must be 1–64 characters.")
+            }
+            do {
+                let pressed = try await collections.pressAction(userKey: user.key, notificationID: id, actionID: actionID)
+                return StateBody(pressed.state, position: pressed.position)
+            } catch ActionError.notificationNotFound {
+                throw APIError(.notFound, code: "notification_not_found", message: "You have no notification with this id.")
+            } catch ActionError.actionNotFound {
+                throw APIError(.notFound, code: "action_not_found", message: "The notification offers no action '\(actionID)'.")
+            }
+        }
     }
 
     /// The ids a receipt names: `notification_ids`, or the `herald` object of the push the device got

@@ -143,7 +143,7 @@ extension CollectionStore {
     static let channelListSelect: PostgresQuery = """
         SELECT c.key, c.kind, c.name, c.cover_url, c.custom_type, c.url, u.unread, activity.at,
             last.id, last.template_key, last.template_version, last.data, last.category, last.tags,
-            last.event_deadline, last.created_at, last.updated_at, last.status, last.change_xid, last.archived,
+            last.event_deadline, last.created_at, last.updated_at, last.status, last.change_xid, last.archived, last.actions, last.actions_done,
             snap.horizon, snap.next_xid, snap.compacted, (SELECT array_agg(url ORDER BY url) FROM removed)
         FROM snap
         LEFT JOIN u ON true
@@ -156,7 +156,8 @@ extension CollectionStore {
         ) AS activity ON true
         LEFT JOIN LATERAL (
             SELECT n.id, n.template_key, n.template_version, coalesce(r.data, n.data) AS data, n.category, n.tags,
-                n.event_deadline, n.created_at, n.updated_at, r.status, r.change_xid, r.archived
+                n.event_deadline, n.created_at, n.updated_at, r.status, r.change_xid, r.archived,
+                n.actions, coalesce(r.actions_done, '{}') AS actions_done
             FROM notification_recipients r \(CollectionStore.notificationOfCopy)
             WHERE c.kind = 'chat' AND r.user_key = u.user_key AND r.channel_key = c.key AND NOT r.deleted
             ORDER BY r.notification_id DESC LIMIT 1

@@ -11,6 +11,8 @@ public struct NotRecipientError: Error, Sendable, Equatable {
 public enum NotificationEventKind: Int16, Sendable, CaseIterable {
     case viewed = 1
     case clicked = 2
+    /// Pressed one of the notification's actions (`pressAction`, not `logEvent`).
+    case acted = 3
 
     public init?(name: String) {
         switch name {

@@ -51,6 +51,10 @@ public struct CollectionItem: Sendable, Equatable {
     public var status: Status
     /// The user archived it: it shows only in collections of status `archived` or `all`.
     public var archived: Bool
+    /// The buttons the notification offers (`[{"id","label","url"}]`, JSON text) and the ids of
+    /// those the user pressed.
+    public var actions: PostgresJSONB
+    public var actionsDone: [String]
     /// The position of the copy's latest change in the user's change stream (the id of the
     /// transaction that made it): a client keeps, of two versions of a notification, the one with the
     /// higher position.
@@ -295,11 +299,11 @@ public struct CollectionStore: Sendable {
 
     static let itemColumns: PostgresQuery = """
         n.id, n.template_key, n.template_version, coalesce(r.data, n.data), n.category, n.tags, n.event_deadline, \
-        n.created_at, n.updated_at, r.status, r.change_xid, r.archived
+        n.created_at, n.updated_at, r.status, r.change_xid, r.archived, n.actions, coalesce(r.actions_done, '{}')
         """
 
     /// How many columns `itemColumns` names.
-    static let itemColumnCount = 12
+    static let itemColumnCount = 14
 
     static func decodeItem(_ row: PostgresRow) throws -> CollectionItem {
         var column = 0
@@ -321,6 +325,8 @@ public struct CollectionStore: Sendable {
             updatedAt: try row.decode(column: column + 8, as: Date.self),
             status: CollectionItem.Status(rawValue: try row.decode(column: column + 9, as: Int16.self)) ?? .sent,
             archived: try row.decode(column: column + 11, as: Bool.self),
+            actions: try row.decode(column: column + 12, as: PostgresJSONB.self),
+            actionsDone: try row.decode(column: column + 13, as: [String].self),
             position: try row.decode(column: column + 10, as: Int64.self)
         )
     }

@@ -123,8 +123,21 @@ public struct RecipientCounts: Sendable, Equatable {
     /// Recipients who reported viewing / clicking it (`POST /v1/me/events`), each counted once.
     public var viewed: Int64
     public var clicked: Int64
+    /// Recipients who pressed any of its actions, each counted once; and how many pressed each.
+    public var acted: Int64
+    public var actions: [String: Int64]
 
-    public init(sent: Int64, delivered: Int64, read: Int64, viewed: Int64 = 0, clicked: Int64 = 0) {
+    public init(
+        sent: Int64,
+        delivered: Int64,
+        read: Int64,
+        viewed: Int64 = 0,
+        clicked: Int64 = 0,
+        acted: Int64 = 0,
+        actions: [String: Int64] = [:]
+    ) {
+        self.acted = acted
+        self.actions = actions
         self.sent = sent
         self.delivered = delivered
         self.read = read

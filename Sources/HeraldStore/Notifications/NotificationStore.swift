@@ -114,6 +114,7 @@ public struct NotificationStore: Sendable {
         let variables = try PostgresJSONB(utf8: Array(JSONEncoder().encode(draft.variables)))
         let data = try PostgresJSONB(utf8: Array(JSONEncoder().encode(draft.content.shared.data)))
         let push = try PostgresJSONB(utf8: Array(JSONEncoder().encode(draft.push)))
+        let actions = try PostgresJSONB(utf8: Array(JSONEncoder().encode(draft.content.shared.actions)))
         let deadline = draft.eventDeadline.map(PostgresTimestamp.init)
         let fanoutState = fanoutThrough > 0 ? "running" : "done"
         let inserted = try await connection.query(
@@ -122,13 +123,13 @@ public struct NotificationStore: Sendable {
                 channel_key, template_key, template_version, variables, data, push_title, push_body,
                 category, tags, event_deadline, push, audience, audience_size, fanout_through, fanout_state,
                 fanout_skips_existing, expires_at, topic_key, topic, excluded_keys, inbox_default, push_default,
-                renders_per_recipient)
+                renders_per_recipient, actions)
             VALUES (
                 \(channelKey), \(draft.templateKey), \(draft.templateVersion), \(variables), \(data),
                 \(draft.content.shared.pushTitle), \(draft.content.shared.pushBody), \(draft.category), \(draft.tags),
                 \(deadline), \(push), \(draft.audience.name), \(audienceSize), \(fanoutThrough), \(fanoutState),
                 \(!draft.content.perUser.isEmpty), \(draft.expiresAt.map(PostgresTimestamp.init)), \(topicKey), \(topicName(draft.audience)),
-                \(excludedKeys), \(inboxDefault), \(pushDefault), \(draft.rendersPerRecipient))
+                \(excludedKeys), \(inboxDefault), \(pushDefault), \(draft.rendersPerRecipient), \(actions))
             RETURNING id
             """
         )
@@ -240,12 +241,24 @@ public struct NotificationStore: Sendable {
             SELECT count(*) FILTER (WHERE status = \(CollectionItem.Status.sent)), count(*) FILTER (WHERE status = \(CollectionItem.Status.delivered)),
                 count(*) FILTER (WHERE status = \(CollectionItem.Status.read)),
                 (SELECT count(*) FROM notification_events WHERE notification_id = \(id) AND kind = 1),
-                (SELECT count(*) FROM notification_events WHERE notification_id = \(id) AND kind = 2)
+                (SELECT count(*) FROM notification_events WHERE notification_id = \(id) AND kind = 2),
+                (SELECT count(*) FROM notification_events WHERE notification_id = \(id) AND kind = \(NotificationEventKind.acted.rawValue)),
+                (SELECT coalesce(jsonb_object_agg(a, n), '{}')::text FROM (
+                    SELECT a, count(*) AS n FROM notification_recipients, unnest(actions_done) AS a
+                    WHERE notification_id = \(id) AND actions_done IS NOT NULL GROUP BY a) AS per_action)
             FROM notification_recipients WHERE notification_id = \(id) AND NOT deleted
             """
         ).first!
-        let (sent, delivered, read, viewed, clicked) = try row.decode((Int64, Int64, Int64, Int64, Int64).self)
-        return RecipientCounts(sent: sent, delivered: delivered, read: read, viewed: viewed, clicked: clicked)
+        let (sent, delivered, read, viewed, clicked, acted, perAction) = try row.decode((Int64, Int64, Int64, Int64, Int64, Int64, String).self)
+        return RecipientCounts(
+            sent: sent,
+            delivered: delivered,
+            read: read,
+            viewed: viewed,
+            clicked: clicked,
+            acted: acted,
+            actions: try JSONDecoder().decode([String: Int64].self, from: Data(perAction.utf8))
+        )
     }
 
     /// The notification's recipients in user-key order, `limit` after the user key `after`: each one's

@@ -117,6 +117,7 @@ public struct UserExportStore: Sendable {
                     'created_at', \(TimeSQL.rfc3339("n.created_at")),
                     'status', CASE r.status WHEN 0 THEN 'sent' WHEN 1 THEN 'delivered' ELSE 'read' END,
                     'delivered_at', \(TimeSQL.rfc3339("r.delivered_at")), 'read_at', \(TimeSQL.rfc3339("r.read_at")), 'deleted', r.deleted,
+                    'archived', r.archived, 'actions_done', coalesce(r.actions_done, '{}'),
                     'data', CASE WHEN r.deleted THEN NULL ELSE coalesce(r.data, n.data) END,
                     'push_title', CASE WHEN r.deleted THEN NULL ELSE coalesce(r.push_title, n.push_title) END,
                     'push_body', CASE WHEN r.deleted THEN NULL ELSE coalesce(r.push_body, n.push_body) END,
@@ -130,7 +131,7 @@ public struct UserExportStore: Sendable {
         case .events:
             return """
                 SELECT notification_id, kind, json_build_object('notification_id', notification_id,
-                    'kind', CASE kind WHEN 1 THEN 'viewed' ELSE 'clicked' END, 'count', count,
+                    'kind', CASE kind WHEN 1 THEN 'viewed' WHEN 2 THEN 'clicked' ELSE 'acted' END, 'count', count,
                     'first_at', \(TimeSQL.rfc3339("first_at")), 'last_at', \(TimeSQL.rfc3339("last_at")))::text
                 FROM notification_events WHERE user_key = \(key) AND (notification_id, kind::bigint) > (\(a), \(b))
                 ORDER BY notification_id, kind LIMIT \(limit)
