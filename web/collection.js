@@ -232,7 +232,9 @@ export class NotificationCollection extends EventTarget {
         : await client.api.changeState(this.channelURL, change, rest);
     if (this.client !== client) throw signedOut();
     const others = client.collectionsOf(this.channelURL).filter((collection) => collection !== this);
-    for (const collection of [this, ...others]) collection.takeMark(changed);
+    // A press answers the state of the notification's channel, which need not be this one's: only the
+    // syncs bring the change.
+    if (change !== null) for (const collection of [this, ...others]) collection.takeMark(changed);
     for (const collection of others) client.background(() => collection.refresh());
     await this.refresh();
     await client.refreshUnread();

@@ -129,12 +129,24 @@ struct TemplateTests {
         for (text, problem) in [
             ("{{user.email}}", "uses {{user.email}}: the user's fields are"),
             ("{{user}}", "uses {{user}}: the user's fields are"),
-            ("{{user.nickname.first}}", "uses {{user.nickname.first}}: user.nickname has no fields of its own"),
+            ("{{user.properties}}", "uses {{user.properties}}: name a key of the properties"),
+            // Inside a field's section a name is looked up among the variables.
+            ("{{#user.nickname}}{{first}}{{/user.nickname}}", "uses {{first}}, which is not a declared variable"),
         ] {
             template.pushBody = text
             #expect(throws: TemplateProblem.self) { try template.validate() }
             do { try template.validate() } catch { #expect(error.message.hasPrefix(problem), "\(error.message)") }
         }
+        // The "if set" idiom, and a field read in a variable's section, read the profile too.
+        template.pushBody = "{{#user.nickname}}Hi {{user.nickname}} ({{order_id}}){{/user.nickname}}"
+        try template.validate()
+        #expect(try template.render(values, for: recipient).pushBody == "Hi Ada (A-1)")
+        template.pushBody = "{{#gift}}For {{user.nickname}}{{/gift}}"
+        try template.validate()
+        #expect(template.readsUserFields)
+        template.actions = [.init(id: "a", label: "{{#gift}}{{user.nickname}}{{/gift}}")]
+        #expect(throws: TemplateProblem.self) { try template.validate() }
+        template.actions = nil
         // A template that declares a variable `user` keeps it: nothing is read of the profile.
         template.variables.append(.init(name: "user", type: .string))
         template.pushBody = "Hi {{user}}"

@@ -45,17 +45,19 @@ extension NotificationCollection {
     /// device of the user. Pressing one already pressed changes nothing.
     @discardableResult
     public func press(_ action: String, on notificationID: String) async throws -> Int {
-        try await change { try await $0.press(action: action, notificationID: notificationID) }
+        // The answer's state is that of the notification's channel, which need not be this one's: only
+        // the syncs bring the change.
+        try await change(taking: false) { try await $0.press(action: action, notificationID: notificationID) }
     }
 
-    private func change(_ call: (HeraldAPI) async throws -> (state: ChannelState, position: Int64?)) async throws -> Int {
+    private func change(taking: Bool = true, _ call: (HeraldAPI) async throws -> (state: ChannelState, position: Int64?)) async throws -> Int {
         guard let client else { throw HeraldClientError.signedOut }
         let changed = try await call(client.api)
         guard self.client != nil else { throw HeraldClientError.signedOut }
-        take(changed)
+        if taking { take(changed) }
         // The copies changed with it; every collection of the channel syncs them, each by position.
         for collection in client.collections(of: channelURL) where collection !== self {
-            collection.take(changed)
+            if taking { collection.take(changed) }
             client.startBackgroundRefresh("inbox state changed") { _ = try await collection.refresh() }
         }
         try await refresh()

@@ -27,13 +27,12 @@ extension Template {
             // `user.nickname`, so only the longest names count.
             let names = try Self.placeholders(in: text, at: path)
             if path.hasPrefix("$.actions"), !declared.contains(Self.userRoot),
-                names.contains(where: { $0 == Self.userRoot || $0.hasPrefix(Self.userRoot + ".") })
+                names.contains(where: { Self.readsUser(Self.parts($0), declared: declared) })
             {
                 throw TemplateProblem(path: path, message: "renders once per notification: the recipient's {{user.…}} fields are not available here")
             }
             for name in names.sorted() where !names.contains(where: { $0.hasPrefix(name + ".") }) {
-                let parts = name.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-                if let problem = Self.nameProblem(parts[...], declared: declared) {
+                if let problem = Self.nameProblem(Self.parts(name), declared: declared) {
                     throw TemplateProblem(path: path, message: problem)
                 }
             }
@@ -49,10 +48,22 @@ extension Template {
             // looked up further down the stack, among the variables.
             return parts.count > 1 ? nameProblem(parts.dropFirst(), declared: declared) : nil
         }
-        if root == userRoot, let problem = userFieldProblem(Array(parts)) {
+        guard root == userRoot else { return "uses {{\(root)}}, which is not a declared variable" }
+        if let problem = userFieldProblem(Array(parts)) {
             return "uses {{\(parts.joined(separator: "."))}}: \(problem)"
         }
-        return root == userRoot ? nil : "uses {{\(root)}}, which is not a declared variable"
+        // A field other than the properties is a string without fields: a name after it (in its
+        // section, `{{#user.nickname}}Hi {{user.nickname}}{{/user.nickname}}`) is looked up further
+        // down the stack. Names under the properties are the customer's own: any may be there.
+        return parts.count > 2 && parts[parts.startIndex + 1] != "properties" ? nameProblem(parts.dropFirst(2), declared: declared) : nil
+    }
+
+    /// Whether a name a template looks up reads the recipient's profile: `user.…`, or such a name in
+    /// the section of a variable or of another field (`{{#vip}}Hi {{user.nickname}}{{/vip}}`).
+    static func readsUser(_ parts: ArraySlice<String>, declared: Set<String>) -> Bool {
+        guard let root = parts.first else { return false }
+        if declared.contains(root) { return readsUser(parts.dropFirst(), declared: declared) }
+        return root == userRoot
     }
 
     /// The name under which templates read the recipient's profile (`{{user.nickname}}`), unless the
@@ -62,10 +73,16 @@ extension Template {
     /// Whether the template reads the recipient's profile, so that it renders once per recipient.
     /// Templates that do not render once per notification, however many recipients it has.
     public var readsUserFields: Bool {
-        guard !variables.contains(where: { $0.name == Self.userRoot }) else { return false }
+        let declared = Set(variables.map(\.name))
+        guard !declared.contains(Self.userRoot) else { return false }
         return templatedStrings().contains { _, text in
-            ((try? Self.placeholders(in: text, at: "")) ?? []).contains { $0 == Self.userRoot || $0.hasPrefix(Self.userRoot + ".") }
+            ((try? Self.placeholders(in: text, at: "")) ?? []).contains { Self.readsUser(Self.parts($0), declared: declared) }
         }
+    }
+
+    /// A dotted name's parts.
+    static func parts(_ name: String) -> ArraySlice<String> {
+        name.split(separator: ".", omittingEmptySubsequences: false).map(String.init)[...]
     }
 
     static func userFieldProblem(_ parts: [String]) -> String? {
@@ -73,7 +90,7 @@ extension Template {
         guard parts.count > 1, RecipientProfile.fields.contains(parts[1]) else {
             return "the user's fields are \(known)"
         }
-        if parts[1] != "properties", parts.count > 2 { return "user.\(parts[1]) has no fields of its own" }
+        if parts[1] == "properties", parts.count == 2 { return "name a key of the properties, as user.properties.first_name" }
         return nil
     }
 
@@ -181,10 +198,7 @@ extension Template {
         var ids = Set<String>()
         for (index, action) in actions.enumerated() {
             let path = "$.actions[\(index)]"
-            let idAllowed = action.id.unicodeScalars.allSatisfy {
-                ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || "_-".unicodeScalars.contains($0)
-            }
-            guard (1...64).contains(action.id.count), idAllowed else {
+            guard Self.isActionID(action.id) else {
                 throw TemplateProblem(path: "\(path).id", message: "must be 1–64 characters from A–Z, a–z, 0–9, _ and -")
             }
             guard ids.insert(action.id).inserted else {
@@ -266,6 +280,14 @@ extension Template {
         let line = parse.context.lineNumber
         let column = line == 1 ? parse.context.columnNumber - textPragma.count : parse.context.columnNumber
         return "\(what) (line \(line), column \(max(1, column)))"
+    }
+
+    /// An action's id: 1–64 characters from `A–Z a–z 0–9 _ -`.
+    public static func isActionID(_ id: String) -> Bool {
+        (1...64).contains(id.unicodeScalars.count)
+            && id.unicodeScalars.allSatisfy {
+                ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || "_-".unicodeScalars.contains($0)
+            }
     }
 
     static func isIdentifier(_ name: String) -> Bool {

@@ -42,8 +42,8 @@ struct ReceiptsController {
         routes.add(.post, "/v1/me/notifications/{notification_id}/actions/{action_id}", access: .user) { _, context in
             let user = context.user!
             let id = try Self.parseID(try context.parameters.require("notification_id"))
-            guard let actionID = try context.parameters.require("action_id").removingPercentEncoding, (1...64).contains(actionID.count) else {
-                throw APIError(.badRequest, code: "invalid_action_id", message: "The action id must be 1–64 characters.")
+            guard let actionID = try context.parameters.require("action_id").removingPercentEncoding, Template.isActionID(actionID) else {
+                throw APIError(.badRequest, code: "invalid_action_id", message: "The action id must be 1–64 characters from A–Z, a–z, 0–9, _ and -.")
             }
             do {
                 let pressed = try await collections.pressAction(userKey: user.key, notificationID: id, actionID: actionID)

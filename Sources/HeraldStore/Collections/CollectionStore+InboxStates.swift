@@ -34,10 +34,19 @@ extension CollectionStore {
             reads = Self.readStatements(userKey: userKey, channelKey: channelKey, ids: nil)
             selection = "true"
         }
+        // Only read copies: the read marks are a statement of their own, so a copy a broadcast's batch
+        // or another device's unread mark makes meanwhile is not archived unread.
         return try await change(
             userKey: userKey,
             channelKey: channelKey,
-            reads + [Self.stateChange("SET archived = true", of: "\(selection) AND NOT r.archived", userKey: userKey, channelKey: channelKey)]
+            reads + [
+                Self.stateChange(
+                    "SET archived = true",
+                    of: "\(selection) AND NOT r.archived AND r.status = \(CollectionItem.Status.read)",
+                    userKey: userKey,
+                    channelKey: channelKey
+                )
+            ]
         )
     }
 
@@ -95,12 +104,17 @@ extension CollectionStore {
 
     // MARK: - Private
 
-    /// Runs a change's statements, then the live hint (when they changed anything) and the state
-    /// (of a state row made first if the user has none in the channel yet, so there is one to read).
+    /// Runs a change's statements, then the live hint (when they changed anything) and the state.
+    /// The state row comes first, made if the user has none in the channel yet (so there is one to
+    /// read) and locked: every change takes the state before the copies, so two changes on two
+    /// devices wait for each other instead of deadlocking.
     private func change(userKey: Int64, channelKey: Int64, _ statements: [PostgresQuery]) async throws -> (state: ChannelState, position: Int64) {
         let results = try await client.transaction(
             [
-                "INSERT INTO channel_states (user_key, channel_key) VALUES (\(userKey), \(channelKey)) ON CONFLICT (user_key, channel_key) DO NOTHING"
+                """
+                INSERT INTO channel_states AS s (user_key, channel_key) VALUES (\(userKey), \(channelKey))
+                ON CONFLICT (user_key, channel_key) DO UPDATE SET unread_adjustment = s.unread_adjustment
+                """
             ] + statements + [
                 LiveHint.channelState(userKey: userKey, channelKey: channelKey).query(when: Self.changeRecorded),
                 Self.stateQuery(userKey: userKey, channelKey: channelKey),
