@@ -168,17 +168,17 @@ export class NotificationCollection extends EventTarget {
    * @param {string[]} ids
    */
   archive(ids) {
-    return this.changeState("archive", { notification_ids: ids });
+    return this.changeOwnState("archive", { notification_ids: ids });
   }
 
   /** Archives every notification of the channel that is read. */
   archiveRead() {
-    return this.changeState("archive", { scope: "read" });
+    return this.changeOwnState("archive", { scope: "read" });
   }
 
   /** Archives every notification of the channel, reading them all. */
   archiveAll() {
-    return this.changeState("archive", { scope: "all" });
+    return this.changeOwnState("archive", { scope: "all" });
   }
 
   /**
@@ -186,7 +186,7 @@ export class NotificationCollection extends EventTarget {
    * @param {string[]} ids
    */
   unarchive(ids) {
-    return this.changeState("unarchive", { notification_ids: ids });
+    return this.changeOwnState("unarchive", { notification_ids: ids });
   }
 
   /**
@@ -194,7 +194,7 @@ export class NotificationCollection extends EventTarget {
    * @param {string[]} ids
    */
   markUnread(ids) {
-    return this.changeState("unread", { notification_ids: ids });
+    return this.changeOwnState("unread", { notification_ids: ids });
   }
 
   /**
@@ -202,7 +202,7 @@ export class NotificationCollection extends EventTarget {
    * @param {string[]} ids
    */
   delete(ids) {
-    return this.changeState("delete", { notification_ids: ids });
+    return this.changeOwnState("delete", { notification_ids: ids });
   }
 
   /**
@@ -212,29 +212,35 @@ export class NotificationCollection extends EventTarget {
    * @param {string} notificationID
    */
   press(action, notificationID) {
-    return this.changeState(null, { notification_ids: [notificationID], action });
+    // The answer is the state of the notification's channel, which need not be this one's: only the
+    // syncs bring the change.
+    return this.changeState((api) => api.pressAction(notificationID, action), false);
   }
 
   /**
-   * One of the user's own state changes; then every collection of the channel this client keeps (the
-   * inbox, the archive, …) syncs, each by position, and so do the user's other devices.
-   * @param {"archive" | "unarchive" | "unread" | "delete" | null} change `null`: the body's action pressed.
-   * @param {{notification_ids?: string[], scope?: "read" | "all", action?: string}} body
+   * One of the user's own state changes (`change`, `body`, as `HeraldAPI.changeState` takes them).
+   * @param {"archive" | "unarchive" | "unread" | "delete"} change
+   * @param {{notification_ids?: string[], scope?: "read" | "all"}} body
+   */
+  changeOwnState(change, body) {
+    return this.changeState((api) => api.changeState(this.channelURL, change, body));
+  }
+
+  /**
+   * Runs a state change (`call`); then every collection of the channel this client keeps (the inbox,
+   * the archive, …) syncs, each by position, and so do the user's other devices. With `taking`, the
+   * channel state it answers is taken at once.
+   * @param {(api: import("./api.js").HeraldAPI) => Promise<import("./types.js").ChannelState & {position?: string}>} call
+   * @param {boolean} [taking]
    * @returns {Promise<number>}
    */
-  async changeState(change, body) {
+  async changeState(call, taking = true) {
     const client = this.client;
     if (!client) throw signedOut();
-    const { action, ...rest } = body;
-    const changed =
-      change === null
-        ? await client.api.pressAction(/** @type {string[]} */ (body.notification_ids)[0], /** @type {string} */ (action))
-        : await client.api.changeState(this.channelURL, change, rest);
+    const changed = await call(client.api);
     if (this.client !== client) throw signedOut();
     const others = client.collectionsOf(this.channelURL).filter((collection) => collection !== this);
-    // A press answers the state of the notification's channel, which need not be this one's: only the
-    // syncs bring the change.
-    if (change !== null) for (const collection of [this, ...others]) collection.takeMark(changed);
+    if (taking) for (const collection of [this, ...others]) collection.takeMark(changed);
     for (const collection of others) client.background(() => collection.refresh());
     await this.refresh();
     await client.refreshUnread();

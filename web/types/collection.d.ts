@@ -129,17 +129,25 @@ export class NotificationCollection extends EventTarget {
      */
     press(action: string, notificationID: string): Promise<number>;
     /**
-     * One of the user's own state changes; then every collection of the channel this client keeps (the
-     * inbox, the archive, …) syncs, each by position, and so do the user's other devices.
-     * @param {"archive" | "unarchive" | "unread" | "delete" | null} change `null`: the body's action pressed.
-     * @param {{notification_ids?: string[], scope?: "read" | "all", action?: string}} body
+     * One of the user's own state changes (`change`, `body`, as `HeraldAPI.changeState` takes them).
+     * @param {"archive" | "unarchive" | "unread" | "delete"} change
+     * @param {{notification_ids?: string[], scope?: "read" | "all"}} body
+     */
+    changeOwnState(change: "archive" | "unarchive" | "unread" | "delete", body: {
+        notification_ids?: string[];
+        scope?: "read" | "all";
+    }): Promise<number>;
+    /**
+     * Runs a state change (`call`); then every collection of the channel this client keeps (the inbox,
+     * the archive, …) syncs, each by position, and so do the user's other devices. With `taking`, the
+     * channel state it answers is taken at once.
+     * @param {(api: import("./api.js").HeraldAPI) => Promise<import("./types.js").ChannelState & {position?: string}>} call
+     * @param {boolean} [taking]
      * @returns {Promise<number>}
      */
-    changeState(change: "archive" | "unarchive" | "unread" | "delete" | null, body: {
-        notification_ids?: string[] | undefined;
-        scope?: "read" | "all" | undefined;
-        action?: string | undefined;
-    }): Promise<number>;
+    changeState(call: (api: import("./api.js").HeraldAPI) => Promise<import("./types.js").ChannelState & {
+        position?: string;
+    }>, taking?: boolean | undefined): Promise<number>;
     /**
      * Moves the channel's `last_seen_at` forward (to now, or `at`).
      * @param {Date | null} [at]

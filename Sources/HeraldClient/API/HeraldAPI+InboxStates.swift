@@ -20,8 +20,7 @@ extension HeraldAPI {
             try await client.archiveNotifications(path: .init(channelUrl: channelURL), body: .json(body))
         }
         guard case .ok(let ok) = output else { throw HeraldClientError.unexpected(output) }
-        let wire = try ok.body.json
-        return (ChannelState(wire), wire.position.flatMap { Int64($0) })
+        return Self.marked(try ok.body.json)
     }
 
     /// The state after bringing archived notifications back, and its position.
@@ -30,8 +29,7 @@ extension HeraldAPI {
             try await client.unarchiveNotifications(path: .init(channelUrl: channelURL), body: .json(.init(notificationIds: ids)))
         }
         guard case .ok(let ok) = output else { throw HeraldClientError.unexpected(output) }
-        let wire = try ok.body.json
-        return (ChannelState(wire), wire.position.flatMap { Int64($0) })
+        return Self.marked(try ok.body.json)
     }
 
     /// The state after marking notifications unread, and its position.
@@ -40,8 +38,7 @@ extension HeraldAPI {
             try await client.markUnread(path: .init(channelUrl: channelURL), body: .json(.init(notificationIds: ids)))
         }
         guard case .ok(let ok) = output else { throw HeraldClientError.unexpected(output) }
-        let wire = try ok.body.json
-        return (ChannelState(wire), wire.position.flatMap { Int64($0) })
+        return Self.marked(try ok.body.json)
     }
 
     /// The state after deleting notifications from the user's collection, and its position.
@@ -50,8 +47,7 @@ extension HeraldAPI {
             try await client.deleteNotifications(path: .init(channelUrl: channelURL), body: .json(.init(notificationIds: ids)))
         }
         guard case .ok(let ok) = output else { throw HeraldClientError.unexpected(output) }
-        let wire = try ok.body.json
-        return (ChannelState(wire), wire.position.flatMap { Int64($0) })
+        return Self.marked(try ok.body.json)
     }
 }
 
@@ -62,7 +58,6 @@ extension HeraldAPI {
             try await client.pressAction(path: .init(notificationId: notificationID, actionId: action))
         }
         guard case .ok(let ok) = output else { throw HeraldClientError.unexpected(output) }
-        let wire = try ok.body.json
-        return (ChannelState(wire), wire.position.flatMap { Int64($0) })
+        return Self.marked(try ok.body.json)
     }
 }

@@ -67,6 +67,11 @@ struct HeraldAPI: Sendable {
         return OlderPage(notifications: try page.notifications.map(HeraldNotification.init(converting:)), previousCursor: page.prevCursor)
     }
 
+    /// A mark's answer: the state after, and the mark's position (`nil` from a server that sends none).
+    static func marked(_ wire: Components.Schemas.ChannelState) -> (state: ChannelState, position: Int64?) {
+        (ChannelState(wire), wire.position.flatMap { Int64($0) })
+    }
+
     /// The status as the query sends it: none for the default, as servers before statuses expect.
     static func wire(_ status: InboxStatus) -> Components.Parameters.InboxStatus? {
         status == .inbox ? nil : Components.Parameters.InboxStatus(rawValue: status.rawValue)
@@ -79,8 +84,7 @@ struct HeraldAPI: Sendable {
             try await client.markRead(path: .init(channelUrl: channelURL), body: ids.map { .json(.init(notificationIds: $0)) })
         }
         guard case .ok(let ok) = output else { throw HeraldClientError.unexpected(output) }
-        let wire = try ok.body.json
-        return (ChannelState(wire), wire.position.flatMap { Int64($0) })
+        return Self.marked(try ok.body.json)
     }
 
     /// The state after the mark, and the mark's position (`nil` from a server that sends none).
@@ -89,8 +93,7 @@ struct HeraldAPI: Sendable {
             try await client.markSeen(path: .init(channelUrl: channelURL), body: at.map { .json(.init(seenAt: $0)) })
         }
         guard case .ok(let ok) = output else { throw HeraldClientError.unexpected(output) }
-        let wire = try ok.body.json
-        return (ChannelState(wire), wire.position.flatMap { Int64($0) })
+        return Self.marked(try ok.body.json)
     }
 
     func unread() async throws -> Operations.UnreadCounts.Output.Ok.Body.JsonPayload {

@@ -38,32 +38,38 @@ extension Template {
         userVariables: [String: [String: JSONValue]],
         profiles: [String: RecipientProfile] = [:]
     ) throws(NotificationRenderProblem) -> RenderedNotification {
-        let shared = try renderChecked(variables, userID: nil)
+        let parsed = userVariables.isEmpty && profiles.isEmpty ? [:] : parsedStrings()
+        let shared = try renderChecked(variables, userID: nil, parsed: parsed)
         var perUser: [String: Template.Rendered] = [:]
         let userIDs = Set(userVariables.keys).union(profiles.keys)
         perUser.reserveCapacity(userIDs.count)
         // Sorted so that, of several bad users, the error always names the same one.
         for userID in userIDs.sorted() {
             let merged = userVariables[userID].map { own in variables.merging(own) { _, own in own } } ?? variables
-            perUser[userID] = try renderChecked(merged, userID: userID, recipient: profiles[userID])
+            perUser[userID] = try renderChecked(merged, userID: userID, recipient: profiles[userID], parsed: parsed)
         }
         return RenderedNotification(shared: shared, perUser: perUser)
     }
 
     /// Renders for one recipient of a broadcast reached by its fan-out (who has no per-user variables),
-    /// checked as a send checks it.
-    public func renderRecipient(variables: [String: JSONValue], recipient: RecipientProfile) throws(NotificationRenderProblem) -> Template.Rendered {
-        try renderChecked(variables, userID: recipient.id, recipient: recipient)
+    /// checked as a send checks it; `parsed` from `parsedStrings()`, made once for all of them.
+    public func renderRecipient(
+        variables: [String: JSONValue],
+        recipient: RecipientProfile,
+        parsed: ParsedStrings
+    ) throws(NotificationRenderProblem) -> Template.Rendered {
+        try renderChecked(variables, userID: recipient.id, recipient: recipient, parsed: parsed)
     }
 
     private func renderChecked(
         _ values: [String: JSONValue],
         userID: String?,
-        recipient: RecipientProfile? = nil
+        recipient: RecipientProfile? = nil,
+        parsed: ParsedStrings
     ) throws(NotificationRenderProblem) -> Template.Rendered {
         let rendered: Template.Rendered
         do {
-            rendered = try render(values, for: recipient)
+            rendered = try render(values, for: recipient, parsed: parsed)
         } catch {
             let field = userID.map { "user_variables.\($0).\(error.path)" } ?? "variables.\(error.path)"
             let message = userID.map { "\(field) \(error.message) (user '\($0)')." } ?? "\(field) \(error.message)."

@@ -94,6 +94,19 @@ extension Template {
         return nil
     }
 
+    /// The template's strings parsed, by their text.
+    public typealias ParsedStrings = [String: MustacheTemplate]
+
+    /// Every string of the template that parses, parsed once: a template rendered for many
+    /// recipients (a broadcast's batch, an edit) is not parsed again for each.
+    public func parsedStrings() -> ParsedStrings {
+        var parsed: ParsedStrings = [:]
+        for (_, text) in templatedStrings() where parsed[text] == nil {
+            parsed[text] = try? MustacheTemplate(string: Self.textPragma + text)
+        }
+        return parsed
+    }
+
     /// What a template renders to for one recipient.
     public struct Rendered: Sendable, Equatable {
         public var data: JSONValue
@@ -106,7 +119,12 @@ extension Template {
     /// Renders the template with `values` (shared variables overlaid by per-user ones by the caller)
     /// for `recipient` (`{{user.…}}` renders empty without one). Unknown variables, missing required
     /// ones and values of the wrong type are problems naming the variable.
-    public func render(_ values: [String: JSONValue], for recipient: RecipientProfile? = nil) throws(TemplateProblem) -> Rendered {
+    /// `parsed` (see `parsedStrings`) spares parsing the strings again for each of many recipients.
+    public func render(
+        _ values: [String: JSONValue],
+        for recipient: RecipientProfile? = nil,
+        parsed: ParsedStrings = [:]
+    ) throws(TemplateProblem) -> Rendered {
         let declared = Dictionary(uniqueKeysWithValues: variables.map { ($0.name, $0) })
         if let unknown = values.keys.sorted().first(where: { declared[$0] == nil }) {
             throw TemplateProblem(path: unknown, message: "is not a variable of template '\(key)'")
@@ -125,7 +143,7 @@ extension Template {
         }
         func fill(_ text: String) throws(TemplateProblem) -> String {
             do {
-                return try MustacheTemplate(string: Self.textPragma + text).render(context)
+                return try (parsed[text] ?? MustacheTemplate(string: Self.textPragma + text)).render(context)
             } catch {
                 throw TemplateProblem(path: "template", message: "is not a valid template")
             }
@@ -290,7 +308,9 @@ extension Template {
             }
     }
 
-    static func isIdentifier(_ name: String) -> Bool {
+    /// A variable's name (and a user property's key, so that templates can name it): a letter or `_`
+    /// followed by letters, digits or `_`, at most 64 characters.
+    public static func isIdentifier(_ name: String) -> Bool {
         guard let first = name.unicodeScalars.first, name.count <= 64 else { return false }
         let isStart = first == "_" || (first.isASCII && first.properties.isAlphabetic)
         return isStart && name.unicodeScalars.allSatisfy { $0 == "_" || ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) }

@@ -74,7 +74,7 @@ extension UsersController {
                 guard given.count <= UsersController.maximumPropertyKeys else {
                     throw Self.invalidProperties("properties may have at most \(UsersController.maximumPropertyKeys) keys.")
                 }
-                if let key = given.keys.sorted().first(where: { !Self.isPropertyKey($0) }) {
+                if let key = given.keys.sorted().first(where: { !Template.isIdentifier($0) }) {
                     throw Self.invalidProperties(
                         "properties key '\(key)' must be a letter or _ followed by letters, digits or _ (at most 64), so templates can name it."
                     )
@@ -104,12 +104,6 @@ extension UsersController {
             return parts.dropFirst().allSatisfy { part in
                 (1...8).contains(part.count) && part.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }
             }
-        }
-
-        static func isPropertyKey(_ key: String) -> Bool {
-            guard let first = key.unicodeScalars.first, key.unicodeScalars.count <= 64 else { return false }
-            func isLetter(_ scalar: Unicode.Scalar) -> Bool { ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) }
-            return (first == "_" || isLetter(first)) && key.unicodeScalars.allSatisfy { $0 == "_" || isLetter($0) || ("0"..."9").contains($0) }
         }
     }
 
@@ -192,7 +186,7 @@ extension UsersController {
         var filters: [(key: String, value: String)] = []
         for (name, value) in query where name.hasPrefix("property.") {
             let key = String(name.dropFirst("property.".count))
-            guard UserUpdate.isPropertyKey(key) else {
+            guard Template.isIdentifier(key) else {
                 throw APIError(.badRequest, code: "invalid_property_filter", message: "'\(name)' must name a property key, as property.plan=pro.")
             }
             guard value.count <= 1_024 else {

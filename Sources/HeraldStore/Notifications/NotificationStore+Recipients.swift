@@ -22,7 +22,8 @@ extension NotificationStore {
         let (definition, variablesJSON) = try row.decode((PostgresJSONB, PostgresJSONB).self)
         let template = try JSONDecoder().decode(Template.self, from: Data(definition.utf8))
         let variables = try JSONDecoder().decode([String: JSONValue].self, from: Data(variablesJSON.utf8))
-        return { recipient in try? template.renderRecipient(variables: variables, recipient: recipient) }
+        let parsed = template.parsedStrings()
+        return { recipient in try? template.renderRecipient(variables: variables, recipient: recipient, parsed: parsed) }
     }
 
     /// The columns `profile` reads, of `users u`: the user's, then their key.
