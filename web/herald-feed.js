@@ -233,12 +233,18 @@ export class HeraldFeedElement extends HTMLElement {
       this.render();
     };
     const unread = () => this.render();
+    // A load (the first, or afresh) is not announced, and what it brought is seen: a send after it
+    // is announced even when no change event came in between.
+    const reloaded = () => {
+      newestSeen = collection.notifications.reduce((newest, { id }) => (BigInt(id) > newest ? BigInt(id) : newest), newestSeen ?? 0n);
+      this.render();
+    };
     collection.addEventListener("change", changed);
-    collection.addEventListener("reload", unread);
+    collection.addEventListener("reload", reloaded);
     client.addEventListener("unread", unread);
     this.unsubscribe = [
       () => collection.removeEventListener("change", changed),
-      () => collection.removeEventListener("reload", unread),
+      () => collection.removeEventListener("reload", reloaded),
       () => client.removeEventListener("unread", unread),
     ];
     this.load();
