@@ -315,6 +315,13 @@ struct PushServicesTests {
                 #expect((alert.object["herald"] as? [String: Any])?["message"] as? String == "Hello, browser")
                 #expect(alert.headers["urgency"] == "high")
 
+                // Nothing of the second send is left to push (its refresh may still be due after the
+                // alert): a push to the revoked subscription would remove the device before the sync.
+                try await waitUntil("the second send's pushes") {
+                    try await served.count(
+                        "SELECT (SELECT count(*) FROM device_push_state WHERE wanted_xid IS NOT NULL AND NOT outstanding) + (SELECT count(*) FROM alert_pushes)"
+                    ) == 0
+                }
                 // The user revoked the permission: the push service answers 410 and the device goes.
                 served.webPush.unsubscribe(subscription)
                 try await served.sync("u1", device: device)
