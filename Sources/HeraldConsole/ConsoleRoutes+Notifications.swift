@@ -43,6 +43,9 @@ extension ConsoleRoutes {
                     "id": id, "channel": stored.channelURL, "template": stored.templateKey, "version": stored.templateVersion,
                     "audience": stored.audience, "created": stored.createdAt.formatted(.iso8601),
                     "data": TemplatePreview.pretty(stored.data),
+                    "variants": stored.variants.sorted { $0.key < $1.key }.map { tag, rendered in
+                        ["tag": tag, "definition": TemplatePreview.pretty(rendered)]
+                    },
                     "recipients": members.map { member -> [String: Any] in
                         [
                             "user": member.userID, "status": member.deleted ? "deleted" : member.status.name.lowercased(),

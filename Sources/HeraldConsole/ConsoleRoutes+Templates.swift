@@ -43,6 +43,10 @@ extension ConsoleRoutes {
                     "data": TemplatePreview.pretty(latest.template.data),
                     "templatePushTitle": latest.template.pushTitle ?? false,
                     "templatePushBody": latest.template.pushBody ?? false,
+                    "hasVariants": latest.template.variants?.isEmpty == false,
+                    "variants": (latest.template.variants ?? [:]).sorted { $0.key.lowercased() < $1.key.lowercased() }.map { tag, variant in
+                        ["tag": tag, "definition": TemplatePreview.pretty(variant)]
+                    },
                     "versions": versions.map { stored -> [String: Any] in
                         [
                             "number": stored.version, "created": Self.day(stored.createdAt), "isFrom": stored.version == from?.version,
@@ -93,8 +97,9 @@ extension ConsoleRoutes {
         )
     }
 
-    /// The template rendered with the samples in the request's query (`v_<variable>`), as a push to the
-    /// first channel.
+    /// The template rendered with the samples in the request's query (`v_<variable>`), in the variant
+    /// of its `locale` (one of the template's tags; none: the template's own), as a push to the first
+    /// channel.
     private func preview(_ template: Template, request: Request) async throws -> TemplatePreview {
         let query = request.uri.queryParameters
         var typed: [String: String] = [:]
@@ -102,7 +107,12 @@ extension ConsoleRoutes {
             if let value = query[Substring(TemplatePreview.parameter(variable.name))] { typed[variable.name] = String(value) }
         }
         let channel = try await channels.list(after: nil, limit: 1).first?.channel
-        return TemplatePreview(template: template, typed: typed, channel: channel)
+        let tags = (template.variants ?? [:]).keys.sorted { $0.lowercased() < $1.lowercased() }
+        let locale = query["locale"].flatMap { asked in tags.first { $0.lowercased() == asked.lowercased() } }
+        var preview = TemplatePreview(template: locale.map(template.localized) ?? template, typed: typed, channel: channel)
+        preview.locales = tags
+        preview.locale = locale
+        return preview
     }
 
     /// Two versions' definitions as indented JSON, side by side.

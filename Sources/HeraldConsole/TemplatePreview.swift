@@ -12,6 +12,9 @@ struct TemplatePreview {
     var payload: [UInt8] = []
     /// The alert text was cut to fit the payload in APNs' limit.
     var cut = false
+    /// The template's variant tags, to preview in; and the one this preview is in (`nil`: its own).
+    var locales: [String] = []
+    var locale: String?
 
     /// The query parameter that carries a variable's sample value.
     static func parameter(_ variable: String) -> String { "v_" + variable }
@@ -83,7 +86,7 @@ struct TemplatePreview {
     }
 
     /// Indented JSON with sorted keys, for reading.
-    static func pretty(_ value: JSONValue) -> String {
+    static func pretty(_ value: some Encodable) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? ""
@@ -108,6 +111,9 @@ struct TemplatePreview {
             "payloadLimit": RefreshPayload.maximumBytes,
             "payloadShare": payload.count * 100 / RefreshPayload.maximumBytes,
             "cut": cut,
+            "hasLocales": !locales.isEmpty,
+            "locales": locales.map { ["tag": $0, "selected": $0 == locale] },
+            "locale": locale ?? false,
         ]
     }
 

@@ -98,7 +98,11 @@ struct ConsolePageTests {
                 name: "Shipped",
                 variables: [.init(name: "order", type: .string, required: true), .init(name: "days", type: .number)],
                 data: .object(["title": .string("Order {{order}} in {{days}} days")]),
-                pushBody: "Order {{order}} is coming"
+                pushBody: "Order {{order}} is coming",
+                variants: [
+                    "de": .init(data: .object(["title": .string("Bestellung {{order}} in {{days}} Tagen")])),
+                    "de-CH": .init(pushBody: "Bestellig {{order}} chunnt"),
+                ]
             )
             _ = try await TemplateStore(client: db.client).put(template)
             try await ConsoleHarness.application(db).test(.router) { client in
@@ -127,6 +131,16 @@ struct ConsolePageTests {
                 )
                 #expect(wrongType.contains("days must be a number"))
                 #expect(wrongType.contains(#"aria-invalid="true""#))
+
+                // Translations: listed with the definition, and previewed per locale with their
+                // fallbacks (de-CH takes de's data, and its own push body).
+                #expect(page.contains("<h3>Translations</h3>") && page.contains(#"<option value="de-CH">de-CH</option>"#))
+                let swiss = try await preview("v_order=A-1&v_days=3&locale=de-ch")
+                #expect(swiss.contains("Bestellung A-1 in 3 Tagen") && swiss.contains("Bestellig A-1 chunnt"))
+                let german = try await preview("v_order=A-1&v_days=3&locale=de")
+                #expect(german.contains("Bestellung A-1 in 3 Tagen") && german.contains("Order A-1 is coming"))
+                // A locale the template has no variant for previews its own content.
+                #expect(try await preview("v_order=A-1&v_days=3&locale=fr").contains("Order A-1 in 3 days"))
             }
         }
     }

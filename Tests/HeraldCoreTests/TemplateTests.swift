@@ -186,6 +186,78 @@ struct TemplateTests {
         #expect(throws: TemplateProblem.self) { try template.render(values) }
     }
 
+    @Test func variantsTranslateWithFallbackToTheBaseLanguageThenTheTemplate() throws {
+        var template = try decode(Self.orderShipped)
+        template.actions = [.init(id: "track", label: "Track", url: "{{tracking_url}}"), .init(id: "thanks", label: "Thanks")]
+        template.variants = [
+            "de": .init(
+                data: .object(["title": .string("Bestellung {{order_id}} ist unterwegs")]),
+                pushTitle: "Versandt: {{order_id}}",
+                actions: [.init(id: "track", label: "Verfolgen")]
+            ),
+            "pt": .init(pushTitle: "Enviado: {{order_id}}"),
+            "pt-BR": .init(data: .object(["title": .string("Pedido {{order_id}} a caminho")])),
+        ]
+        try template.validate()
+        #expect(template.variantTags == ["de", "pt", "pt-br"])
+
+        // The locale itself, else its base language (a prefix ending before a hyphen), else none.
+        for (locale, tag) in [
+            ("de", "de"), ("DE-at", "de"), ("pt-BR", "pt-br"), ("pt-PT", "pt"), ("pt-br-x-test", "pt-br"), ("fr", nil), ("dex", nil),
+            ("en-US", nil), (nil, nil),
+        ] as [(String?, String?)] {
+            #expect(Template.variantTag(for: locale, among: template.variantTags) == tag, "\(locale ?? "nil")")
+        }
+
+        let values: [String: JSONValue] = ["order_id": .string("A-1"), "items": .number(1)]
+        let content = try template.renderNotification(
+            variables: values,
+            userVariables: ["ana": ["carrier": .string("Correios")], "bob": ["carrier": .string("UPS")]],
+            locales: ["ana": "pt-BR"]
+        )
+        #expect(content.shared.pushTitle == "Shipped: A-1")
+        let de = try #require(content.variants["de"])
+        #expect(de.data == .object(["title": .string("Bestellung A-1 ist unterwegs")]))
+        #expect(de.pushTitle == "Versandt: A-1")
+        // An action a variant does not name keeps the template's label.
+        #expect(de.actions.map(\.label) == ["Verfolgen", "Thanks"])
+        // A field a variant leaves out is its base language's (pt-BR has no push title of its own),
+        // else the template's.
+        #expect(content.variants["pt-br"]?.pushTitle == "Enviado: A-1")
+        #expect(content.variants["pt-br"]?.data["title"] == .string("Pedido A-1 a caminho"))
+        #expect(content.variants["pt"]?.data == content.shared.data)
+        // Users with their own variables render in their locale's variant.
+        #expect(content.perUser["ana"]?.data == .object(["title": .string("Pedido A-1 a caminho")]))
+        #expect(content.perUser["bob"]?.data["title"] == content.shared.data["title"])
+
+        // A recipient of a broadcast renders in the variant of their profile's locale.
+        template.variants?["de"]?.pushBody = "Hallo {{user.nickname}}"
+        try template.validate()
+        #expect(template.readsUserFields)
+        let hans = RecipientProfile(id: "h", nickname: "Hans", profileURL: "", locale: "de-CH", timeZone: "UTC", properties: [:])
+        #expect(try template.renderRecipient(variables: values, recipient: hans, parsed: template.parsedStrings()).pushBody == "Hallo Hans")
+
+        for (variants, path) in [
+            (["deutschland": Template.Variant()], "$.variants.deutschland"),
+            (["d": Template.Variant()], "$.variants.d"),
+            (["de": .init(), "DE": .init()], "$.variants.de"),
+            (["de": .init(pushTitle: "{{nope}}")], "$.variants.de.push_title"),
+            (["de": .init(data: .string("x"))], "$.variants.de.data"),
+            (["de": .init(actions: [.init(id: "share", label: "Teilen")])], "$.variants.de.actions[0].id"),
+            (["de": .init(actions: [.init(id: "track", label: "")])], "$.variants.de.actions[0].label"),
+            (
+                Dictionary(
+                    uniqueKeysWithValues: (0..<31).map { ("l\(String(UnicodeScalar(97 + $0 % 26)!))\($0 / 26 == 0 ? "" : "-x")", Template.Variant()) }
+                ),
+                "$.variants"
+            ),
+        ] {
+            template.variants = variants
+            #expect(throws: TemplateProblem.self, "\(variants.keys.sorted())") { try template.validate() }
+            do { try template.validate() } catch { #expect(error.path == path, "\(error)") }
+        }
+    }
+
     @Test func validationBoundsSizesAndNesting() throws {
         var template = try decode(Self.orderShipped)
         template.name = String(repeating: "n", count: 256)

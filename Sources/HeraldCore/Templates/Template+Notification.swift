@@ -1,7 +1,10 @@
-/// A notification's content: the data rendered with the shared variables, and for each user who has
-/// per-user variables, the data rendered with those laid over the shared ones.
+/// A notification's content: the data rendered with the shared variables, once for each of the
+/// template's variants, and for each user who has per-user variables, the data rendered with those
+/// laid over the shared ones (in the user's variant).
 public struct RenderedNotification: Sendable, Equatable {
     public var shared: Template.Rendered
+    /// The shared rendering of each variant, by lower-cased tag.
+    public var variants: [String: Template.Rendered] = [:]
     /// Keyed by user id; only users with per-user variables.
     public var perUser: [String: Template.Rendered]
 }
@@ -30,35 +33,46 @@ extension Template {
     /// every device on every sync; bigger content belongs behind a URL in the data.
     public static let maximumDataBytes = 32 * 1024
 
-    /// Renders a notification for the shared variables (the profile's fields empty), and for every
-    /// user with per-user variables or a profile given: a template that `readsUserFields` renders once
-    /// per recipient.
+    /// Renders a notification for the shared variables (the profile's fields empty) in the template's
+    /// own content and in each variant, and for every user with per-user variables or a profile
+    /// given, in the variant of their locale (the profile's, else `locales`): a template that
+    /// `readsUserFields` renders once per recipient.
     public func renderNotification(
         variables: [String: JSONValue],
         userVariables: [String: [String: JSONValue]],
-        profiles: [String: RecipientProfile] = [:]
+        profiles: [String: RecipientProfile] = [:],
+        locales: [String: String] = [:]
     ) throws(NotificationRenderProblem) -> RenderedNotification {
-        let parsed = userVariables.isEmpty && profiles.isEmpty ? [:] : parsedStrings()
+        let tags = variantTags
+        let parsed = userVariables.isEmpty && profiles.isEmpty && tags.isEmpty ? [:] : parsedStrings()
         let shared = try renderChecked(variables, userID: nil, parsed: parsed)
+        var variants: [String: Template.Rendered] = [:]
+        for tag in tags {
+            variants[tag] = try localized(tag).renderChecked(variables, userID: nil, parsed: parsed)
+        }
         var perUser: [String: Template.Rendered] = [:]
         let userIDs = Set(userVariables.keys).union(profiles.keys)
         perUser.reserveCapacity(userIDs.count)
         // Sorted so that, of several bad users, the error always names the same one.
         for userID in userIDs.sorted() {
             let merged = userVariables[userID].map { own in variables.merging(own) { _, own in own } } ?? variables
-            perUser[userID] = try renderChecked(merged, userID: userID, recipient: profiles[userID], parsed: parsed)
+            let locale = profiles[userID]?.locale ?? locales[userID]
+            let template = Self.variantTag(for: locale, among: tags).map(localized) ?? self
+            perUser[userID] = try template.renderChecked(merged, userID: userID, recipient: profiles[userID], parsed: parsed)
         }
-        return RenderedNotification(shared: shared, perUser: perUser)
+        return RenderedNotification(shared: shared, variants: variants, perUser: perUser)
     }
 
     /// Renders for one recipient of a broadcast reached by its fan-out (who has no per-user variables),
-    /// checked as a send checks it; `parsed` from `parsedStrings()`, made once for all of them.
+    /// in the variant of their locale, checked as a send checks it; `parsed` from `parsedStrings()`,
+    /// made once for all of them.
     public func renderRecipient(
         variables: [String: JSONValue],
         recipient: RecipientProfile,
         parsed: ParsedStrings
     ) throws(NotificationRenderProblem) -> Template.Rendered {
-        try renderChecked(variables, userID: recipient.id, recipient: recipient, parsed: parsed)
+        let template = Self.variantTag(for: recipient.locale, among: variantTags).map(localized) ?? self
+        return try template.renderChecked(variables, userID: recipient.id, recipient: recipient, parsed: parsed)
     }
 
     private func renderChecked(

@@ -37,6 +37,7 @@ extension Template {
                 }
             }
         }
+        try validateVariants()
     }
 
     /// What is wrong with a name a template looks up; `nil` when it names a declared variable or a
@@ -75,7 +76,7 @@ extension Template {
     public var readsUserFields: Bool {
         let declared = Set(variables.map(\.name))
         guard !declared.contains(Self.userRoot) else { return false }
-        return templatedStrings().contains { _, text in
+        return everyTemplatedString().contains { _, text in
             ((try? Self.placeholders(in: text, at: "")) ?? []).contains { Self.readsUser(Self.parts($0), declared: declared) }
         }
     }
@@ -101,7 +102,7 @@ extension Template {
     /// recipients (a broadcast's batch, an edit) is not parsed again for each.
     public func parsedStrings() -> ParsedStrings {
         var parsed: ParsedStrings = [:]
-        for (_, text) in templatedStrings() where parsed[text] == nil {
+        for (_, text) in everyTemplatedString() where parsed[text] == nil {
             parsed[text] = try? MustacheTemplate(string: Self.textPragma + text)
         }
         return parsed
@@ -241,6 +242,11 @@ extension Template {
         if let pushTitle { strings.append(("$.push_title", pushTitle)) }
         if let pushBody { strings.append(("$.push_body", pushBody)) }
         return strings + actionStrings()
+    }
+
+    /// The template's strings and its variants'.
+    func everyTemplatedString() -> [(path: String, text: String)] {
+        templatedStrings() + variantTags.flatMap { localized($0).templatedStrings() }
     }
 
     /// The actions' labels and URLs: rendered once per notification, so they cannot read the

@@ -45,6 +45,9 @@ public struct Template: Sendable, Equatable, Codable {
     public var category: String?
     /// Buttons the notification offers (at most `maximumActions`); `nil` when none.
     public var actions: [Action]?
+    /// Translations by language tag (`de`, `pt-BR`): each recipient gets the variant of their
+    /// locale (see `variantTag(for:among:)`), or the template's own content; `nil` when none.
+    public var variants: [String: Variant]?
 
     /// A button: an id the app and Herald know it by, a label, and where it leads (none: the app
     /// handles it). Label and URL are mustache templates, rendered once per notification with the
@@ -69,7 +72,8 @@ public struct Template: Sendable, Equatable, Codable {
         pushTitle: String? = nil,
         pushBody: String? = nil,
         category: String? = nil,
-        actions: [Action]? = nil
+        actions: [Action]? = nil,
+        variants: [String: Variant]? = nil
     ) {
         self.key = key
         self.name = name
@@ -79,10 +83,11 @@ public struct Template: Sendable, Equatable, Codable {
         self.pushBody = pushBody
         self.category = category
         self.actions = actions
+        self.variants = variants
     }
 
     enum CodingKeys: String, CodingKey {
-        case key, name, variables, data, category, actions
+        case key, name, variables, data, category, actions, variants
         case pushTitle = "push_title"
         case pushBody = "push_body"
     }
@@ -97,6 +102,7 @@ public struct Template: Sendable, Equatable, Codable {
         pushBody = try container.decodeIfPresent(String.self, forKey: .pushBody)
         category = try container.decodeIfPresent(String.self, forKey: .category)
         actions = try container.decodeIfPresent([Action].self, forKey: .actions)
+        variants = try container.decodeIfPresent([String: Variant].self, forKey: .variants)
     }
 
     /// Keys are 1–64 characters from `a–z 0–9 _ . -`.

@@ -77,6 +77,8 @@ struct NotificationBody: ResponseEncodable {
     var data: JSONValue
     var pushTitle: String?
     var pushBody: String?
+    /// Its rendering in each of its template's variants; absent when the template has none.
+    var variants: [String: JSONValue]?
     var category: String
     var tags: [String]
     var eventDeadline: String?
@@ -103,6 +105,7 @@ struct NotificationBody: ResponseEncodable {
         data = stored.data
         pushTitle = stored.pushTitle
         pushBody = stored.pushBody
+        variants = stored.variants.isEmpty ? nil : stored.variants
         category = stored.category
         tags = stored.tags
         eventDeadline = stored.eventDeadline.map(RFC3339.string)
@@ -136,7 +139,7 @@ struct NotificationBody: ResponseEncodable {
         case variables, data
         case pushTitle = "push_title"
         case pushBody = "push_body"
-        case category, tags
+        case variants, category, tags
         case eventDeadline = "event_deadline"
         case expiresAt = "expires_at"
         case push, audience, topic, fanout, counts, members

@@ -98,7 +98,7 @@ struct NotificationsController: Sendable {
         var named = Array(body.userVariables.keys)
         if case .targets(let ids) = audience { named += ids }
         let profiles = perRecipient ? try await users.profiles(named) : [:]
-        let content = try Self.render(template.template, variables: body.variables, userVariables: body.userVariables, profiles: profiles)
+        let content = try await render(template.template, variables: body.variables, userVariables: body.userVariables, profiles: profiles)
         let draft = NotificationDraft(
             channelURL: channel.url,
             templateKey: template.template.key,
@@ -201,14 +201,19 @@ struct NotificationsController: Sendable {
         return channel.categories.first(where: \.isDefault)?.id ?? ""
     }
 
-    static func render(
+    /// The notification's content. Users with their own variables are rendered in the variant of
+    /// their locale, read here when the template is translated and `profiles` has not got them.
+    func render(
         _ template: Template,
         variables: [String: JSONValue],
         userVariables: [String: [String: JSONValue]],
-        profiles: [String: RecipientProfile] = [:]
-    ) throws -> RenderedNotification {
+        profiles: [String: RecipientProfile]
+    ) async throws -> RenderedNotification {
+        let locales =
+            template.variants?.isEmpty == false && !userVariables.isEmpty && profiles.isEmpty
+            ? try await users.profiles(Array(userVariables.keys)).compactMapValues(\.locale) : [:]
         do {
-            return try template.renderNotification(variables: variables, userVariables: userVariables, profiles: profiles)
+            return try template.renderNotification(variables: variables, userVariables: userVariables, profiles: profiles, locales: locales)
         } catch {
             switch error.kind {
             case .variable: throw APIError(.badRequest, code: "invalid_variables", message: error.message)
@@ -233,7 +238,7 @@ struct NotificationsController: Sendable {
         // Users with their own variables render here; the store renders every other copy again when
         // the template reads the recipient's profile.
         let profiles = template.template.readsUserFields ? try await users.profiles(Array(body.userVariables.keys)) : [:]
-        let content = try Self.render(template.template, variables: body.variables, userVariables: body.userVariables, profiles: profiles)
+        let content = try await render(template.template, variables: body.variables, userVariables: body.userVariables, profiles: profiles)
         do {
             guard let updated = try await notifications.update(id, variables: body.variables, content: content) else { throw Self.notFound }
             return NotificationBody(updated, counts: try await notifications.counts(id))

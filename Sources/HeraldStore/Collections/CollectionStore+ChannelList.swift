@@ -155,9 +155,9 @@ extension CollectionStore {
                 'epoch'::timestamptz) AS at
         ) AS activity ON true
         LEFT JOIN LATERAL (
-            SELECT n.id, n.template_key, n.template_version, coalesce(r.data, n.data) AS data, n.category, n.tags,
+            SELECT n.id, n.template_key, n.template_version, \(TranslationSQL.data) AS data, n.category, n.tags,
                 n.event_deadline, n.created_at, n.updated_at, r.status, r.change_xid, r.archived,
-                n.actions, coalesce(r.actions_done, '{}') AS actions_done
+                \(TranslationSQL.actions) AS actions, coalesce(r.actions_done, '{}') AS actions_done
             FROM notification_recipients r \(CollectionStore.notificationOfCopy)
             WHERE c.kind = 'chat' AND r.user_key = u.user_key AND r.channel_key = c.key AND NOT r.deleted
             ORDER BY r.notification_id DESC LIMIT 1

@@ -298,8 +298,8 @@ public struct CollectionStore: Sendable {
     // MARK: - Rows
 
     static let itemColumns: PostgresQuery = """
-        n.id, n.template_key, n.template_version, coalesce(r.data, n.data), n.category, n.tags, n.event_deadline, \
-        n.created_at, n.updated_at, r.status, r.change_xid, r.archived, n.actions, coalesce(r.actions_done, '{}')
+        n.id, n.template_key, n.template_version, \(TranslationSQL.data), n.category, n.tags, n.event_deadline, \
+        n.created_at, n.updated_at, r.status, r.change_xid, r.archived, \(TranslationSQL.actions), coalesce(r.actions_done, '{}')
         """
 
     /// How many columns `itemColumns` names.

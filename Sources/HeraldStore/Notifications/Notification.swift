@@ -112,6 +112,9 @@ public struct StoredNotification: Sendable, Equatable {
     public var updatedAt: Date
     /// Silent refresh pushes delivered because of this notification.
     public var pushesSent: Int64 = 0
+    /// Its rendering in each of its template's variants, by lower-cased language tag:
+    /// `{"data", "push_title", "push_body", "actions"}`.
+    public var variants: [String: JSONValue] = [:]
 }
 
 /// Recipients of one notification by status. Statuses only move forward (sent → delivered → read),

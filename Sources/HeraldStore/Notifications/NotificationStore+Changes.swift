@@ -44,10 +44,12 @@ extension NotificationStore {
             let variablesJSON = try PostgresJSONB(utf8: Array(JSONEncoder().encode(variables)))
             let data = try PostgresJSONB(utf8: Array(JSONEncoder().encode(content.shared.data)))
             let actions = try PostgresJSONB(utf8: Array(JSONEncoder().encode(content.shared.actions)))
+            // Copies keep the variant their user's locale chose when they were written.
+            let variants = try TranslationSQL.variantsJSON(content.variants)
             try await connection.query(
                 """
                 UPDATE notifications SET variables = \(variablesJSON), data = \(data), push_title = \(content.shared.pushTitle),
-                    push_body = \(content.shared.pushBody), actions = \(actions), updated_at = now()
+                    push_body = \(content.shared.pushBody), actions = \(actions), variants = \(variants), updated_at = now()
                 WHERE id = \(id)
                 """
             )

@@ -24,7 +24,7 @@ extension NotificationStore {
                 let row = try await connection.query(
                     """
                     SELECT id, channel_key, fanout_after, fanout_through, fanout_skips_existing, topic_key, excluded_keys, category, inbox_default,
-                        renders_per_recipient
+                        renders_per_recipient, ARRAY(SELECT jsonb_object_keys(variants))
                     FROM notifications
                     WHERE fanout_state = 'running' ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
                     """
@@ -35,6 +35,7 @@ extension NotificationStore {
             let excludedKeys = try row.decode(column: 6, as: [Int64].self)
             let (category, inboxDefault) = (try row.decode(column: 7, as: String.self), try row.decode(column: 8, as: Bool.self))
             let rendersPerRecipient = try row.decode(column: 9, as: Bool.self)
+            let variantTags = try row.decode(column: 10, as: [String].self)
             let last: Int64
             if let topicKey {
                 last = try await Self.subscribersBatchEnd(topic: topicKey, after: after, through: through, size: size, on: connection)
@@ -51,13 +52,17 @@ extension NotificationStore {
             // (un)subscribing concurrently is in one batch's range only, so gets one copy or none.
             // Qualified: the conditions below hold subqueries with a `user_key` of their own.
             let userColumn: PostgresQuery = topicKey == nil ? "u.key" : "s.user_key"
+            // A translated notification's copies name their variant, chosen by the user's locale in
+            // the same statement; a topic's subscribers are then read with their user row.
+            let variant = TranslationSQL.variant(locale: "u.locale", tags: variantTags)
             let source: PostgresQuery =
                 topicKey.map {
                     """
-                    SELECT s.user_key, \(channelKey), \(id), \(xid) FROM topic_subscriptions s
+                    SELECT s.user_key, \(channelKey), \(id), \(xid), \(variant)
+                    FROM topic_subscriptions s \(variantTags.isEmpty ? "" : "JOIN users u ON u.key = s.user_key" as PostgresQuery)
                     WHERE s.topic_key = \($0) AND s.user_key > \(after) AND s.user_key <= \(last) AND NOT s.muted
                     """
-                } ?? "SELECT u.key, \(channelKey), \(id), \(xid) FROM users u WHERE u.key > \(after) AND u.key <= \(last)"
+                } ?? "SELECT u.key, \(channelKey), \(id), \(xid), \(variant) FROM users u WHERE u.key > \(after) AND u.key <= \(last)"
             // Users who turned the category off for their inbox get no copy (and so no count, push or
             // event): sql/0025.
             let inbox = CategoryPreferenceSQL.inboxAdmits(
@@ -89,7 +94,7 @@ extension NotificationStore {
             } else {
                 inserted = try await connection.query(
                     """
-                    INSERT INTO notification_recipients (user_key, channel_key, notification_id, change_xid)
+                    INSERT INTO notification_recipients (user_key, channel_key, notification_id, change_xid, variant)
                     \(source) \(excluding) AND \(inbox)
                     \(skipsExisting ? "ON CONFLICT DO NOTHING" : "" as PostgresQuery)
                     """

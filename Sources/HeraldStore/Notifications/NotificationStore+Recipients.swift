@@ -6,9 +6,10 @@ import Postgres
 /// (`renders_per_recipient`): the users are read with their profiles, rendered in Herald, and written
 /// in one statement per batch.
 extension NotificationStore {
-    /// Renders a notification for one recipient: `nil` leaves the copy on the notification's own data
-    /// (a rendering over the size limit, which the send could not check for users it had not reached).
-    typealias RecipientRenderer = @Sendable (RecipientProfile) -> Template.Rendered?
+    /// Renders a notification for one recipient, in the variant of their locale (also returned, so
+    /// the copy reads that variant's buttons): `nil` leaves the copy on the variant's data (a
+    /// rendering over the size limit, which the send could not check for users it had not reached).
+    typealias RecipientRenderer = @Sendable (RecipientProfile) -> (rendered: Template.Rendered?, variant: String?)
 
     /// The renderer of a stored notification: its template version with its shared variables.
     static func recipientRenderer(notification id: Int64, on connection: PostgresConnection) async throws -> RecipientRenderer {
@@ -23,7 +24,13 @@ extension NotificationStore {
         let template = try JSONDecoder().decode(Template.self, from: Data(definition.utf8))
         let variables = try JSONDecoder().decode([String: JSONValue].self, from: Data(variablesJSON.utf8))
         let parsed = template.parsedStrings()
-        return { recipient in try? template.renderRecipient(variables: variables, recipient: recipient, parsed: parsed) }
+        let tags = template.variantTags
+        return { recipient in
+            (
+                try? template.renderRecipient(variables: variables, recipient: recipient, parsed: parsed),
+                Template.variantTag(for: recipient.locale, among: tags)
+            )
+        }
     }
 
     /// The columns `profile` reads, of `users u`: the user's, then their key.
@@ -33,18 +40,19 @@ extension NotificationStore {
         (try row.decode(column: UserStore.columnCount, as: Int64.self), try UserStore.user(row).profile)
     }
 
-    /// `[{key, data, push_title, push_body}]` of each user's rendering, for `jsonb_to_recordset`.
+    /// `[{key, data, push_title, push_body, variant}]` of each user's rendering, for `jsonb_to_recordset`.
     static func renderedJSON(_ rows: PostgresResult, render: RecipientRenderer) throws -> PostgresJSONB {
         struct Rendered: Encodable {
             var key: Int64
             var data: JSONValue?
             var push_title: String?
             var push_body: String?
+            var variant: String?
         }
         let list = try rows.map { row in
             let (key, profile) = try Self.profile(row)
-            let rendered = render(profile)
-            return Rendered(key: key, data: rendered?.data, push_title: rendered?.pushTitle, push_body: rendered?.pushBody)
+            let (rendered, variant) = render(profile)
+            return Rendered(key: key, data: rendered?.data, push_title: rendered?.pushTitle, push_body: rendered?.pushBody, variant: variant)
         }
         return try PostgresJSONB(utf8: Array(JSONEncoder().encode(list)))
     }
@@ -64,9 +72,9 @@ extension NotificationStore {
         let rendered = try renderedJSON(rows, render: try await recipientRenderer(notification: id, on: connection))
         return try await connection.query(
             """
-            INSERT INTO notification_recipients (user_key, channel_key, notification_id, change_xid, data, push_title, push_body)
-            SELECT o.key, \(channelKey), \(id), \(xid), o.data, o.push_title, o.push_body
-            FROM jsonb_to_recordset(\(rendered)) AS o(key bigint, data jsonb, push_title text, push_body text)
+            INSERT INTO notification_recipients (user_key, channel_key, notification_id, change_xid, data, push_title, push_body, variant)
+            SELECT o.key, \(channelKey), \(id), \(xid), o.data, o.push_title, o.push_body, o.variant
+            FROM jsonb_to_recordset(\(rendered)) AS o(key bigint, data jsonb, push_title text, push_body text, variant text)
             \(skipsExisting ? "ON CONFLICT DO NOTHING" : "" as PostgresQuery)
             """
         ).affectedRows

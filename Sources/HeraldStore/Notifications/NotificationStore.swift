@@ -115,6 +115,8 @@ public struct NotificationStore: Sendable {
         let data = try PostgresJSONB(utf8: Array(JSONEncoder().encode(draft.content.shared.data)))
         let push = try PostgresJSONB(utf8: Array(JSONEncoder().encode(draft.push)))
         let actions = try PostgresJSONB(utf8: Array(JSONEncoder().encode(draft.content.shared.actions)))
+        let variants = try TranslationSQL.variantsJSON(draft.content.variants)
+        let variant = TranslationSQL.variant(locale: "u.locale", tags: draft.content.variants.keys.sorted())
         let deadline = draft.eventDeadline.map(PostgresTimestamp.init)
         let fanoutState = fanoutThrough > 0 ? "running" : "done"
         let inserted = try await connection.query(
@@ -123,13 +125,13 @@ public struct NotificationStore: Sendable {
                 channel_key, template_key, template_version, variables, data, push_title, push_body,
                 category, tags, event_deadline, push, audience, audience_size, fanout_through, fanout_state,
                 fanout_skips_existing, expires_at, topic_key, topic, excluded_keys, inbox_default, push_default,
-                renders_per_recipient, actions)
+                renders_per_recipient, actions, variants)
             VALUES (
                 \(channelKey), \(draft.templateKey), \(draft.templateVersion), \(variables), \(data),
                 \(draft.content.shared.pushTitle), \(draft.content.shared.pushBody), \(draft.category), \(draft.tags),
                 \(deadline), \(push), \(draft.audience.name), \(audienceSize), \(fanoutThrough), \(fanoutState),
                 \(!draft.content.perUser.isEmpty), \(draft.expiresAt.map(PostgresTimestamp.init)), \(topicKey), \(topicName(draft.audience)),
-                \(excludedKeys), \(inboxDefault), \(pushDefault), \(draft.rendersPerRecipient), \(actions))
+                \(excludedKeys), \(inboxDefault), \(pushDefault), \(draft.rendersPerRecipient), \(actions), \(variants))
             RETURNING id
             """
         )
@@ -141,8 +143,8 @@ public struct NotificationStore: Sendable {
         case .targets:
             recipients = try await connection.query(
                 """
-                INSERT INTO notification_recipients (user_key, channel_key, notification_id, change_xid, data, push_title, push_body)
-                SELECT u.key, \(channelKey), \(id), \(xid), o.data, o.push_title, o.push_body
+                INSERT INTO notification_recipients (user_key, channel_key, notification_id, change_xid, data, push_title, push_body, variant)
+                SELECT u.key, \(channelKey), \(id), \(xid), o.data, o.push_title, o.push_body, \(variant)
                 FROM users u
                 LEFT JOIN jsonb_to_recordset(\(overrides)) AS o(id text, data jsonb, push_title text, push_body text) ON o.id = u.id
                 WHERE u.id = ANY(\(targetIDs)) AND \(inbox)
@@ -157,8 +159,8 @@ public struct NotificationStore: Sendable {
                 } ?? "true"
             recipients = try await connection.query(
                 """
-                INSERT INTO notification_recipients (user_key, channel_key, notification_id, change_xid, data, push_title, push_body)
-                SELECT u.key, \(channelKey), \(id), \(xid), o.data, o.push_title, o.push_body
+                INSERT INTO notification_recipients (user_key, channel_key, notification_id, change_xid, data, push_title, push_body, variant)
+                SELECT u.key, \(channelKey), \(id), \(xid), o.data, o.push_title, o.push_body, \(variant)
                 FROM jsonb_to_recordset(\(overrides)) AS o(id text, data jsonb, push_title text, push_body text)
                 JOIN users u ON u.id = o.id
                 WHERE u.key <> ALL(\(excludedKeys)::int8[]) AND \(subscribed) AND \(inbox)
@@ -294,7 +296,7 @@ public struct NotificationStore: Sendable {
         n.id, c.url, n.template_key, n.template_version, n.variables, n.data, n.push_title, n.push_body, \
         n.category, n.tags, n.event_deadline, n.push, n.audience, n.audience_size, n.recipient_count, \
         n.fanout_state, n.created_at, n.updated_at, n.pushes_sent, \
-        least(n.expires_at, n.created_at + c.retention_seconds * interval '1 second'), n.topic
+        least(n.expires_at, n.created_at + c.retention_seconds * interval '1 second'), n.topic, n.variants
         """
 
     static func decode(_ row: PostgresRow) throws -> StoredNotification {
@@ -311,6 +313,7 @@ public struct NotificationStore: Sendable {
         let pushesSent = try row.decode(column: 18, as: Int64.self)
         let expiresAt = try row.decode(column: 19, as: Date?.self)
         let topic = try row.decode(column: 20, as: String?.self)
+        let variants = try row.decode(column: 21, as: PostgresJSONB.self)
         let decoder = JSONDecoder()
         return StoredNotification(
             id: id,
@@ -333,7 +336,8 @@ public struct NotificationStore: Sendable {
             expiresAt: expiresAt,
             createdAt: createdAt,
             updatedAt: updatedAt,
-            pushesSent: pushesSent
+            pushesSent: pushesSent,
+            variants: try decoder.decode([String: JSONValue].self, from: Data(variants.utf8))
         )
     }
 }

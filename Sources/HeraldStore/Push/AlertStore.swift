@@ -137,8 +137,8 @@ public struct AlertStore: Sendable {
             """
             SELECT a.id, a.user_key, a.device_id, a.attempts, a.forced,
                 n.id, c.key, c.kind, c.name, c.cover_url, c.custom_type, c.url, n.category, n.created_at,
-                coalesce(r.push_title, n.push_title), coalesce(r.push_body, n.push_body), coalesce(r.data, n.data)->>'title',
-                n.push, n.audience, u.id, u.nickname, coalesce(r.data, n.data)->>'media_url', \(PushAddress.columns("d"))
+                \(TranslationSQL.pushTitle), \(TranslationSQL.pushBody), \(TranslationSQL.data)->>'title',
+                n.push, n.audience, u.id, u.nickname, \(TranslationSQL.data)->>'media_url', \(PushAddress.columns("d"))
             FROM alert_pushes a
             JOIN devices d ON d.id = a.device_id
             JOIN notifications n ON n.id = a.notification_id AND n.deleted_at IS NULL

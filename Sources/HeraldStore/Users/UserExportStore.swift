@@ -118,9 +118,9 @@ public struct UserExportStore: Sendable {
                     'status', CASE r.status WHEN 0 THEN 'sent' WHEN 1 THEN 'delivered' ELSE 'read' END,
                     'delivered_at', \(TimeSQL.rfc3339("r.delivered_at")), 'read_at', \(TimeSQL.rfc3339("r.read_at")), 'deleted', r.deleted,
                     'archived', r.archived, 'actions_done', coalesce(r.actions_done, '{}'),
-                    'data', CASE WHEN r.deleted THEN NULL ELSE coalesce(r.data, n.data) END,
-                    'push_title', CASE WHEN r.deleted THEN NULL ELSE coalesce(r.push_title, n.push_title) END,
-                    'push_body', CASE WHEN r.deleted THEN NULL ELSE coalesce(r.push_body, n.push_body) END,
+                    'data', CASE WHEN r.deleted THEN NULL ELSE \(TranslationSQL.data) END,
+                    'push_title', CASE WHEN r.deleted THEN NULL ELSE \(TranslationSQL.pushTitle) END,
+                    'push_body', CASE WHEN r.deleted THEN NULL ELSE \(TranslationSQL.pushBody) END,
                     'category', n.category, 'tags', n.tags)::text
                 FROM notification_recipients r
                 JOIN notifications n ON n.id = r.notification_id
