@@ -358,6 +358,20 @@ struct GeneratedRequestsTests {
             "sendNotification.channel_url": ["feed"], "sendNotification.audience": [OpenAPIRequestGenerator.Absent()],
             "sendNotification.topic": [OpenAPIRequestGenerator.Absent()], "sendNotification.exclude": [OpenAPIRequestGenerator.Absent()],
             "topic_id": ["news", "nope"], "user_ids[]": ["me", "u1", "u2"], "exclude[]": ["u1", "ghost"], "action_id": ["ack", "nope"],
+            // Either send_at or deliver_at_local: a rule across fields, so whole bodies too.
+            "scheduleSend.channel_url": ["feed"], "scheduleSend.variables": [["title": "later"]],
+            "scheduleSend.body": [
+                [
+                    "channel_url": "feed", "template_key": "plain", "targets": ["me"], "variables": ["title": "later"],
+                    "send_at": RFC3339.string(from: Date() + 86_400),
+                ],
+                [
+                    "channel_url": "feed", "template_key": "plain", "audience": "all", "variables": ["title": "later"], "repeat": "weekly",
+                    "deliver_at_local": LocalDateTime(Date() + 2 * 86_400, in: LocalDateTime.firstZone).description,
+                ],
+            ],
+            "variants": [OpenAPIRequestGenerator.Absent(), ["de": ["push_title": "Neu"]]],
+            "addTopicSubscribers.topic_id": ["news"], "addTopicSubscribers.body": [["user_ids": ["me", "u1"]]],
             // A sync has five optional parameters, each broken now and then: valid values in the pools
             // (and no unknown channel for it) give it a fair chance of being valid throughout.
             "syncCollection.channel_url": ["feed", "chat"], "limit": [50], "wait": [0],
@@ -438,6 +452,9 @@ struct GeneratedRequestsTests {
 
     /// Points the pools that name a notification at `ids` (the session user's).
     static func pointPools(_ pools: inout [String: [Any]], at ids: [String]) {
+        // The last id is the scheduled send's.
+        pools["scheduled_send_id"] = [ids.last!, "999999"]
+        let ids = Array(ids.dropLast())
         pools["notification_id"] = ids + ["999999"]
         pools["ids[]"] = ids
         pools["notification_ids[]"] = ids
@@ -526,6 +543,16 @@ struct GeneratedRequestsTests {
             #expect(sent.status == .created, "\(String(buffer: sent.body))")
             ids.append(try #require(try jsonObject(sent)["id"] as? String))
         }
-        return ids
+        let scheduled = try await client.execute(
+            uri: "/v1/scheduled-sends",
+            method: .post,
+            headers: admin,
+            body: ByteBuffer(
+                string:
+                    #"{"channel_url":"feed","template_key":"plain","variables":{"title":"later"},"targets":["me"],"send_at":"\#(RFC3339.string(from: Date() + 86_400))"}"#
+            )
+        )
+        #expect(scheduled.status == .created, "\(String(buffer: scheduled.body))")
+        return ids + [try #require(try jsonObject(scheduled)["id"] as? String)]
     }
 }

@@ -23,6 +23,8 @@ public enum HeraldApplication {
         public var fanoutWake: WakeSignal
         /// Signalled after an erasure starts, to wake the `ErasureService`.
         public var erasureWake: WakeSignal
+        /// Signalled after a send is scheduled, to wake the `SchedulerService`.
+        public var scheduleWake = WakeSignal()
         public var sync: SyncSettings
         /// Seals APNs secrets; `nil` refuses credential uploads (503).
         public var secrets: SecretBox?
@@ -117,14 +119,10 @@ public enum HeraldApplication {
         topics.register(in: registry)
         TemplatesController(templates: TemplateStore(client: dependencies.client))
             .register(in: registry)
-        let notifications = NotificationsController(
-            notifications: NotificationStore(client: dependencies.client),
-            channels: ChannelStore(client: dependencies.client),
-            templates: TemplateStore(client: dependencies.client),
-            users: UserStore(client: dependencies.client),
-            fanoutWake: dependencies.fanoutWake
-        )
+        let notifications = notificationsController(dependencies)
         notifications.register(in: registry)
+        ScheduledSendsController(schedules: ScheduleStore(client: dependencies.client), notifications: notifications, wake: dependencies.scheduleWake)
+            .register(in: registry)
         CollectionController(
             collections: CollectionStore(client: dependencies.client),
             users: UserStore(client: dependencies.client),
@@ -188,6 +186,32 @@ public enum HeraldApplication {
         // Last, so that it sees only the requests no route took (see the type).
         router.add(middleware: MethodNotAllowedMiddleware(routes: registry.routes))
         return (router, registry.routes, stream)
+    }
+
+    /// The send path of `POST /v1/notifications`, which scheduled sends take too.
+    static func notificationsController(_ dependencies: Dependencies) -> NotificationsController {
+        NotificationsController(
+            notifications: NotificationStore(client: dependencies.client),
+            channels: ChannelStore(client: dependencies.client),
+            templates: TemplateStore(client: dependencies.client),
+            users: UserStore(client: dependencies.client),
+            fanoutWake: dependencies.fanoutWake
+        )
+    }
+
+    /// The service that makes scheduled sends when they are due, with the routes' send path.
+    static func scheduler(_ dependencies: Dependencies, lease: Duration, logger: Logger) -> some Service {
+        SchedulerService(
+            scheduler: Scheduler(
+                schedules: ScheduleStore(client: dependencies.client),
+                notifications: notificationsController(dependencies),
+                logger: logger,
+                lease: lease
+            ),
+            executor: dependencies.client.executor,
+            wake: dependencies.scheduleWake,
+            logger: logger
+        )
     }
 
     /// The HTTP application, ready to run in a `ServiceGroup`.

@@ -76,15 +76,42 @@ struct NotificationsController: Sendable {
         return try Self.response(try await send(body, idempotency: try Self.idempotencyKey(request, body: body)))
     }
 
-    /// A send, once its body is decoded: the route's, and the console's (which shows the same body as
-    /// a `curl` command).
-    func send(_ body: SendNotificationRequest, idempotency: IdempotencyKey?) async throws -> NotificationStore.SendOutcome {
+    /// A send, once its body is decoded: the route's, the console's (which shows the same body as a
+    /// `curl` command) and a scheduled send's when it is due (`timeZones`: the part of a local time
+    /// for the users of those zones).
+    func send(
+        _ body: SendNotificationRequest,
+        idempotency: IdempotencyKey?,
+        timeZones: [String]? = nil,
+        now: Date = Date()
+    ) async throws -> NotificationStore.SendOutcome {
         // A retry is answered before anything else is looked at: the template may have changed since,
         // but the first response stands.
         if let idempotency, let previous = try await notifications.previousOutcome(for: idempotency) {
             return previous
         }
-        let (audience, deadline, expiresAt) = try body.validate()
+        var draft = try await prepare(body, now: now)
+        draft.timeZones = timeZones
+        // A broadcast (everyone, a topic) is reached in the background.
+        let status: HTTPResponse.Status
+        if case .targets = draft.audience { status = .created } else { status = .accepted }
+        let outcome: NotificationStore.SendOutcome
+        do {
+            outcome = try await notifications.send(draft, idempotency: idempotency) { stored in
+                StoredResponse(status: status.code, body: try NotificationBody(stored).encoded())
+            }
+        } catch let error as NotificationStoreError {
+            throw Self.apiError(error)
+        }
+        if case .created(let stored, _) = outcome, stored.fanoutState == .running { fanoutWake.signal() }
+        return outcome
+    }
+
+    /// Checks a send's body against the channel and template as they are, and renders it: the
+    /// notification to store, or the 400 that says what is wrong. A scheduled send is checked so
+    /// when it is made, with `now` its time.
+    func prepare(_ body: SendNotificationRequest, now: Date = Date()) async throws -> NotificationDraft {
+        let (audience, deadline, expiresAt) = try body.validate(now: now)
         guard let channel = try await channels.get(body.channelURL)?.channel else {
             throw APIError(.badRequest, code: "unknown_channel", message: "There is no channel '\(body.channelURL)'.")
         }
@@ -99,7 +126,7 @@ struct NotificationsController: Sendable {
         if case .targets(let ids) = audience { named += ids }
         let profiles = perRecipient ? try await users.profiles(named) : [:]
         let content = try await render(template.template, variables: body.variables, userVariables: body.userVariables, profiles: profiles)
-        let draft = NotificationDraft(
+        return NotificationDraft(
             channelURL: channel.url,
             templateKey: template.template.key,
             templateVersion: template.version,
@@ -114,19 +141,6 @@ struct NotificationsController: Sendable {
             expiresAt: expiresAt,
             rendersPerRecipient: perRecipient
         )
-        // A broadcast (everyone, a topic) is reached in the background.
-        let status: HTTPResponse.Status
-        if case .targets = audience { status = .created } else { status = .accepted }
-        let outcome: NotificationStore.SendOutcome
-        do {
-            outcome = try await notifications.send(draft, idempotency: idempotency) { stored in
-                StoredResponse(status: status.code, body: try NotificationBody(stored).encoded())
-            }
-        } catch let error as NotificationStoreError {
-            throw Self.apiError(error)
-        }
-        if case .created(let stored, _) = outcome, stored.fanoutState == .running { fanoutWake.signal() }
-        return outcome
     }
 
     static func response(_ outcome: NotificationStore.SendOutcome) throws -> Response {

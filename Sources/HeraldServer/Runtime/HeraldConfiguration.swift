@@ -82,6 +82,9 @@ public struct HeraldConfiguration: Sendable {
     /// `HERALD_PUSH_LEASE`: how long a dispatcher's claim on a device lasts; a crashed dispatcher's
     /// devices are taken over by another after it.
     public var pushLease: Duration = .seconds(60)
+    /// `HERALD_SCHEDULE_LEASE`: how long a scheduler's claim on a due scheduled send lasts; a crashed
+    /// scheduler's sends are made by another after it.
+    public var scheduleLease: Duration = .seconds(60)
     /// `HERALD_PUSH_BATCH_SIZE`: devices a dispatcher claims (and outbox recipients it expands) at a time.
     public var pushBatchSize = PushSettings().batchSize
     /// `HERALD_PUSH_STREAMS`: pushes in flight at once on one APNs connection (fewer when the server
@@ -285,6 +288,12 @@ public struct HeraldConfiguration: Sendable {
                 throw ConfigurationError("HERALD_PUSH_LEASE must be a duration of at least 1s such as 60s, got '\(text)'")
             }
             configuration.pushLease = lease
+        }
+        if let text = environment["HERALD_SCHEDULE_LEASE"], !text.isEmpty {
+            guard let lease = Self.duration(text), lease >= .seconds(1) else {
+                throw ConfigurationError("HERALD_SCHEDULE_LEASE must be a duration of at least 1s such as 60s, got '\(text)'")
+            }
+            configuration.scheduleLease = lease
         }
         if let text = environment["HERALD_WEBHOOK_TIMEOUT"], !text.isEmpty {
             guard let timeout = Self.duration(text), timeout >= .seconds(1), timeout <= .seconds(60) else {

@@ -296,6 +296,7 @@ public enum HeraldRuntime {
         }
         services.append(FanoutService(client: client, batchSize: configuration.fanoutBatchSize, wake: fanoutWake, logger: logger))
         services.append(ErasureService(client: client, wake: erasureWake, logger: logger))
+        services.append(HeraldApplication.scheduler(dependencies, lease: configuration.scheduleLease, logger: logger))
         services.append(HousekeepingService(client: client, logger: logger))
         services.append(ExpiryService(client: client, logger: logger))
         services.append(CompactionService(client: client, retention: configuration.changeRetention, logger: logger))

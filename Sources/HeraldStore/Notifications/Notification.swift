@@ -40,6 +40,9 @@ public struct NotificationDraft: Sendable {
     /// The template reads the recipient's profile: `content.perUser` holds every target's rendering,
     /// and a broadcast's fan-out renders each user it reaches.
     public var rendersPerRecipient: Bool
+    /// Only users in these time zones are reached (a part of a send scheduled for a local time);
+    /// `nil`: every user the audience names.
+    public var timeZones: [String]?
 
     public init(
         channelURL: String,
@@ -69,6 +72,7 @@ public struct NotificationDraft: Sendable {
         self.excluded = excluded
         self.expiresAt = expiresAt
         self.rendersPerRecipient = rendersPerRecipient
+        self.timeZones = nil
     }
 
     /// Every user id the send names: its targets and the users it has variables for.

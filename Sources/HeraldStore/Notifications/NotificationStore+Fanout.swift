@@ -24,7 +24,7 @@ extension NotificationStore {
                 let row = try await connection.query(
                     """
                     SELECT id, channel_key, fanout_after, fanout_through, fanout_skips_existing, topic_key, excluded_keys, category, inbox_default,
-                        renders_per_recipient, ARRAY(SELECT jsonb_object_keys(variants))
+                        renders_per_recipient, ARRAY(SELECT jsonb_object_keys(variants)), time_zones
                     FROM notifications
                     WHERE fanout_state = 'running' ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
                     """
@@ -36,6 +36,7 @@ extension NotificationStore {
             let (category, inboxDefault) = (try row.decode(column: 7, as: String.self), try row.decode(column: 8, as: Bool.self))
             let rendersPerRecipient = try row.decode(column: 9, as: Bool.self)
             let variantTags = try row.decode(column: 10, as: [String].self)
+            let timeZones = try row.decode(column: 11, as: [String]?.self)
             let last: Int64
             if let topicKey {
                 last = try await Self.subscribersBatchEnd(topic: topicKey, after: after, through: through, size: size, on: connection)
@@ -55,11 +56,12 @@ extension NotificationStore {
             // A translated notification's copies name their variant, chosen by the user's locale in
             // the same statement; a topic's subscribers are then read with their user row.
             let variant = TranslationSQL.variant(locale: "u.locale", tags: variantTags)
+            let readsUsers = !variantTags.isEmpty || timeZones != nil
             let source: PostgresQuery =
                 topicKey.map {
                     """
                     SELECT s.user_key, \(channelKey), \(id), \(xid), \(variant)
-                    FROM topic_subscriptions s \(variantTags.isEmpty ? "" : "JOIN users u ON u.key = s.user_key" as PostgresQuery)
+                    FROM topic_subscriptions s \(readsUsers ? "JOIN users u ON u.key = s.user_key" : "" as PostgresQuery)
                     WHERE s.topic_key = \($0) AND s.user_key > \(after) AND s.user_key <= \(last) AND NOT s.muted
                     """
                 } ?? "SELECT u.key, \(channelKey), \(id), \(xid), \(variant) FROM users u WHERE u.key > \(after) AND u.key <= \(last)"
@@ -71,7 +73,9 @@ extension NotificationStore {
                 category: "\(category)",
                 inboxDefault: inboxDefault
             )
-            let excluding: PostgresQuery = excludedKeys.isEmpty ? "" : "AND \(userColumn) <> ALL(\(excludedKeys)::int8[])"
+            var excluding: PostgresQuery = excludedKeys.isEmpty ? "" : "AND \(userColumn) <> ALL(\(excludedKeys)::int8[])"
+            // A part of a send scheduled for a local time: the users of its time zones.
+            if let timeZones { excluding = "\(excluding) AND u.time_zone = ANY(\(timeZones))" }
             let inserted: Int
             if rendersPerRecipient {
                 // The same users, read with their profiles and rendered here: only templates that read

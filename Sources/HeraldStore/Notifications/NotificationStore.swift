@@ -83,15 +83,24 @@ public struct NotificationStore: Sendable {
             draft.excluded.isEmpty
             ? []
             : try await connection.query("SELECT key FROM users WHERE id = ANY(\(draft.excluded)) ORDER BY key").map { try $0.decode(Int64.self) }
+        // A part of a send scheduled for a local time reaches the users of its time zones only.
+        let inZones: PostgresQuery = draft.timeZones.map { "u.time_zone = ANY(\($0))" } ?? "true"
         switch draft.audience {
         case .targets(let ids):
             try await Self.requireUsers(ids, on: connection)
             targetIDs = ids
-            audienceSize = Int64(ids.count)
+            if draft.timeZones != nil {
+                targetIDs = try await connection.query("SELECT u.id FROM users u WHERE u.id = ANY(\(ids)) AND \(inZones)").map {
+                    try $0.decode(String.self)
+                }
+            }
+            audienceSize = Int64(targetIDs.count)
         case .all:
             try await Self.requireUsers(draft.content.perUser.keys.sorted(), on: connection)
             let row = try await connection.query(
-                "SELECT coalesce(max(key), 0), count(*) - cardinality(\(excludedKeys)::int8[]) FROM users"
+                draft.timeZones == nil
+                    ? "SELECT coalesce(max(key), 0), count(*) - cardinality(\(excludedKeys)::int8[]) FROM users"
+                    : "SELECT coalesce(max(key), 0), count(*) FILTER (WHERE \(inZones) AND u.key <> ALL(\(excludedKeys)::int8[])) FROM users u"
             ).first!
             (fanoutThrough, audienceSize) = try row.decode((Int64, Int64).self)
         case .topic(let topic):
@@ -104,8 +113,8 @@ public struct NotificationStore: Sendable {
             // The subscribers now, by the primary key; the fan-out reaches them as it then finds them.
             let row = try await connection.query(
                 """
-                SELECT coalesce(max(user_key), 0), count(*) FILTER (WHERE NOT muted AND user_key <> ALL(\(excludedKeys)::int8[]))
-                FROM topic_subscriptions WHERE topic_key = \(key)
+                SELECT coalesce(max(s.user_key), 0), count(*) FILTER (WHERE NOT s.muted AND s.user_key <> ALL(\(excludedKeys)::int8[]) AND \(inZones))
+                FROM topic_subscriptions s JOIN users u ON u.key = s.user_key WHERE s.topic_key = \(key)
                 """
             ).first!
             (fanoutThrough, audienceSize) = try row.decode((Int64, Int64).self)
@@ -125,13 +134,13 @@ public struct NotificationStore: Sendable {
                 channel_key, template_key, template_version, variables, data, push_title, push_body,
                 category, tags, event_deadline, push, audience, audience_size, fanout_through, fanout_state,
                 fanout_skips_existing, expires_at, topic_key, topic, excluded_keys, inbox_default, push_default,
-                renders_per_recipient, actions, variants)
+                renders_per_recipient, actions, variants, time_zones)
             VALUES (
                 \(channelKey), \(draft.templateKey), \(draft.templateVersion), \(variables), \(data),
                 \(draft.content.shared.pushTitle), \(draft.content.shared.pushBody), \(draft.category), \(draft.tags),
                 \(deadline), \(push), \(draft.audience.name), \(audienceSize), \(fanoutThrough), \(fanoutState),
                 \(!draft.content.perUser.isEmpty), \(draft.expiresAt.map(PostgresTimestamp.init)), \(topicKey), \(topicName(draft.audience)),
-                \(excludedKeys), \(inboxDefault), \(pushDefault), \(draft.rendersPerRecipient), \(actions), \(variants))
+                \(excludedKeys), \(inboxDefault), \(pushDefault), \(draft.rendersPerRecipient), \(actions), \(variants), \(draft.timeZones))
             RETURNING id
             """
         )
@@ -163,7 +172,7 @@ public struct NotificationStore: Sendable {
                 SELECT u.key, \(channelKey), \(id), \(xid), o.data, o.push_title, o.push_body, \(variant)
                 FROM jsonb_to_recordset(\(overrides)) AS o(id text, data jsonb, push_title text, push_body text)
                 JOIN users u ON u.id = o.id
-                WHERE u.key <> ALL(\(excludedKeys)::int8[]) AND \(subscribed) AND \(inbox)
+                WHERE u.key <> ALL(\(excludedKeys)::int8[]) AND \(subscribed) AND \(inbox) AND \(inZones)
                 """
             )
         }

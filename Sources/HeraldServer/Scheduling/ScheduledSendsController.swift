@@ -1,0 +1,103 @@
+import Foundation
+import HTTPTypes
+import HeraldCore
+import HeraldServices
+import HeraldStore
+import Hummingbird
+
+/// Admin routes for sends that wait for their time: schedule one, list them, read one, cancel what
+/// has not been sent. The `SchedulerService` makes them when they are due.
+struct ScheduledSendsController: Sendable {
+    let schedules: ScheduleStore
+    /// Checks a send's body as `POST /v1/notifications` does.
+    let notifications: NotificationsController
+    /// Wakes the scheduler: a new send may be due before anything it waits for.
+    let wake: WakeSignal
+
+    func register(in routes: RouteRegistry) {
+        routes.add(.post, "/v1/scheduled-sends", access: .admin) { request, context in
+            guard
+                let body = try await RequestBody.decode(
+                    ScheduledSendRequest.self,
+                    from: request,
+                    context: context,
+                    limit: NotificationsController.maximumBodySize
+                )
+            else {
+                throw ScheduledSendRequest.invalid("The body is a send's, with send_at or deliver_at_local.")
+            }
+            return EditedResponse(status: .created, response: ScheduledSendBody(try await schedule(body, now: Date())))
+        }
+        routes.add(.get, "/v1/scheduled-sends", access: .admin) { request, _ in
+            let page = try PageRequest(request)
+            var after: Int64?
+            if let text = page.after {
+                guard let id = CanonicalInteger.id(text) else {
+                    throw APIError(.badRequest, code: "invalid_after", message: "after must be the next value of a previous page.")
+                }
+                after = id
+            }
+            var state: ScheduledSend.State?
+            if let text = request.uri.queryParameters["state"] {
+                guard let known = ScheduledSend.State(rawValue: String(text)) else {
+                    throw APIError(.badRequest, code: "invalid_state", message: "state must be scheduled, sent, canceled or failed.")
+                }
+                state = known
+            }
+            let list = try await schedules.list(state: state, after: after, limit: page.limit)
+            return ScheduledSendListBody(
+                scheduledSends: list.map(ScheduledSendBody.init),
+                next: list.count == page.limit ? list.last.map { String($0.id) } : nil
+            )
+        }
+        routes.add(.get, "/v1/scheduled-sends/{scheduled_send_id}", access: .admin) { _, context in
+            guard let found = try await schedules.get(try Self.id(context)) else { throw Self.notFound }
+            return ScheduledSendBody(found)
+        }
+        routes.add(.delete, "/v1/scheduled-sends/{scheduled_send_id}", access: .admin) { _, context in
+            switch try await schedules.cancel(try Self.id(context), now: Date()) {
+            case .canceled(let canceled): return ScheduledSendBody(canceled)
+            case .notFound: throw Self.notFound
+            case .finished(let found):
+                throw APIError(
+                    .conflict,
+                    code: "schedule_finished",
+                    message: "This scheduled send is \(found.state.rawValue); nothing is left to cancel."
+                )
+            case .sending:
+                throw APIError(.conflict, code: "schedule_sending", message: "This scheduled send is being made now; cancel what remains once it is.")
+            }
+        }
+    }
+
+    /// Checks the send as it would be made at its time (channel, template, variables, audience), and
+    /// stores it.
+    func schedule(_ body: ScheduledSendRequest, now: Date) async throws -> ScheduledSend {
+        let (timing, repeats, firstDue, sendTime) = try body.validate(now: now)
+        let draft = try await notifications.prepare(body.send, now: sendTime)
+        let stored = try await schedules.create(
+            request: Array(try JSONEncoder().encode(body.send)),
+            channelURL: draft.channelURL,
+            templateKey: draft.templateKey,
+            audience: draft.audience.name,
+            timing: timing,
+            repeats: repeats,
+            nextAt: firstDue
+        )
+        wake.signal()
+        return stored
+    }
+
+    static let notFound = APIError(.notFound, code: "scheduled_send_not_found", message: "No scheduled send with this id.")
+
+    static func id(_ context: HeraldRequestContext) throws -> Int64 {
+        guard let id = CanonicalInteger.id(try context.parameters.require("scheduled_send_id")) else {
+            throw APIError(
+                .badRequest,
+                code: "invalid_scheduled_send_id",
+                message: "scheduled_send_id must be a positive integer written in plain decimal."
+            )
+        }
+        return id
+    }
+}

@@ -1,0 +1,236 @@
+import Foundation
+import HTTPTypes
+import HeraldCore
+import HeraldStore
+import HeraldTesting
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+import Postgres
+import Testing
+
+@testable import HeraldServer
+
+/// Scheduled sends through the admin API, made by the scheduler at times the test gives it (its
+/// clock), never by waiting.
+@Suite("Scheduled sends")
+struct ScheduledSendsTests {
+    static let adminToken = "test-admin-token-schedules-0123"
+
+    struct World {
+        let db: TestDatabase
+        let dependencies: HeraldApplication.Dependencies
+        let scheduler: Scheduler
+
+        init(_ db: TestDatabase, users: [String: String]) async throws {
+            self.db = db
+            dependencies = try heraldDependencies(db, adminToken: ScheduledSendsTests.adminToken)
+            scheduler = Scheduler(
+                schedules: ScheduleStore(client: db.client),
+                notifications: HeraldApplication.notificationsController(dependencies),
+                logger: Logger(label: "test.scheduler")
+            )
+            _ = try await ChannelStore(client: db.client).put(
+                HeraldCore.Channel(url: "feed", kind: .feed, name: "Feed", categories: [.init(id: "news", name: "News", isDefault: true)])
+            )
+            _ = try await TemplateStore(client: db.client).put(.plain)
+            for (user, zone) in users {
+                _ = try await UserStore(client: db.client).upsert(id: user, nickname: nil, profileURL: nil)
+                _ = try await db.client.query("UPDATE users SET time_zone = \(zone) WHERE id = \(user)")
+            }
+        }
+
+        func app() -> some ApplicationProtocol {
+            Application(router: HeraldApplication.buildRouter(dependencies).router)
+        }
+
+        /// The titles of the notifications `user` has, oldest first.
+        func titles(_ user: String) async throws -> [String] {
+            try await db.client.query(
+                """
+                SELECT n.data ->> 'title' FROM notification_recipients r JOIN users u ON u.key = r.user_key
+                JOIN notifications n ON n.id = r.notification_id WHERE u.id = \(user) ORDER BY n.id
+                """
+            ).map { try $0.decode(String.self) }
+        }
+
+        func notifications() async throws -> Int64 {
+            try await db.client.query("SELECT count(*) FROM notifications")[0].decode(Int64.self)
+        }
+
+        /// Reaches every user of every broadcast now.
+        func fanOut() async throws {
+            while try await NotificationStore(client: db.client).fanOutNextBatch(size: 2) != nil {}
+        }
+    }
+
+    /// A send's body for `title`, to `audience` (a JSON fragment), with `timing` (more fields).
+    static func body(_ title: String, _ timing: String, to audience: String = #""targets": ["u1"]"#) -> String {
+        #"{"channel_url": "feed", "template_key": "plain", \#(audience), "variables": {"title": "\#(title)"}, \#(timing)}"#
+    }
+
+    static func at(_ date: Date) -> String { RFC3339.string(from: date) }
+
+    func call(
+        _ client: some TestClientProtocol,
+        _ method: HTTPRequest.Method,
+        _ uri: String,
+        _ body: String? = nil
+    ) async throws -> (status: HTTPResponse.Status, json: [String: Any]) {
+        let response = try await client.execute(
+            uri: uri,
+            method: method,
+            headers: jsonHeaders(bearer: Self.adminToken),
+            body: body.map { ByteBuffer(string: $0) }
+        )
+        return (response.status, try jsonObject(response))
+    }
+
+    @Test func badSchedulesAreRefusedAndStoreNothing() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            let world = try await World(db, users: ["u1": "UTC"])
+            let now = Date()
+            try await world.app().test(.router) { client in
+                for (body, code) in [
+                    (#"{"channel_url": "feed", "template_key": "plain", "targets": ["u1"], "variables": {"title": "x"}}"#, "invalid_schedule"),
+                    (Self.body("x", #""send_at": "\#(Self.at(now + 60))", "deliver_at_local": "2030-01-01T09:00""#), "invalid_schedule"),
+                    (Self.body("x", #""send_at": "tomorrow""#), "invalid_schedule"),
+                    (Self.body("x", #""send_at": "2030-01-01T09:00:00""#), "invalid_schedule"),
+                    (Self.body("x", #""send_at": "\#(Self.at(now - 120))""#), "schedule_in_past"),
+                    (Self.body("x", #""send_at": "\#(Self.at(now + 400 * 86_400))""#), "invalid_schedule"),
+                    (Self.body("x", #""deliver_at_local": "2030-02-30T09:00""#), "invalid_schedule"),
+                    (Self.body("x", #""deliver_at_local": "2030-01-01T09:00Z""#), "invalid_schedule"),
+                    // Passed even where the day ends last.
+                    (Self.body("x", #""deliver_at_local": "\#(LocalDateTime(now - 14 * 3600, in: LocalDateTime.lastZone))""#), "schedule_in_past"),
+                    (Self.body("x", #""send_at": "\#(Self.at(now + 60))", "repeat": "hourly""#), "invalid_schedule"),
+                    (Self.body("x", #""send_at": "\#(Self.at(now + 60))", "when": "soon""#), "unknown_field"),
+                    // The send itself is checked now, as it will be made.
+                    (#"{"channel_url": "feed", "template_key": "nope", "targets": ["u1"], "send_at": "\#(Self.at(now + 60))"}"#, "unknown_template"),
+                    (
+                        #"{"channel_url": "feed", "template_key": "plain", "targets": ["u1"], "send_at": "\#(Self.at(now + 60))"}"#,
+                        "invalid_variables"
+                    ),
+                    (Self.body("x", #""send_at": "\#(Self.at(now + 60))""#, to: #""audience": "all", "targets": ["u1"]"#), "invalid_notification"),
+                    (
+                        Self.body("x", #""send_at": "\#(Self.at(now + 7200))", "expires_at": "\#(Self.at(now + 3600))""#),
+                        "invalid_notification"
+                    ),
+                ] {
+                    let (status, json) = try await call(client, .post, "/v1/scheduled-sends", body)
+                    #expect(status == .badRequest, "\(body)")
+                    #expect((json["error"] as? [String: Any])?["code"] as? String == code, "\(body): \(json)")
+                }
+                let (_, list) = try await call(client, .get, "/v1/scheduled-sends")
+                #expect((list["scheduled_sends"] as? [Any])?.isEmpty == true)
+                #expect(try await call(client, .get, "/v1/scheduled-sends/99").status == .notFound)
+                #expect(try await call(client, .delete, "/v1/scheduled-sends/x1").status == .badRequest)
+                #expect(try await call(client, .get, "/v1/scheduled-sends?state=done").status == .badRequest)
+            }
+        }
+    }
+
+    @Test func aSendAtIsMadeOnceWhenDueRepeatsAndCancelsBeforeItIsMade() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            let world = try await World(db, users: ["u1": "UTC"])
+            let now = Date()
+            try await world.app().test(.router) { client in
+                let due = now + 3600
+                let (status, once) = try await call(client, .post, "/v1/scheduled-sends", Self.body("once", #""send_at": "\#(Self.at(due))""#))
+                #expect(status == .created, "\(once)")
+                #expect(once["state"] as? String == "scheduled" && once["send_at"] as? String == Self.at(due))
+                #expect((once["request"] as? [String: Any])?["template_key"] as? String == "plain")
+                let daily = try await call(
+                    client,
+                    .post,
+                    "/v1/scheduled-sends",
+                    Self.body("daily", #""send_at": "\#(Self.at(due))", "repeat": "daily""#)
+                ).json
+                let canceled = try await call(client, .post, "/v1/scheduled-sends", Self.body("never", #""send_at": "\#(Self.at(due))""#)).json
+                let cancelID = canceled["id"] as! String
+                let (cancelStatus, cancelBody) = try await call(client, .delete, "/v1/scheduled-sends/\(cancelID)")
+                #expect(cancelStatus == .ok && cancelBody["state"] as? String == "canceled")
+
+                // Not yet due: nothing is claimed.
+                #expect(try await world.scheduler.runRound(now: due - 1) == 0)
+                #expect(try await world.notifications() == 0)
+                #expect(try await world.scheduler.runRound(now: due) == 2)
+                #expect(try await world.titles("u1").sorted() == ["daily", "once"])
+                // Made once: a second round finds nothing.
+                #expect(try await world.scheduler.runRound(now: due + 1) == 0)
+
+                let sent = try await call(client, .get, "/v1/scheduled-sends/\(once["id"] as! String)").json
+                #expect(sent["state"] as? String == "sent" && (sent["notification_ids"] as? [String])?.count == 1)
+                #expect(sent["next_at"] == nil)
+                #expect(try await call(client, .delete, "/v1/scheduled-sends/\(once["id"] as! String)").status == .conflict)
+                let repeating = try await call(client, .get, "/v1/scheduled-sends/\(daily["id"] as! String)").json
+                #expect(repeating["state"] as? String == "scheduled" && repeating["occurrence"] as? Int == 1)
+                #expect(repeating["send_at"] as? String == Self.at(due + 86_400) && repeating["next_at"] as? String == Self.at(due + 86_400))
+
+                // The next day's occurrence, then the list by state.
+                #expect(try await world.scheduler.runRound(now: due + 86_400) == 1)
+                #expect(try await world.titles("u1").filter { $0 == "daily" }.count == 2)
+                let waiting = try await call(client, .get, "/v1/scheduled-sends?state=scheduled").json
+                #expect((waiting["scheduled_sends"] as? [[String: Any]])?.map { $0["id"] as? String } == [daily["id"] as? String])
+                let all = try await call(client, .get, "/v1/scheduled-sends?limit=2").json
+                #expect((all["scheduled_sends"] as? [Any])?.count == 2 && all["next"] as? String != nil)
+                // The cancelled one was never made.
+                #expect(try await world.titles("u1").contains("never") == false)
+            }
+        }
+    }
+
+    /// Users in three zones get a local-time send at their own 09:00: one part per zone, each made
+    /// when it is 09:00 there, for listed users and for everyone (whose fan-out reaches only the part's
+    /// zones).
+    @Test func aLocalTimeReachesEachUserAtTheirOwnNineOClock() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            let zones = ["tokyo": "Asia/Tokyo", "berlin": "Europe/Berlin", "newyork": "America/New_York"]
+            let world = try await World(db, users: zones)
+            let now = Date()
+            // Two days ahead at 09:00, which has not passed in any zone.
+            let day = LocalDateTime(now + 2 * 86_400, in: TimeZone(identifier: "UTC")!)
+            let nine = LocalDateTime(year: day.year, month: day.month, day: day.day, hour: 9, minute: 0)
+            try await world.app().test(.router) { client in
+                let listed = try await call(
+                    client,
+                    .post,
+                    "/v1/scheduled-sends",
+                    Self.body("listed", #""deliver_at_local": "\#(nine)""#, to: #""targets": ["tokyo", "berlin", "newyork"]"#)
+                )
+                #expect(listed.status == .created, "\(listed.json)")
+                #expect(listed.json["deliver_at_local"] as? String == nine.description)
+                _ = try await call(
+                    client,
+                    .post,
+                    "/v1/scheduled-sends",
+                    Self.body("everyone", #""deliver_at_local": "\#(nine)""#, to: #""audience": "all""#)
+                )
+
+                var reached: Set<String> = []
+                for user in ["tokyo", "berlin", "newyork"] {
+                    let instant = nine.instant(in: TimeZone(identifier: zones[user]!)!)
+                    // A second before: nobody new.
+                    try await world.scheduler.runRound(now: instant - 1)
+                    try await world.fanOut()
+                    for other in zones.keys {
+                        #expect(try await world.titles(other).count == (reached.contains(other) ? 2 : 0), "\(other) before \(user)'s 09:00")
+                    }
+                    #expect(try await world.scheduler.runRound(now: instant) == 2)
+                    try await world.fanOut()
+                    reached.insert(user)
+                    for other in zones.keys {
+                        #expect(try await world.titles(other).count == (reached.contains(other) ? 2 : 0), "\(other) at \(user)'s 09:00")
+                    }
+                }
+                #expect(try await world.titles("berlin").sorted() == ["everyone", "listed"])
+                let done = try await call(client, .get, "/v1/scheduled-sends/\(listed.json["id"] as! String)").json
+                #expect(done["state"] as? String == "sent")
+                #expect((done["zones_done"] as? [String])?.sorted() == zones.values.sorted())
+                #expect((done["notification_ids"] as? [String])?.count == 3)
+                // One notification per zone and send, each reaching its zone's user only.
+                #expect(try await world.notifications() == 6)
+            }
+        }
+    }
+}
