@@ -17,6 +17,10 @@ public struct ConsoleActions: Sendable {
 
     /// `POST /v1/notifications` with this JSON body.
     public var sendNotification: @Sendable ([UInt8]) async throws -> Answer
+    /// `POST /v1/scheduled-sends` with this JSON body.
+    public var scheduleSend: @Sendable ([UInt8]) async throws -> Answer
+    /// `DELETE /v1/scheduled-sends/{scheduled_send_id}`.
+    public var cancelScheduledSend: @Sendable (String) async throws -> Answer
     /// `DELETE /v1/users/{user_id}`.
     public var eraseUser: @Sendable (String) async throws -> Answer
     /// `PUT /v1/apns/credentials/{name}` with this JSON body.
@@ -45,6 +49,8 @@ public struct ConsoleActions: Sendable {
 
     public init(
         sendNotification: @escaping @Sendable ([UInt8]) async throws -> Answer,
+        scheduleSend: @escaping @Sendable ([UInt8]) async throws -> Answer,
+        cancelScheduledSend: @escaping @Sendable (String) async throws -> Answer,
         eraseUser: @escaping @Sendable (String) async throws -> Answer,
         putCredential: @escaping @Sendable (String, [UInt8]) async throws -> Answer,
         deleteCredential: @escaping @Sendable (String) async throws -> Answer,
@@ -59,6 +65,8 @@ public struct ConsoleActions: Sendable {
         signInFailed: @escaping @Sendable (_ address: String?) -> Void = { _ in }
     ) {
         self.sendNotification = sendNotification
+        self.scheduleSend = scheduleSend
+        self.cancelScheduledSend = cancelScheduledSend
         self.eraseUser = eraseUser
         self.putCredential = putCredential
         self.deleteCredential = deleteCredential

@@ -7,7 +7,7 @@ struct ConsoleChrome {
 
     /// The console's sections, in the navigation's order.
     enum Section: String, CaseIterable {
-        case overview, channels, templates, topics, send, notifications, users, push
+        case overview, channels, templates, topics, send, scheduled, notifications, users, push
 
         var title: String {
             switch self {
@@ -16,6 +16,7 @@ struct ConsoleChrome {
             case .templates: "Templates"
             case .topics: "Topics"
             case .send: "Send"
+            case .scheduled: "Scheduled"
             case .notifications: "Notifications"
             case .users: "Users"
             case .push: "Push"

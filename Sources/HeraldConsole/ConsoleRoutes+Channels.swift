@@ -23,10 +23,6 @@ extension ConsoleRoutes {
         }
     }
 
-    struct DeleteForm: ConsoleForm {
-        var csrf: String
-    }
-
     static var channelsPageSize: Int { 50 }
 
     func registerChannels(on console: RouterGroup<Context>) {
@@ -92,7 +88,7 @@ extension ConsoleRoutes {
             )
         }
         console.post("channels/{channel_url}/delete") { request, context in
-            _ = try await requireForm(DeleteForm.self, request, context: context)
+            _ = try await requireForm(ButtonForm.self, request, context: context)
             let url = try context.parameters.require("channel_url")
             guard try await channels.delete(url) else { throw Self.noChannel }
             return Self.redirect("/console/channels?deleted=\(url.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed) ?? "")")

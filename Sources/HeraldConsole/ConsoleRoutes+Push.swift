@@ -24,10 +24,6 @@ extension ConsoleRoutes {
         }
     }
 
-    struct CredentialDeleteForm: ConsoleForm {
-        var csrf: String
-    }
-
     /// An FCM credential: a name and the service account's key file.
     struct FCMCredentialForm: ConsoleForm {
         var csrf: String
@@ -87,7 +83,7 @@ extension ConsoleRoutes {
             return Self.redirect("/console/push?notice=FCM+credential+\(Self.pathComponent(form.name))+saved")
         }
         console.post("push/fcm-credentials/{name}/delete") { request, context in
-            _ = try await requireForm(CredentialDeleteForm.self, request, context: context)
+            _ = try await requireForm(ButtonForm.self, request, context: context)
             let name = try context.parameters.require("name")
             let answer = try await actions.deleteFCMCredential(name)
             guard answer.succeeded else { throw ConsoleRefusal(.notFound, Self.apiMessage(answer)) }
@@ -105,7 +101,7 @@ extension ConsoleRoutes {
             return Self.redirect("/console/push?notice=VAPID+key+replaced")
         }
         console.post("push/credentials/{name}/delete") { request, context in
-            _ = try await requireForm(CredentialDeleteForm.self, request, context: context)
+            _ = try await requireForm(ButtonForm.self, request, context: context)
             let name = try context.parameters.require("name")
             let answer = try await actions.deleteCredential(name)
             guard answer.succeeded else { throw ConsoleRefusal(.notFound, Self.apiMessage(answer)) }

@@ -25,7 +25,13 @@ extension ConsoleRoutes {
                 status: .ok,
                 headers: [.contentType: "text/plain; charset=utf-8"],
                 body: ResponseBody(
-                    byteBuffer: ByteBuffer(string: SendForm.curl(origin: Self.origin(request), body: SendForm.json(form.body(template: template))))
+                    byteBuffer: ByteBuffer(
+                        string: SendForm.curl(
+                            origin: Self.origin(request),
+                            body: SendForm.json(form.body(template: template)),
+                            scheduled: form.isScheduled
+                        )
+                    )
                 )
             )
         }
@@ -35,10 +41,12 @@ extension ConsoleRoutes {
             guard let template = try await templates.get(form.field("template"))?.template else {
                 throw ConsoleRefusal(.notFound, "There is no template with this key.")
             }
-            let answer = try await actions.sendNotification(SendForm.json(form.body(template: template)))
+            let body = SendForm.json(form.body(template: template))
+            let answer = try await form.isScheduled ? actions.scheduleSend(body) : actions.sendNotification(body)
             guard (200..<300).contains(answer.status) else {
                 return try await sendPage(request, session: session, form: form, problem: Self.apiMessage(answer), status: .unprocessableContent)
             }
+            if form.isScheduled { return Self.redirect("/console/scheduled?notice=Scheduled") }
             guard let id = Self.notificationID(answer) else { throw ConsoleRefusal(.internalServerError, "The send's answer named no notification.") }
             return Self.redirect("/console/notifications/\(id)")
         }
@@ -82,7 +90,15 @@ extension ConsoleRoutes {
                     "pushSound": form.field("push_sound"),
                     "low": form.field("push_priority") == "low",
                     "expiresAt": form.field("expires_at"),
-                    "curl": SendForm.curl(origin: Self.origin(request), body: SendForm.json(form.body(template: template))),
+                    "sendAt": form.field("send_at"),
+                    "deliverAtLocal": form.field("deliver_at_local"),
+                    "daily": form.field("repeat") == "daily",
+                    "weekly": form.field("repeat") == "weekly",
+                    "curl": SendForm.curl(
+                        origin: Self.origin(request),
+                        body: SendForm.json(form.body(template: template)),
+                        scheduled: form.isScheduled
+                    ),
                 ]
             ) { $1 }
         }

@@ -28,6 +28,7 @@ public struct ConsoleRoutes<Context: ConsoleRequestContext>: Sendable {
     let collections: CollectionStore
     let push: PushStore
     let topics: TopicStore
+    let schedules: ScheduleStore
 
     public init(site: ConsoleSite, client: PostgresClient, adminToken: String?, actions: ConsoleActions) {
         self.site = site
@@ -42,6 +43,7 @@ public struct ConsoleRoutes<Context: ConsoleRequestContext>: Sendable {
         self.collections = CollectionStore(client: client)
         self.push = PushStore(client: client)
         self.topics = TopicStore(client: client)
+        self.schedules = ScheduleStore(client: client)
         self.sessions = ConsoleSessionStore(client: client)
         self.overview = ConsoleOverviewStore(client: client)
         self.channels = ChannelStore(client: client)
@@ -59,6 +61,7 @@ public struct ConsoleRoutes<Context: ConsoleRequestContext>: Sendable {
         registerTemplates(on: console)
         registerTopics(on: console)
         registerSend(on: console)
+        registerScheduled(on: console)
         registerNotifications(on: console)
         registerUsers(on: console)
         registerPush(on: console)
@@ -198,6 +201,11 @@ public protocol ConsoleRequestContext: RequestContext {
 /// A form the console POSTs: each carries the sign-in's CSRF token.
 protocol ConsoleForm: Decodable {
     var csrf: String { get }
+}
+
+/// A form that is a button and nothing else (delete, cancel): only its CSRF token.
+struct ButtonForm: ConsoleForm {
+    var csrf: String
 }
 
 /// The request needs a sign-in and has none (or an expired one).

@@ -1,13 +1,16 @@
 import Foundation
 import HeraldCore
 
-/// The console's send form: its fields turned into the body of `POST /v1/notifications`, and that
-/// request written as a `curl` command.
+/// The console's send form: its fields turned into the body of `POST /v1/notifications` (or of
+/// `POST /v1/scheduled-sends`, when it says when), and that request written as a `curl` command.
 struct SendForm {
     /// The form's fields by name: `channel_url`, `audience` (`targets`, `all` or `topic`), `topic`, `targets` (ids
     /// separated by spaces, commas or lines), `v_<variable>`, `push_alert`, `push_text`, `push_sound`,
-    /// `push_priority`, `expires_at`.
+    /// `push_priority`, `expires_at`, `send_at`, `deliver_at_local`, `repeat`.
     var fields: [String: String]
+
+    /// The form says when: it schedules the send rather than making it.
+    var isScheduled: Bool { !field("send_at").isEmpty || !field("deliver_at_local").isEmpty }
 
     func field(_ name: String) -> String {
         (fields[name] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
@@ -45,6 +48,7 @@ struct SendForm {
         if field("push_priority") == "low" { push["priority"] = .string("low") }
         if !push.isEmpty { body["push"] = .object(push) }
         if !field("expires_at").isEmpty { body["expires_at"] = .string(field("expires_at")) }
+        for name in ["send_at", "deliver_at_local", "repeat"] where !field(name).isEmpty { body[name] = .string(field(name)) }
         return .object(body)
     }
 
@@ -56,10 +60,10 @@ struct SendForm {
     }
 
     /// The same request from a terminal, against `origin` (`http://host:port`).
-    static func curl(origin: String, body: [UInt8]) -> String {
+    static func curl(origin: String, body: [UInt8], scheduled: Bool = false) -> String {
         let quoted = String(decoding: body, as: UTF8.self).replacingOccurrences(of: "'", with: #"'\''"#)
         return """
-            curl -X POST \(origin)/v1/notifications \\
+            curl -X POST \(origin)/v1/\(scheduled ? "scheduled-sends" : "notifications") \\
               -H "Authorization: Bearer $HERALD_ADMIN_TOKEN" \\
               -H "Content-Type: application/json" \\
               -d '\(quoted)'

@@ -24,6 +24,8 @@ enum ConsoleHarness {
     /// console wired to the real API is tested in HeraldServerTests.)
     static let actions = ConsoleActions(
         sendNotification: { _ in .init(status: 201, body: Array(#"{"id":"1"}"#.utf8)) },
+        scheduleSend: { _ in .init(status: 201, body: Array(#"{"id":"1"}"#.utf8)) },
+        cancelScheduledSend: { _ in .init(status: 200, body: Array("{}".utf8)) },
         eraseUser: { _ in .init(status: 202, body: Array("{}".utf8)) },
         putCredential: { _, _ in .init(status: 201, body: Array("{}".utf8)) },
         deleteCredential: { _ in .init(status: 204, body: []) },

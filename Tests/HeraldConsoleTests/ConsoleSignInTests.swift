@@ -164,7 +164,7 @@ struct ConsoleSignInTests {
                 for path in [
                     "/console/templates", "/console/templates/plain", "/console/templates/plain/preview", "/console/send",
                     "/console/send/curl?template=plain", "/console/notifications", "/console/notifications/1", "/console/notifications/1/funnel",
-                    "/console/users", "/console/users/alice", "/console/push",
+                    "/console/users", "/console/users/alice", "/console/push", "/console/scheduled",
                 ] {
                     let response = try await client.execute(uri: path, method: .get)
                     #expect(response.status == .seeOther, "\(path)")

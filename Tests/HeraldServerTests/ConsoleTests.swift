@@ -116,6 +116,62 @@ struct ConsoleTests {
         }
     }
 
+    /// A send that says when is scheduled through the API, listed with its time, and cancelled from
+    /// its row; a time in the past is refused in the API's words.
+    @Test func aSendWithATimeIsScheduledListedAndCancelled() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            _ = try await UserStore(client: db.client).upsert(id: "u1", nickname: nil, profileURL: nil)
+            _ = try await ChannelStore(client: db.client).put(Channel(url: "news", kind: .feed, name: "News"))
+            _ = try await TemplateStore(client: db.client).put(.plain)
+            try await application(db).test(.router) { client in
+                let browser = try await signIn(client)
+                let day = LocalDateTime(Date() + 3 * 86_400, in: TimeZone(identifier: "UTC")!)
+                // As a browser's datetime-local field sends it: no seconds.
+                let nine = String(LocalDateTime(year: day.year, month: day.month, day: day.day, hour: 9, minute: 0).description.dropLast(3))
+                let fields = [
+                    "csrf": browser.csrf, "template": "plain", "channel_url": "news", "audience": "targets", "targets": "u1",
+                    "v_title": "Morning", "deliver_at_local": nine, "repeat": "daily",
+                ]
+                let curl = String(
+                    buffer: try await client.execute(
+                        uri: "/console/send/curl?template=plain&channel_url=news&targets=u1&v_title=Hi&deliver_at_local=\(nine)",
+                        method: .get,
+                        headers: browser.headers
+                    ).body
+                )
+                #expect(curl.contains("/v1/scheduled-sends") && curl.contains(#""deliver_at_local":"\#(nine)""#))
+                let scheduled = try await post(client, "/console/send", form: fields, headers: browser.headers)
+                #expect(scheduled.status == .seeOther && scheduled.headers[.location] == "/console/scheduled?notice=Scheduled")
+                let stored = try #require(try await ScheduleStore(client: db.client).list(state: .scheduled, after: nil, limit: 10).first)
+                #expect(stored.timing == .local(LocalDateTime(nine)!) && stored.repeats == .daily)
+                #expect(try await db.client.query("SELECT count(*) FROM notifications")[0].decode(Int64.self) == 0)
+
+                let list = String(buffer: try await client.execute(uri: "/console/scheduled", method: .get, headers: browser.headers).body)
+                #expect(list.contains(#"<tr id="schedule-\#(stored.id)">"#) && list.contains("in each recipient&#39;s zone, daily"))
+                #expect(list.contains(#"action="/console/scheduled/\#(stored.id)/cancel""#))
+
+                let past = try await post(
+                    client,
+                    "/console/send",
+                    form: fields.merging(["deliver_at_local": "", "send_at": "2020-01-01T09:00:00Z"]) { $1 },
+                    headers: browser.headers
+                )
+                #expect(past.status == .unprocessableContent && String(buffer: past.body).contains("has passed"))
+
+                let cancel = try await post(client, "/console/scheduled/\(stored.id)/cancel", form: ["csrf": browser.csrf], headers: browser.headers)
+                #expect(cancel.status == .seeOther)
+                #expect(try await ScheduleStore(client: db.client).get(stored.id)?.state == .canceled)
+                let canceled = String(
+                    buffer: try await client.execute(uri: "/console/scheduled?state=canceled", method: .get, headers: browser.headers).body
+                )
+                #expect(canceled.contains(#"<tr id="schedule-\#(stored.id)">"#) && !canceled.contains("/cancel\""))
+                // Cancelling again is the API's conflict, said on the page.
+                let again = try await post(client, "/console/scheduled/\(stored.id)/cancel", form: ["csrf": browser.csrf], headers: browser.headers)
+                #expect(again.status == .unprocessableContent && String(buffer: again.body).contains("nothing is left to cancel"))
+            }
+        }
+    }
+
     /// Topics from the console: made, given subscribers and losing some through the API's own code
     /// (an unknown user refuses the whole change, in the API's words), and sent to from the send form.
     @Test func topicsAreMadeSubscribedAndSentTo() async throws {

@@ -16,7 +16,7 @@ import Testing
 /// clock), never by waiting.
 @Suite("Scheduled sends")
 struct ScheduledSendsTests {
-    static let adminToken = "test-admin-token-schedules-0123"
+    static let adminToken = "test-admin-token-schedules-0123456789"
 
     struct World {
         let db: TestDatabase
@@ -231,6 +231,71 @@ struct ScheduledSendsTests {
                 // One notification per zone and send, each reaching its zone's user only.
                 #expect(try await world.notifications() == 6)
             }
+        }
+    }
+}
+
+extension ScheduledSendsTests {
+    /// Durable and once: `herald serve` is killed (SIGKILL) while it makes a burst of due sends, with
+    /// claims it never recorded; three replicas started after it make the rest. Every scheduled send
+    /// ends with exactly one notification, and no notification is made twice.
+    @Test func sendsSurviveAKilledSchedulerAndAreMadeOnceAcrossThreeReplicas() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            _ = try await World(db, users: ["u1": "UTC"])
+            let count = 600
+            let due = Date() + 3
+            let store = ScheduleStore(client: db.client)
+            for index in 0..<count {
+                let request = #"{"channel_url":"feed","template_key":"plain","targets":["u1"],"variables":{"title":"s\#(index)"}}"#
+                _ = try await store.create(
+                    request: Array(request.utf8),
+                    channelURL: "feed",
+                    templateKey: "plain",
+                    audience: "targets",
+                    timing: .at(due),
+                    repeats: nil,
+                    nextAt: due
+                )
+            }
+            @Sendable func sent() async throws -> Int64 {
+                try await db.client.query("SELECT count(*) FROM scheduled_sends WHERE state = 'sent'")[0].decode(Int64.self)
+            }
+            let environment = db.heraldEnvironment.merging([
+                "HERALD_ADMIN_TOKEN": Self.adminToken, "HERALD_SCHEDULE_LEASE": "2s", "HERALD_LOG_LEVEL": "info",
+            ]) { $1 }
+            let arguments = ["serve", "--port", "0", "--sql-dir", TestPostgres.repositoryRoot() + "/sql"]
+            let first = try HeraldProcess(arguments: arguments, environment: environment)
+            _ = try await first.waitForLine(containing: "Herald listening on")
+            // Killed as soon as its first send is recorded: the rest of its claimed batch is in flight.
+            try await waitUntil("the first scheduler's first send", timeout: .seconds(60)) { try await sent() > 0 }
+            first.signal(SIGKILL)
+            _ = try await first.waitForExit()
+            let madeByTheFirst = try await sent()
+            #expect(madeByTheFirst < count, "the first process made every send before it was killed")
+            // Claims it took and never recorded: these wait for their lease, then pass to the others.
+            let orphaned = try await db.client.query(
+                "SELECT count(*) FROM scheduled_sends WHERE state = 'scheduled' AND claimed_until IS NOT NULL"
+            )[0].decode(Int64.self)
+            #expect(orphaned > 0)
+
+            let replicas = try (0..<3).map { _ in try HeraldProcess(arguments: arguments, environment: environment) }
+            for replica in replicas { _ = try await replica.waitForLine(containing: "Herald listening on") }
+            try await waitUntil("every scheduled send to be made", timeout: .seconds(120)) { try await sent() == Int64(count) }
+            for replica in replicas { replica.signal(SIGTERM) }
+            for replica in replicas { #expect(try await replica.waitForExit() == 0) }
+
+            let row = try await db.client.query(
+                """
+                SELECT (SELECT count(*) FROM scheduled_sends WHERE cardinality(notification_ids) = 1),
+                    (SELECT count(*) FROM notifications), (SELECT count(DISTINCT data ->> 'title') FROM notifications),
+                    (SELECT count(*) FROM notification_recipients),
+                    (SELECT count(*) FROM scheduled_sends WHERE attempts > 1)
+                """
+            )[0]
+            let (once, notifications, titles, copies, retaken) = try row.decode((Int64, Int64, Int64, Int64, Int64).self)
+            #expect(once == Int64(count))
+            #expect(notifications == Int64(count) && titles == Int64(count) && copies == Int64(count))
+            #expect(retaken > 0)
         }
     }
 }

@@ -121,8 +121,12 @@ public enum HeraldApplication {
             .register(in: registry)
         let notifications = notificationsController(dependencies)
         notifications.register(in: registry)
-        ScheduledSendsController(schedules: ScheduleStore(client: dependencies.client), notifications: notifications, wake: dependencies.scheduleWake)
-            .register(in: registry)
+        let schedules = ScheduledSendsController(
+            schedules: ScheduleStore(client: dependencies.client),
+            notifications: notifications,
+            wake: dependencies.scheduleWake
+        )
+        schedules.register(in: registry)
         CollectionController(
             collections: CollectionStore(client: dependencies.client),
             users: UserStore(client: dependencies.client),
@@ -173,6 +177,7 @@ public enum HeraldApplication {
                 adminToken: dependencies.adminToken,
                 actions: .api(
                     notifications: notifications,
+                    schedules: schedules,
                     users: users,
                     apns: apns,
                     fcm: fcm,

@@ -10,6 +10,7 @@ extension ConsoleActions {
     /// forms only build the input.
     static func api(
         notifications: NotificationsController,
+        schedules: ScheduledSendsController,
         users: UsersController,
         apns: APNsController,
         fcm: FCMController,
@@ -29,6 +30,15 @@ extension ConsoleActions {
                         preconditionFailure("a send without an idempotency key cannot reuse one")
                     }
                 }
+            },
+            scheduleSend: { json in
+                try await Answer.api {
+                    let body = try RequestBody.decode(ScheduledSendRequest.self, from: Data(json))
+                    return try Answer(.created, ScheduledSendBody(try await schedules.schedule(body, now: Date())))
+                }
+            },
+            cancelScheduledSend: { id in
+                try await Answer.api { try Answer(.ok, try await schedules.cancel(try ScheduledSendsController.id(id))) }
             },
             eraseUser: { userID in
                 try await Answer.api {

@@ -55,18 +55,23 @@ struct ScheduledSendsController: Sendable {
             return ScheduledSendBody(found)
         }
         routes.add(.delete, "/v1/scheduled-sends/{scheduled_send_id}", access: .admin) { _, context in
-            switch try await schedules.cancel(try Self.id(context), now: Date()) {
-            case .canceled(let canceled): return ScheduledSendBody(canceled)
-            case .notFound: throw Self.notFound
-            case .finished(let found):
-                throw APIError(
-                    .conflict,
-                    code: "schedule_finished",
-                    message: "This scheduled send is \(found.state.rawValue); nothing is left to cancel."
-                )
-            case .sending:
-                throw APIError(.conflict, code: "schedule_sending", message: "This scheduled send is being made now; cancel what remains once it is.")
-            }
+            try await cancel(try Self.id(context))
+        }
+    }
+
+    /// Cancels what the scheduled send has not made yet.
+    func cancel(_ id: Int64) async throws -> ScheduledSendBody {
+        switch try await schedules.cancel(id, now: Date()) {
+        case .canceled(let canceled): return ScheduledSendBody(canceled)
+        case .notFound: throw Self.notFound
+        case .finished(let found):
+            throw APIError(
+                .conflict,
+                code: "schedule_finished",
+                message: "This scheduled send is \(found.state.rawValue); nothing is left to cancel."
+            )
+        case .sending:
+            throw APIError(.conflict, code: "schedule_sending", message: "This scheduled send is being made now; cancel what remains once it is.")
         }
     }
 
@@ -91,7 +96,11 @@ struct ScheduledSendsController: Sendable {
     static let notFound = APIError(.notFound, code: "scheduled_send_not_found", message: "No scheduled send with this id.")
 
     static func id(_ context: HeraldRequestContext) throws -> Int64 {
-        guard let id = CanonicalInteger.id(try context.parameters.require("scheduled_send_id")) else {
+        try id(try context.parameters.require("scheduled_send_id"))
+    }
+
+    static func id(_ text: String) throws -> Int64 {
+        guard let id = CanonicalInteger.id(text) else {
             throw APIError(
                 .badRequest,
                 code: "invalid_scheduled_send_id",

@@ -52,10 +52,10 @@ struct Scheduler: Sendable {
                 Self.refused.increment()
                 logger.warning("scheduled send refused", metadata: ["scheduled_send_id": "\(schedule.id)", "reason": "\(reason)"])
             }
-            try await schedules.record(schedule.id, progress, nextTiming: nextTiming, nextOccurrenceAt: nextOccurrence)
+            try await schedules.record(schedule, progress, nextTiming: nextTiming, nextOccurrenceAt: nextOccurrence)
         } catch {
             logger.warning("scheduled send failed; retrying", metadata: ["scheduled_send_id": "\(schedule.id)", "error": logger.describe(error)])
-            try? await schedules.release(schedule.id, retryAt: now.addingTimeInterval(30), error: "\(type(of: error))")
+            try? await schedules.release(schedule, retryAt: now.addingTimeInterval(30), error: "\(type(of: error))")
         }
     }
 

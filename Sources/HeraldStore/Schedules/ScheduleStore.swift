@@ -124,8 +124,12 @@ public struct ScheduleStore: Sendable {
 
     /// Records a worker's progress and lets go of its claim. A finished occurrence of a repeating
     /// schedule becomes the next one (`timing` moved by its period), due at `nextOccurrenceAt`.
+    ///
+    /// Only the claim's holder records: a worker whose lease ran out (and whose send another worker
+    /// may have made again, answered by the first through its idempotency key) changes nothing. The
+    /// claim is known by the attempt it was: each claim counts one.
     public func record(
-        _ id: Int64,
+        _ claimed: ScheduledSend,
         _ progress: Progress,
         nextTiming: ScheduledSend.Timing? = nil,
         nextOccurrenceAt: Date? = nil
@@ -135,18 +139,18 @@ public struct ScheduleStore: Sendable {
             try await client.query(
                 """
                 UPDATE scheduled_sends SET state = 'failed', error = \(reason), claimed_until = NULL, updated_at = now()
-                WHERE id = \(id)
+                WHERE \(Self.held(claimed))
                 """
             )
         case .sent(let notificationID, let zones, let nextAt):
-            try await advance(id, sent: true, notificationID: notificationID, zones: zones, nextAt: nextAt, nextTiming, nextOccurrenceAt)
+            try await advance(claimed, sent: true, notificationID: notificationID, zones: zones, nextAt: nextAt, nextTiming, nextOccurrenceAt)
         case .notDue(let nextAt):
-            try await advance(id, sent: false, notificationID: nil, zones: [], nextAt: nextAt, nextTiming, nextOccurrenceAt)
+            try await advance(claimed, sent: false, notificationID: nil, zones: [], nextAt: nextAt, nextTiming, nextOccurrenceAt)
         }
     }
 
     private func advance(
-        _ id: Int64,
+        _ claimed: ScheduledSend,
         sent: Bool,
         notificationID: Int64?,
         zones: [String],
@@ -164,7 +168,7 @@ public struct ScheduleStore: Sendable {
                 """
                 UPDATE scheduled_sends SET \(part), parts = parts + \(sent ? 1 : 0), zones_done = zones_done || \(zones),
                     next_at = \(PostgresTimestamp(nextAt))
-                WHERE id = \(id)
+                WHERE \(Self.held(claimed))
                 """
             )
         } else if let nextTiming, let nextOccurrenceAt {
@@ -174,21 +178,26 @@ public struct ScheduleStore: Sendable {
                 UPDATE scheduled_sends SET \(part), occurrence = occurrence + 1, parts = 0, zones_done = '{}', send_at = \(sendAt),
                     local_time = \(localTime),
                     next_at = \(PostgresTimestamp(nextOccurrenceAt))
-                WHERE id = \(id)
+                WHERE \(Self.held(claimed))
                 """
             )
         } else {
             try await client.query(
-                "UPDATE scheduled_sends SET \(part), parts = parts + \(sent ? 1 : 0), zones_done = zones_done || \(zones), state = 'sent' WHERE id = \(id)"
+                "UPDATE scheduled_sends SET \(part), parts = parts + \(sent ? 1 : 0), zones_done = zones_done || \(zones), state = 'sent' WHERE \(Self.held(claimed))"
             )
         }
     }
 
+    /// The row of a claim, while the claim holds it.
+    static func held(_ claimed: ScheduledSend) -> PostgresQuery {
+        "id = \(claimed.id) AND attempts = \(Int32(claimed.attempts)) AND state = 'scheduled'"
+    }
+
     /// Lets go of a claim after a failure that may pass (the database, the network), to be tried
     /// again from `retryAt`.
-    public func release(_ id: Int64, retryAt: Date, error: String) async throws {
+    public func release(_ claimed: ScheduledSend, retryAt: Date, error: String) async throws {
         try await client.query(
-            "UPDATE scheduled_sends SET claimed_until = \(PostgresTimestamp(retryAt)), error = \(error) WHERE id = \(id)"
+            "UPDATE scheduled_sends SET claimed_until = \(PostgresTimestamp(retryAt)), error = \(error) WHERE \(Self.held(claimed))"
         )
     }
 
