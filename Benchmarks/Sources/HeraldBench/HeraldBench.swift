@@ -10,7 +10,7 @@ struct HeraldBench: AsyncParsableCommand {
             PGBenchmark.self, FanoutBenchmark.self, SyncBenchmark.self, AbuseBenchmark.self, PushBenchmark.self, SocketsBenchmark.self,
             LongPollBenchmark.self,
             ClientBenchmark.self, RetentionBenchmark.self, WebhookBenchmark.self, ExportBenchmark.self, SoakBenchmark.self,
-            CurvesBenchmark.self,
+            CurvesBenchmark.self, ScheduleBenchmark.self,
         ]
     )
 }
