@@ -15,9 +15,18 @@ extension ConsoleRoutes {
         var customType: String?
         var categories: String?
         var retention: String?
+        /// The throttle: empty limit for none.
+        var throttleLimit: String?
+        var throttleWindow: String?
+        var throttlePer: String?
+        var throttleBeyond: String?
 
         enum CodingKeys: String, CodingKey {
             case csrf, url, kind, name, categories, retention
+            case throttleLimit = "throttle_limit"
+            case throttleWindow = "throttle_window"
+            case throttlePer = "throttle_per"
+            case throttleBeyond = "throttle_beyond"
             case coverURL = "cover_url"
             case customType = "custom_type"
         }
@@ -107,6 +116,18 @@ extension ConsoleRoutes {
         case .failure(let problem): return channelForm(session: session, channel: nil, form: form, url: url, problem: problem.message)
         }
         let retention = form.retention?.trimmingCharacters(in: .whitespaces) ?? ""
+        var throttle: Throttle?
+        if let text = form.throttleLimit?.trimmingCharacters(in: .whitespaces), !text.isEmpty {
+            guard let limit = Int(text) else {
+                return channelForm(session: session, channel: nil, form: form, url: url, problem: "Throttle: the limit must be a whole number.")
+            }
+            throttle = Throttle(
+                limit: limit,
+                window: form.throttleWindow?.trimmingCharacters(in: .whitespaces) ?? "",
+                per: Throttle.Scope(rawValue: form.throttlePer ?? "") ?? .channel,
+                beyond: Throttle.Beyond(rawValue: form.throttleBeyond ?? "") ?? .silence
+            )
+        }
         let channel = Channel(
             url: url,
             kind: kind,
@@ -114,7 +135,8 @@ extension ConsoleRoutes {
             coverURL: form.coverURL ?? "",
             customType: form.customType ?? "",
             categories: categories,
-            retention: retention.isEmpty ? nil : retention
+            retention: retention.isEmpty ? nil : retention,
+            throttle: throttle
         )
         if let problem = channel.problem() {
             return channelForm(session: session, channel: nil, form: form, url: url, problem: "\(problem.field) \(problem.message).")
@@ -172,6 +194,10 @@ extension ConsoleRoutes {
             "categories": channel.map { $0.categories.map { "\($0.id) | \($0.name)\($0.isDefault ? " | default" : "")" }.joined(separator: "\n") }
                 ?? form?.categories ?? "",
             "retention": channel?.retention ?? form?.retention ?? "",
+            "throttleLimit": channel.map { $0.throttle.map { String($0.limit) } ?? "" } ?? form?.throttleLimit ?? "",
+            "throttleWindow": channel.map { $0.throttle?.window ?? "" } ?? form?.throttleWindow ?? "",
+            "perCategory": (channel?.throttle?.per.rawValue ?? form?.throttlePer) == "category",
+            "drops": (channel?.throttle?.beyond.rawValue ?? form?.throttleBeyond) == "drop",
             "problem": problem ?? false,
         ]
         let title = isNew ? "New channel" : "Channel \(channel?.url ?? url ?? "")"

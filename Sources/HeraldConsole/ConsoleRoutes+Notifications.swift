@@ -92,6 +92,7 @@ extension ConsoleRoutes {
             "funnel": chart.svg,
             "recipientsCount": recipients, "delivered": counts.delivered + counts.read, "readCount": counts.read,
             "clicked": counts.clicked, "viewed": counts.viewed, "pushes": stored.pushesSent, "acted": counts.acted,
+            "throttled": counts.throttled,
             "actionCounts": counts.actions.keys.sorted().map { ["id": $0, "count": counts.actions[$0]!] as [String: Any] },
         ]
     }

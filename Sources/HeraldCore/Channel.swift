@@ -51,6 +51,8 @@ public struct Channel: Sendable, Equatable, Codable {
     public var categories: [Category]
     /// How long notifications stay, as written (`"90d"`; see `RetentionPeriod`); `nil` keeps them.
     public var retention: String?
+    /// How often one user may hear from the channel; `nil`: as often as it sends.
+    public var throttle: Throttle?
 
     public init(
         url: String,
@@ -59,7 +61,8 @@ public struct Channel: Sendable, Equatable, Codable {
         coverURL: String = "",
         customType: String = "",
         categories: [Category] = [],
-        retention: String? = nil
+        retention: String? = nil,
+        throttle: Throttle? = nil
     ) {
         self.url = url
         self.kind = kind
@@ -68,6 +71,7 @@ public struct Channel: Sendable, Equatable, Codable {
         self.customType = customType
         self.categories = categories
         self.retention = retention
+        self.throttle = throttle
     }
 
     /// The retention, parsed; `nil` when there is none or it does not parse (`problem()` says so).
@@ -80,7 +84,7 @@ public struct Channel: Sendable, Equatable, Codable {
         case kind, name
         case coverURL = "cover_url"
         case customType = "custom_type"
-        case categories, retention
+        case categories, retention, throttle
     }
 
     /// Only `channel_url` and `kind` are required; the rest default to empty.
@@ -93,6 +97,7 @@ public struct Channel: Sendable, Equatable, Codable {
         customType = try container.decodeIfPresent(String.self, forKey: .customType) ?? ""
         categories = try container.decodeIfPresent([Category].self, forKey: .categories) ?? []
         retention = try container.decodeIfPresent(String.self, forKey: .retention)
+        throttle = try container.decodeIfPresent(Throttle.self, forKey: .throttle)
     }
 
     public static let maximumURLLength = 128
@@ -120,6 +125,7 @@ public struct Channel: Sendable, Equatable, Codable {
             return ("categories", "must have exactly one entry with is_default: true")
         }
         if let retention, RetentionPeriod(retention) == nil { return ("retention", RetentionPeriod.problem) }
+        if let (field, message) = throttle?.problem() { return ("throttle.\(field)", message) }
         return nil
     }
 

@@ -24,7 +24,10 @@ struct ConsolePageTests {
                 let categories = "shipping | Shipping | default\nbilling | Billing"
                 let created = try await save(
                     "/console/channels/new",
-                    ["url": "orders", "kind": "feed", "name": "Orders", "categories": categories, "retention": "24h"]
+                    [
+                        "url": "orders", "kind": "feed", "name": "Orders", "categories": categories, "retention": "24h",
+                        "throttle_limit": "5", "throttle_window": "60m", "throttle_per": "category", "throttle_beyond": "drop",
+                    ]
                 )
                 #expect(created.status == .seeOther)
                 let stored = try #require(try await ChannelStore(client: db.client).get("orders")).channel
@@ -34,6 +37,9 @@ struct ConsolePageTests {
                     ]
                 )
                 #expect(stored.retention == "1d")
+                #expect(stored.throttle == Throttle(limit: 5, window: "1h", per: .category, beyond: .drop))
+                let form = String(buffer: try await client.execute(uri: "/console/channels/orders", method: .get, headers: browser.headers).body)
+                #expect(form.contains(#"name="throttle_limit" value="5""#) && form.contains(#"<option value="drop" selected>"#))
 
                 // Problems come back on the form, with what was typed.
                 let again = try await save("/console/channels/new", ["url": "orders", "kind": "feed"])
@@ -42,6 +48,8 @@ struct ConsolePageTests {
                 let badRetention = try await save("/console/channels/orders", ["kind": "feed", "name": "Renamed", "retention": "soon"])
                 #expect(badRetention.status == .unprocessableContent)
                 #expect(String(buffer: badRetention.body).contains(#"value="Renamed""#))
+                let badThrottle = try await save("/console/channels/orders", ["kind": "feed", "throttle_limit": "5", "throttle_window": "9d"])
+                #expect(badThrottle.status == .unprocessableContent && String(buffer: badThrottle.body).contains("throttle.window"))
                 let badCategories = try await save("/console/channels/orders", ["kind": "feed", "categories": "just-an-id"])
                 #expect(badCategories.status == .unprocessableContent)
                 #expect(String(buffer: badCategories.body).contains("Categories, line 1"))

@@ -284,4 +284,20 @@ import Testing
                 == .send(forced: false)
         )
     }
+
+    /// A throttle holds back only an alert that would go out: a forced one goes, and one the user's
+    /// preferences suppress says why they did.
+    @Test func aThrottleHoldsBackOnlyAnAlertThatWouldGo() {
+        var preferences = PushPreferences()
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        func decide(_ forced: Bool = false, option: PushPreferences.ChannelTriggerOption = .all) -> AlertDecision {
+            AlertDecision.decide(preferences: preferences, channelOption: option, mentioned: false, forced: forced, throttled: true, at: now)
+        }
+        #expect(decide() == .suppressed(.throttled))
+        #expect(decide(true) == .send(forced: true))
+        #expect(decide(option: .off) == .suppressed(.triggerOff))
+        #expect(decide(option: .mentionOnly) == .suppressed(.notMentioned))
+        preferences.snooze = .init(start: 0, end: Int64.max)
+        #expect(decide() == .suppressed(.snoozed))
+    }
 }

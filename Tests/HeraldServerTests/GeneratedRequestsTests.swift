@@ -371,6 +371,8 @@ struct GeneratedRequestsTests {
                 ],
             ],
             "variants": [OpenAPIRequestGenerator.Absent(), ["de": ["push_title": "Neu"]]],
+            "throttle": [OpenAPIRequestGenerator.Absent(), ["limit": 50, "window": "1h"]],
+            "cover_url": [OpenAPIRequestGenerator.Absent(), "https://example.com/cover.png"],
             "addTopicSubscribers.topic_id": ["news"], "addTopicSubscribers.body": [["user_ids": ["me", "u1"]]],
             // A sync has five optional parameters, each broken now and then: valid values in the pools
             // (and no unknown channel for it) give it a fair chance of being valid throughout.

@@ -146,6 +146,17 @@ struct WebhookTests {
                     #expect(logged.status == .noContent)
                 }
                 #expect(try await receipts.post(client, "/v1/me/notifications/\(id)/actions/ack", world.sessions["u2"], "").status == .ok)
+                // A send whose throttle drops what is beyond one an hour: u1 already has one.
+                let throttled = try await client.execute(
+                    uri: "/v1/notifications",
+                    method: .post,
+                    headers: jsonHeaders(bearer: ReceiptsTests.adminToken),
+                    body: ByteBuffer(
+                        string:
+                            #"{"channel_url":"feed","template_key":"plain","variables":{"title":"t"},"targets":["u1"],"throttle":{"limit":1,"window":"1h","beyond":"drop"}}"#
+                    )
+                )
+                #expect(throttled.status == .created)
                 let device = String(repeating: "ab", count: 32)
                 #expect(
                     try await client.execute(
@@ -173,10 +184,10 @@ struct WebhookTests {
                 let erasures = UserErasureStore(client: db.client)
                 _ = try await erasures.start(userID: "u3")
                 try await waitUntil("u3's erasure") { try await erasures.eraseNextBatch(size: 100, grace: .zero)?.finished == true }
-                #expect(try await world.count("SELECT count(*) FROM webhook_events") == 8)
+                #expect(try await world.count("SELECT count(*) FROM webhook_events") == 9)
 
                 try await world.withDispatcher {
-                    try await waitUntil("every event to arrive") { receiver.acceptedEvents.count >= 8 }
+                    try await waitUntil("every event to arrive") { receiver.acceptedEvents.count >= 9 }
                     try await waitUntil("the outbox to empty") { try await world.count("SELECT count(*) FROM webhook_events") == 0 }
                 }
                 let events = receiver.acceptedEvents

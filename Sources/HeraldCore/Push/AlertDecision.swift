@@ -12,6 +12,8 @@ public enum AlertDecision: Sendable, Equatable {
         case triggerOff = "trigger_off"
         case notMentioned = "not_mentioned"
         case categoryOff = "category_off"
+        /// The user already got the cap of the notification's throttle within its window.
+        case throttled
     }
 
     public var sends: Bool {
@@ -23,13 +25,16 @@ public enum AlertDecision: Sendable, Equatable {
     /// (`categoryPush`: theirs, or the channel's default for it) suppresses; else snooze does; else, when the
     /// user has weekly schedules, a window of that weekday (in the user's time zone) does, and
     /// otherwise the legacy daily window; then the channel's trigger option (`default`: the user's)
-    /// — `off` never pushes, `mention_only` pushes only notifications that mention the user.
+    /// — `off` never pushes, `mention_only` pushes only notifications that mention the user; last, an
+    /// alert that would go out is held back when the user is at the throttle's cap (`throttled`), so
+    /// only alerts the user would have heard are throttled.
     public static func decide(
         preferences: PushPreferences,
         channelOption: PushPreferences.ChannelTriggerOption,
         mentioned: Bool,
         forced: Bool,
         categoryPush: Bool = true,
+        throttled: Bool = false,
         at date: Date
     ) -> AlertDecision {
         if forced { return .send(forced: true) }
@@ -53,10 +58,11 @@ public enum AlertDecision: Sendable, Equatable {
         case .off: option = .off
         }
         switch option {
-        case .all: return .send(forced: false)
-        case .mentionOnly: return mentioned ? .send(forced: false) : .suppressed(.notMentioned)
+        case .all: break
+        case .mentionOnly: if !mentioned { return .suppressed(.notMentioned) }
         case .off: return .suppressed(.triggerOff)
         }
+        return throttled ? .suppressed(.throttled) : .send(forced: false)
     }
 
     /// The weekday and time of day of `date` in the named zone (UTC when the name is unknown).

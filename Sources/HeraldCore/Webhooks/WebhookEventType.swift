@@ -10,6 +10,8 @@ public enum WebhookEventType: String, Sendable, CaseIterable, Codable {
     case notificationViewed = "notification.viewed"
     /// A recipient pressed one of the notification's actions (buttons).
     case notificationAction = "notification.action"
+    /// A throttle held a notification back from a recipient: its alert (`silence`) or its copy (`drop`).
+    case notificationThrottled = "notification.throttled"
     /// A push was refused for good or ran out of retries.
     case pushFailed = "push.failed"
     /// APNs said a device token is no longer valid; the device was removed.

@@ -32,9 +32,10 @@ struct ChannelsController: Sendable {
         var customType: String?
         var categories: [Channel.Category]?
         var retention: String?
+        var throttle: Throttle?
 
         enum CodingKeys: String, CodingKey {
-            case kind, name, categories, retention
+            case kind, name, categories, retention, throttle
             case coverURL = "cover_url"
             case customType = "custom_type"
         }
@@ -54,14 +55,15 @@ struct ChannelsController: Sendable {
         func encode(to encoder: any Encoder) throws {
             try channel.encode(to: encoder)
             var container = encoder.container(keyedBy: Keys.self)
-            // `Channel` leaves an absent retention out; the API says null.
+            // `Channel` leaves an absent retention and throttle out; the API says null.
             if channel.retention == nil { try container.encodeNil(forKey: .retention) }
+            if channel.throttle == nil { try container.encodeNil(forKey: .throttle) }
             try container.encode(createdAt, forKey: .createdAt)
             try container.encode(updatedAt, forKey: .updatedAt)
         }
 
         enum Keys: String, CodingKey {
-            case retention
+            case retention, throttle
             case createdAt = "created_at"
             case updatedAt = "updated_at"
         }
@@ -90,7 +92,8 @@ struct ChannelsController: Sendable {
             coverURL: definition.coverURL ?? "",
             customType: definition.customType ?? "",
             categories: definition.categories ?? [],
-            retention: definition.retention
+            retention: definition.retention,
+            throttle: definition.throttle
         )
         if let problem = channel.problem() {
             throw APIError(.badRequest, code: "invalid_channel", message: "\(problem.field) \(problem.message).")

@@ -31,6 +31,8 @@ struct NotificationBody: ResponseEncodable {
         var clicked: Int64
         /// Recipients who pressed any of its actions, and how many pressed each.
         var acted: Int64
+        /// Users its throttle held back from: their alert (silence) or their copy (drop).
+        var throttled: Int64
         var actions: [String: Int64]
     }
 
@@ -85,6 +87,8 @@ struct NotificationBody: ResponseEncodable {
     /// When it leaves every collection: the send's `expires_at` or its channel's retention, the earlier.
     var expiresAt: String?
     var push: PushOptions
+    /// The throttle it was sent with; absent when none.
+    var throttle: Throttle?
     var audience: String
     /// The topic a topic send went to; absent for other sends.
     var topic: String?
@@ -111,6 +115,7 @@ struct NotificationBody: ResponseEncodable {
         eventDeadline = stored.eventDeadline.map(RFC3339.string)
         expiresAt = stored.expiresAt.map(RFC3339.string)
         push = stored.push
+        throttle = stored.throttle
         audience = stored.audience
         topic = stored.topic
         fanout = Fanout(state: stored.fanoutState.rawValue, audienceSize: stored.audienceSize, reached: stored.recipientCount)
@@ -124,6 +129,7 @@ struct NotificationBody: ResponseEncodable {
                 viewed: $0.viewed,
                 clicked: $0.clicked,
                 acted: $0.acted,
+                throttled: $0.throttled,
                 actions: $0.actions
             )
         }
@@ -142,7 +148,7 @@ struct NotificationBody: ResponseEncodable {
         case variants, category, tags
         case eventDeadline = "event_deadline"
         case expiresAt = "expires_at"
-        case push, audience, topic, fanout, counts, members
+        case push, throttle, audience, topic, fanout, counts, members
         case nextCursor = "next"
         case createdAt = "created_at"
         case updatedAt = "updated_at"

@@ -139,7 +139,8 @@ struct NotificationsController: Sendable {
             audience: audience,
             excluded: body.exclude ?? [],
             expiresAt: expiresAt,
-            rendersPerRecipient: perRecipient
+            rendersPerRecipient: perRecipient,
+            throttle: body.throttle?.normalized ?? channel.throttle
         )
     }
 

@@ -20,6 +20,8 @@ struct SendNotificationRequest: Codable, Sendable {
     var eventDeadline: String?
     var expiresAt: String?
     var push: PushOptions
+    /// Replaces the channel's throttle for this send.
+    var throttle: Throttle?
 
     enum CodingKeys: String, CodingKey {
         case channelURL = "channel_url"
@@ -29,7 +31,7 @@ struct SendNotificationRequest: Codable, Sendable {
         case targets, audience, topic, exclude, category, tags
         case eventDeadline = "event_deadline"
         case expiresAt = "expires_at"
-        case push
+        case push, throttle
     }
 
     init(from decoder: any Decoder) throws {
@@ -47,6 +49,7 @@ struct SendNotificationRequest: Codable, Sendable {
         eventDeadline = try container.decodeIfPresent(String.self, forKey: .eventDeadline)
         expiresAt = try container.decodeIfPresent(String.self, forKey: .expiresAt)
         push = try container.decodeIfPresent(PushOptions.self, forKey: .push) ?? PushOptions()
+        throttle = try container.decodeIfPresent(Throttle.self, forKey: .throttle)
     }
 
     static let maximumTargets = 10_000
@@ -129,6 +132,7 @@ struct SendNotificationRequest: Codable, Sendable {
             expiry = parsed
         }
         if let (field, message) = push.problem() { throw invalid("push.\(field)", message) }
+        if let (field, message) = throttle?.problem() { throw invalid("throttle.\(field)", message) }
         return (audience, deadline, expiry)
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldStore
+import Metrics
 
 extension PushDispatcher {
     /// The alert half of a round: decide who gets each new alert (`AlertDecision`, at this moment, in
@@ -29,21 +30,25 @@ extension PushDispatcher {
         return true
     }
 
-    /// The candidates whose preferences let the alert through now, and whether forced.
-    static func decide(_ candidates: [AlertCandidate], at now: Date) -> [(userKey: Int64, forced: Bool)] {
-        candidates.compactMap { candidate in
+    /// Each candidate's decision now: whether their preferences (and the throttle) let the alert
+    /// through, and whether forced.
+    static func decide(_ candidates: [AlertCandidate], at now: Date) -> [AlertDecision] {
+        candidates.map { candidate in
             let decision = AlertDecision.decide(
                 preferences: candidate.preferences,
                 channelOption: candidate.channelOption,
                 mentioned: candidate.mentioned,
                 forced: candidate.forced,
                 categoryPush: candidate.categoryPush,
+                throttled: candidate.throttled,
                 at: now
             )
-            guard case .send(let forced) = decision else { return nil }
-            return (candidate.userKey, forced)
+            if decision == .suppressed(.throttled) { throttledAlerts.increment() }
+            return decision
         }
     }
+
+    static let throttledAlerts = Counter(label: "herald_alerts_throttled_total")
 
     /// Each claim's alert: text and title, sound, badge, the seed-format `herald` object.
     private func alertMessages(

@@ -13,6 +13,8 @@ public enum NotificationEventKind: Int16, Sendable, CaseIterable {
     case clicked = 2
     /// Pressed one of the notification's actions (`pressAction`, not `logEvent`).
     case acted = 3
+    /// Held back by the notification's throttle: no alert, or no copy (`ThrottleSQL`).
+    case throttled = 4
 
     public init?(name: String) {
         switch name {

@@ -40,6 +40,8 @@ public struct ChannelStore: Sendable {
         // loaded again is unchanged.
         var channel = channel
         channel.retention = channel.retentionPeriod?.description
+        channel.throttle = channel.throttle?.normalized
+        let throttle = try channel.throttle.map { try PostgresJSONB(utf8: Array(JSONEncoder().encode($0))) }
         let categories = try PostgresJSONB(utf8: Array(JSONEncoder().encode(channel.categories)))
         let current = try await connection.query("SELECT \(Self.columns) FROM channels WHERE url = \(channel.url) FOR UPDATE")
         if let existing = try current.first.map(decode) {
@@ -48,12 +50,12 @@ public struct ChannelStore: Sendable {
         }
         let rows = try await connection.query(
             """
-            INSERT INTO channels AS c (url, kind, name, cover_url, custom_type, categories, retention_seconds, change_xid)
+            INSERT INTO channels AS c (url, kind, name, cover_url, custom_type, categories, retention_seconds, throttle, change_xid)
             VALUES (\(channel.url), \(channel.kind.rawValue), \(channel.name), \(channel.coverURL), \(channel.customType), \(categories),
-                \(channel.retentionPeriod?.seconds), \(ChangePositionSQL.currentTransactionID))
+                \(channel.retentionPeriod?.seconds), \(throttle), \(ChangePositionSQL.currentTransactionID))
             ON CONFLICT (url) DO UPDATE SET
                 name = EXCLUDED.name, cover_url = EXCLUDED.cover_url, custom_type = EXCLUDED.custom_type,
-                categories = EXCLUDED.categories, retention_seconds = EXCLUDED.retention_seconds, updated_at = now(),
+                categories = EXCLUDED.categories, retention_seconds = EXCLUDED.retention_seconds, throttle = EXCLUDED.throttle, updated_at = now(),
                 change_xid = EXCLUDED.change_xid
             RETURNING \(Self.columns), (xmax = 0) AS created, key
             """
@@ -131,7 +133,7 @@ public struct ChannelStore: Sendable {
 
     // MARK: - Rows
 
-    static let columns: PostgresQuery = "url, kind, name, cover_url, custom_type, categories, created_at, updated_at, retention_seconds"
+    static let columns: PostgresQuery = "url, kind, name, cover_url, custom_type, categories, created_at, updated_at, retention_seconds, throttle"
 
     static func decode(_ row: PostgresRow) throws -> StoredChannel {
         let (url, kind, name, coverURL, customType, categories, createdAt, updatedAt, retention) =
@@ -143,7 +145,8 @@ public struct ChannelStore: Sendable {
             coverURL: coverURL,
             customType: customType,
             categories: try JSONDecoder().decode([Channel.Category].self, from: Data(categories.utf8)),
-            retention: retention.flatMap(RetentionPeriod.init(seconds:))?.description
+            retention: retention.flatMap(RetentionPeriod.init(seconds:))?.description,
+            throttle: try row.decode(column: 9, as: PostgresJSONB?.self).map { try JSONDecoder().decode(Throttle.self, from: Data($0.utf8)) }
         )
         return StoredChannel(channel: channel, createdAt: createdAt, updatedAt: updatedAt)
     }

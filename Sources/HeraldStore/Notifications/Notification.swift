@@ -43,6 +43,8 @@ public struct NotificationDraft: Sendable {
     /// Only users in these time zones are reached (a part of a send scheduled for a local time);
     /// `nil`: every user the audience names.
     public var timeZones: [String]?
+    /// The cap on how often each recipient hears from the channel: the send's, else the channel's.
+    public var throttle: Throttle?
 
     public init(
         channelURL: String,
@@ -57,7 +59,8 @@ public struct NotificationDraft: Sendable {
         audience: Audience,
         excluded: [String] = [],
         expiresAt: Date? = nil,
-        rendersPerRecipient: Bool = false
+        rendersPerRecipient: Bool = false,
+        throttle: Throttle? = nil
     ) {
         self.channelURL = channelURL
         self.templateKey = templateKey
@@ -73,6 +76,7 @@ public struct NotificationDraft: Sendable {
         self.expiresAt = expiresAt
         self.rendersPerRecipient = rendersPerRecipient
         self.timeZones = nil
+        self.throttle = throttle
     }
 
     /// Every user id the send names: its targets and the users it has variables for.
@@ -119,6 +123,8 @@ public struct StoredNotification: Sendable, Equatable {
     /// Its rendering in each of its template's variants, by lower-cased language tag:
     /// `{"data", "push_title", "push_body", "actions"}`.
     public var variants: [String: JSONValue] = [:]
+    /// The throttle it was sent with (its send's, else its channel's then).
+    public var throttle: Throttle?
 }
 
 /// Recipients of one notification by status. Statuses only move forward (sent → delivered → read),
@@ -132,6 +138,8 @@ public struct RecipientCounts: Sendable, Equatable {
     public var clicked: Int64
     /// Recipients who pressed any of its actions, each counted once; and how many pressed each.
     public var acted: Int64
+    /// Users a throttle held it back from: its alert, or (a throttle that drops) the notification.
+    public var throttled: Int64
     public var actions: [String: Int64]
 
     public init(
@@ -141,9 +149,11 @@ public struct RecipientCounts: Sendable, Equatable {
         viewed: Int64 = 0,
         clicked: Int64 = 0,
         acted: Int64 = 0,
+        throttled: Int64 = 0,
         actions: [String: Int64] = [:]
     ) {
         self.acted = acted
+        self.throttled = throttled
         self.actions = actions
         self.sent = sent
         self.delivered = delivered

@@ -1,3 +1,4 @@
+import HeraldCore
 import Postgres
 
 /// How far one broadcast's fan-out (`audience: "all"` or a topic) has come after a batch.
@@ -24,7 +25,7 @@ extension NotificationStore {
                 let row = try await connection.query(
                     """
                     SELECT id, channel_key, fanout_after, fanout_through, fanout_skips_existing, topic_key, excluded_keys, category, inbox_default,
-                        renders_per_recipient, ARRAY(SELECT jsonb_object_keys(variants)), time_zones
+                        renders_per_recipient, ARRAY(SELECT jsonb_object_keys(variants)), time_zones, throttle
                     FROM notifications
                     WHERE fanout_state = 'running' ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
                     """
@@ -37,6 +38,7 @@ extension NotificationStore {
             let rendersPerRecipient = try row.decode(column: 9, as: Bool.self)
             let variantTags = try row.decode(column: 10, as: [String].self)
             let timeZones = try row.decode(column: 11, as: [String]?.self)
+            let throttle = try ThrottleSQL.decode(try row.decode(column: 12, as: PostgresJSONB?.self))
             let last: Int64
             if let topicKey {
                 last = try await Self.subscribersBatchEnd(topic: topicKey, after: after, through: through, size: size, on: connection)
@@ -76,6 +78,27 @@ extension NotificationStore {
             var excluding: PostgresQuery = excludedKeys.isEmpty ? "" : "AND \(userColumn) <> ALL(\(excludedKeys)::int8[])"
             // A part of a send scheduled for a local time: the users of its time zones.
             if let timeZones { excluding = "\(excluding) AND u.time_zone = ANY(\(timeZones))" }
+            // A throttle that drops: users at its cap get no copy, and an event says so.
+            if throttle?.beyond == .drop {
+                let reachable: PostgresQuery =
+                    topicKey.map {
+                        """
+                        FROM topic_subscriptions s \(readsUsers ? "JOIN users u ON u.key = s.user_key" : "" as PostgresQuery)
+                        WHERE s.topic_key = \($0) AND s.user_key > \(after) AND s.user_key <= \(last) AND NOT s.muted
+                        """
+                    } ?? "FROM users u WHERE u.key > \(after) AND u.key <= \(last)"
+                try await Self.recordDropped(
+                    throttle,
+                    users: "\(reachable) \(excluding) AND \(inbox)",
+                    user: userColumn,
+                    notification: id,
+                    channelKey: channelKey,
+                    category: category,
+                    on: connection
+                )
+                excluding =
+                    "\(excluding) AND \(Self.throttleAdmits(throttle, user: userColumn, notification: id, channelKey: channelKey, category: category))"
+            }
             let inserted: Int
             if rendersPerRecipient {
                 // The same users, read with their profiles and rendered here: only templates that read

@@ -134,29 +134,40 @@ public struct NotificationStore: Sendable {
                 channel_key, template_key, template_version, variables, data, push_title, push_body,
                 category, tags, event_deadline, push, audience, audience_size, fanout_through, fanout_state,
                 fanout_skips_existing, expires_at, topic_key, topic, excluded_keys, inbox_default, push_default,
-                renders_per_recipient, actions, variants, time_zones)
+                renders_per_recipient, actions, variants, time_zones, throttle)
             VALUES (
                 \(channelKey), \(draft.templateKey), \(draft.templateVersion), \(variables), \(data),
                 \(draft.content.shared.pushTitle), \(draft.content.shared.pushBody), \(draft.category), \(draft.tags),
                 \(deadline), \(push), \(draft.audience.name), \(audienceSize), \(fanoutThrough), \(fanoutState),
                 \(!draft.content.perUser.isEmpty), \(draft.expiresAt.map(PostgresTimestamp.init)), \(topicKey), \(topicName(draft.audience)),
-                \(excludedKeys), \(inboxDefault), \(pushDefault), \(draft.rendersPerRecipient), \(actions), \(variants), \(draft.timeZones))
+                \(excludedKeys), \(inboxDefault), \(pushDefault), \(draft.rendersPerRecipient), \(actions), \(variants), \(draft.timeZones),
+                \(try ThrottleSQL.json(draft.throttle)))
             RETURNING id
             """
         )
         let id = try inserted[0].decode(Int64.self)
+        let admits = Self.throttleAdmits(draft.throttle, user: "u.key", notification: id, channelKey: channelKey, category: draft.category)
         // One statement for every recipient. The per-user overrides ride along as one JSON array
         // joined in by id; everyone else gets NULL ("the notification's own data").
         let recipients: PostgresResult
         switch draft.audience {
         case .targets:
+            try await Self.recordDropped(
+                draft.throttle,
+                users: "FROM users u WHERE u.id = ANY(\(targetIDs)) AND \(inbox)",
+                user: "u.key",
+                notification: id,
+                channelKey: channelKey,
+                category: draft.category,
+                on: connection
+            )
             recipients = try await connection.query(
                 """
                 INSERT INTO notification_recipients (user_key, channel_key, notification_id, change_xid, data, push_title, push_body, variant)
                 SELECT u.key, \(channelKey), \(id), \(xid), o.data, o.push_title, o.push_body, \(variant)
                 FROM users u
                 LEFT JOIN jsonb_to_recordset(\(overrides)) AS o(id text, data jsonb, push_title text, push_body text) ON o.id = u.id
-                WHERE u.id = ANY(\(targetIDs)) AND \(inbox)
+                WHERE u.id = ANY(\(targetIDs)) AND \(inbox) AND \(admits)
                 """
             )
         case .all, .topic:
@@ -166,13 +177,25 @@ public struct NotificationStore: Sendable {
                 topicKey.map {
                     "EXISTS (SELECT 1 FROM topic_subscriptions s WHERE s.topic_key = \($0) AND s.user_key = u.key AND NOT s.muted)"
                 } ?? "true"
+            try await Self.recordDropped(
+                draft.throttle,
+                users: """
+                    FROM jsonb_to_recordset(\(overrides)) AS o(id text) JOIN users u ON u.id = o.id
+                    WHERE u.key <> ALL(\(excludedKeys)::int8[]) AND \(subscribed) AND \(inbox) AND \(inZones)
+                    """,
+                user: "u.key",
+                notification: id,
+                channelKey: channelKey,
+                category: draft.category,
+                on: connection
+            )
             recipients = try await connection.query(
                 """
                 INSERT INTO notification_recipients (user_key, channel_key, notification_id, change_xid, data, push_title, push_body, variant)
                 SELECT u.key, \(channelKey), \(id), \(xid), o.data, o.push_title, o.push_body, \(variant)
                 FROM jsonb_to_recordset(\(overrides)) AS o(id text, data jsonb, push_title text, push_body text)
                 JOIN users u ON u.id = o.id
-                WHERE u.key <> ALL(\(excludedKeys)::int8[]) AND \(subscribed) AND \(inbox) AND \(inZones)
+                WHERE u.key <> ALL(\(excludedKeys)::int8[]) AND \(subscribed) AND \(inbox) AND \(inZones) AND \(admits)
                 """
             )
         }
@@ -254,13 +277,15 @@ public struct NotificationStore: Sendable {
                 (SELECT count(*) FROM notification_events WHERE notification_id = \(id) AND kind = 1),
                 (SELECT count(*) FROM notification_events WHERE notification_id = \(id) AND kind = 2),
                 (SELECT count(*) FROM notification_events WHERE notification_id = \(id) AND kind = \(NotificationEventKind.acted.rawValue)),
+                (SELECT count(*) FROM notification_events WHERE notification_id = \(id) AND kind = \(NotificationEventKind.throttled.rawValue)),
                 (SELECT coalesce(jsonb_object_agg(a, n), '{}')::text FROM (
                     SELECT a, count(*) AS n FROM notification_recipients, unnest(actions_done) AS a
                     WHERE notification_id = \(id) AND actions_done IS NOT NULL GROUP BY a) AS per_action)
             FROM notification_recipients WHERE notification_id = \(id) AND NOT deleted
             """
         ).first!
-        let (sent, delivered, read, viewed, clicked, acted, perAction) = try row.decode((Int64, Int64, Int64, Int64, Int64, Int64, String).self)
+        let (sent, delivered, read, viewed, clicked, acted, throttled, perAction) =
+            try row.decode((Int64, Int64, Int64, Int64, Int64, Int64, Int64, String).self)
         return RecipientCounts(
             sent: sent,
             delivered: delivered,
@@ -268,6 +293,7 @@ public struct NotificationStore: Sendable {
             viewed: viewed,
             clicked: clicked,
             acted: acted,
+            throttled: throttled,
             actions: try JSONDecoder().decode([String: Int64].self, from: Data(perAction.utf8))
         )
     }
@@ -305,7 +331,7 @@ public struct NotificationStore: Sendable {
         n.id, c.url, n.template_key, n.template_version, n.variables, n.data, n.push_title, n.push_body, \
         n.category, n.tags, n.event_deadline, n.push, n.audience, n.audience_size, n.recipient_count, \
         n.fanout_state, n.created_at, n.updated_at, n.pushes_sent, \
-        least(n.expires_at, n.created_at + c.retention_seconds * interval '1 second'), n.topic, n.variants
+        least(n.expires_at, n.created_at + c.retention_seconds * interval '1 second'), n.topic, n.variants, n.throttle
         """
 
     static func decode(_ row: PostgresRow) throws -> StoredNotification {
@@ -323,6 +349,7 @@ public struct NotificationStore: Sendable {
         let expiresAt = try row.decode(column: 19, as: Date?.self)
         let topic = try row.decode(column: 20, as: String?.self)
         let variants = try row.decode(column: 21, as: PostgresJSONB.self)
+        let throttle = try ThrottleSQL.decode(try row.decode(column: 22, as: PostgresJSONB?.self))
         let decoder = JSONDecoder()
         return StoredNotification(
             id: id,
@@ -346,7 +373,8 @@ public struct NotificationStore: Sendable {
             createdAt: createdAt,
             updatedAt: updatedAt,
             pushesSent: pushesSent,
-            variants: try decoder.decode([String: JSONValue].self, from: Data(variants.utf8))
+            variants: try decoder.decode([String: JSONValue].self, from: Data(variants.utf8)),
+            throttle: throttle
         )
     }
 }

@@ -12,6 +12,8 @@ public struct AlertCandidate: Sendable, Equatable {
     public var channelOption: PushPreferences.ChannelTriggerOption
     /// The user's choice for the notification's category, else the channel's default for it.
     public var categoryPush: Bool = true
+    /// The notification's throttle silences what is beyond its cap, and the user is at it.
+    public var throttled: Bool = false
 }
 
 /// An alert push claimed for sending, with everything its payload needs from the database.
@@ -47,14 +49,15 @@ public struct AlertStore: Sendable {
         self.client = client
     }
 
-    /// Turns up to `limit` alert outbox rows into alert pushes: `decide` picks, among each row's
-    /// recipients who have devices (read with their preferences), those who get the alert (and whether
-    /// forced); each of their devices gets a row. One transaction, on one connection (so a pool of one
-    /// cannot deadlock): a crash either leaves the outbox row or has written all. Returns how many
-    /// outbox rows it took.
+    /// Turns up to `limit` alert outbox rows into alert pushes: `decide` decides, for each of a row's
+    /// recipients who have devices (read with their preferences), whether the alert goes (and
+    /// whether forced); each device of those it goes to gets a row, and each user a throttle held back
+    /// gets an event (`throttled`, raising `notification.throttled`). One transaction, on one
+    /// connection (so a pool of one cannot deadlock): a crash either leaves the outbox row or has
+    /// written all. Returns how many outbox rows it took.
     public func expand(
         limit: Int,
-        decide: @escaping @Sendable (_ candidates: [AlertCandidate]) -> [(userKey: Int64, forced: Bool)]
+        decide: @escaping @Sendable (_ candidates: [AlertCandidate]) -> [AlertDecision]
     ) async throws -> Int {
         try await client.withRetryingTransaction { connection in
             let rows = try await connection.query(
@@ -62,9 +65,19 @@ public struct AlertStore: Sendable {
             )
             for row in rows {
                 let (_, notification, after, through) = try row.decode((Int64, Int64, Int64?, Int64?).self)
+                // A throttle that silences: whether each user already got its cap in the window.
+                let throttle = try ThrottleSQL.decode(
+                    try await connection.query("SELECT throttle FROM notifications WHERE id = \(notification)").first?.decode(PostgresJSONB?.self)
+                )
+                let throttled: PostgresQuery =
+                    throttle.flatMap { throttle in
+                        throttle.beyond == .silence
+                            ? "NOT (\(ThrottleSQL.admits(throttle, user: "r.user_key", channel: "r.channel_key", notification: "n.id", createdAt: "n.created_at", category: "n.category")))"
+                            : nil
+                    } ?? "false"
                 let candidates = try await connection.query(
                     """
-                    SELECT r.user_key, r.channel_key,
+                    SELECT r.user_key, r.channel_key, \(throttled),
                         u.id IN (SELECT jsonb_array_elements_text(coalesce(n.push->'mentioned_user_ids', '[]'))),
                         u.id IN (SELECT jsonb_array_elements_text(coalesce(n.push->'force_push', '[]'))),
                         coalesce(cp.trigger_option, 'default'), coalesce(catp.push, n.push_default), \(PushPreferenceStore.columns)
@@ -82,20 +95,27 @@ public struct AlertStore: Sendable {
                         AND EXISTS (SELECT 1 FROM devices d WHERE d.user_key = r.user_key)
                     """
                 ).map { row in
-                    // The four columns above, the trigger option and the category's push, then the preferences.
-                    var preferencesColumn = 6
+                    // The five columns above, the trigger option and the category's push, then the preferences.
+                    var preferencesColumn = 7
                     return AlertCandidate(
                         userKey: try row.decode(column: 0, as: Int64.self),
                         channelKey: try row.decode(column: 1, as: Int64.self),
-                        mentioned: try row.decode(column: 2, as: Bool.self),
-                        forced: try row.decode(column: 3, as: Bool.self),
+                        mentioned: try row.decode(column: 3, as: Bool.self),
+                        forced: try row.decode(column: 4, as: Bool.self),
                         preferences: try PushPreferenceStore.decode(row, at: &preferencesColumn),
-                        channelOption: PushPreferences.ChannelTriggerOption(rawValue: try row.decode(column: 4, as: String.self)) ?? .default,
-                        categoryPush: try row.decode(column: 5, as: Bool.self)
+                        channelOption: PushPreferences.ChannelTriggerOption(rawValue: try row.decode(column: 5, as: String.self)) ?? .default,
+                        categoryPush: try row.decode(column: 6, as: Bool.self),
+                        throttled: try row.decode(column: 2, as: Bool.self)
                     )
                 }
                 guard !candidates.isEmpty else { continue }
-                let chosen = decide(candidates)
+                let decisions = decide(candidates)
+                let chosen = zip(candidates, decisions).compactMap { candidate, decision -> (userKey: Int64, forced: Bool)? in
+                    guard case .send(let forced) = decision else { return nil }
+                    return (candidate.userKey, forced)
+                }
+                let held = zip(candidates, decisions).filter { $0.1 == .suppressed(.throttled) }.map(\.0.userKey)
+                if !held.isEmpty { try await Self.recordThrottled(notification: notification, users: held, on: connection) }
                 guard !chosen.isEmpty else { continue }
                 try await connection.query(
                     """
@@ -110,6 +130,26 @@ public struct AlertStore: Sendable {
             try await connection.query("DELETE FROM alert_outbox WHERE id = ANY(\(ids))")
             return rows.count
         }
+    }
+
+    /// Events of kind `throttled` for `users`, whose alert of the notification a throttle held back,
+    /// and their webhook events.
+    static func recordThrottled(notification id: Int64, users: [Int64], on connection: PostgresConnection) async throws {
+        try await connection.query(
+            """
+            WITH held AS (
+                INSERT INTO notification_events (notification_id, kind, user_key)
+                SELECT \(id), \(NotificationEventKind.throttled.rawValue), unnest(\(users)::int8[])
+                ON CONFLICT DO NOTHING
+                RETURNING user_key
+            )
+            SELECT herald_webhook_event('notification.throttled', jsonb_build_object('notification_id', \(id)::text,
+                'channel_url', c.url, 'user_id', u.id, 'beyond', 'silence', 'at', \(TimeSQL.rfc3339("now()"))))
+            FROM held JOIN users u ON u.key = held.user_key
+            JOIN notifications n ON n.id = \(id) JOIN channels c ON c.key = n.channel_key
+            WHERE herald_webhook_wanted('notification.throttled')
+            """
+        )
     }
 
     /// Claims up to `limit` due alert pushes to devices of `service`. Alerts to recipients who are

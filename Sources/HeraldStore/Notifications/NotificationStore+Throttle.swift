@@ -1,0 +1,58 @@
+import HeraldCore
+import Postgres
+
+/// Throttles at the copies: a notification whose throttle drops what is beyond the cap gives no copy
+/// to a user who already got the limit within the window (`sql/0031_throttles.sql`).
+extension NotificationStore {
+    /// The condition under which user `user` (a key expression) gets a copy of notification `id`:
+    /// always, unless its throttle drops and the user is at the cap. Judged against the notification's
+    /// creation time, so every batch of a fan-out counts the same window.
+    static func throttleAdmits(
+        _ throttle: Throttle?,
+        user: PostgresQuery,
+        notification id: Int64,
+        channelKey: Int64,
+        category: String
+    ) -> PostgresQuery {
+        guard let throttle, throttle.beyond == .drop else { return "true" }
+        return ThrottleSQL.admits(
+            throttle,
+            user: user,
+            channel: "\(channelKey)",
+            notification: "\(id)",
+            createdAt: "(SELECT created_at FROM notifications WHERE id = \(id))",
+            category: "\(category)"
+        )
+    }
+
+    /// Records, for each user of `users` (a `FROM … WHERE …` naming the user key `user`, of the users
+    /// the send would otherwise reach) whom the throttle keeps the copy from, an event of kind
+    /// `throttled` and the webhook event `notification.throttled`. Runs before the copies are written,
+    /// so it sees what they will see. Nothing when the throttle does not drop.
+    static func recordDropped(
+        _ throttle: Throttle?,
+        users: PostgresQuery,
+        user: PostgresQuery,
+        notification id: Int64,
+        channelKey: Int64,
+        category: String,
+        on connection: PostgresConnection
+    ) async throws {
+        guard throttle?.beyond == .drop else { return }
+        let admits = throttleAdmits(throttle, user: user, notification: id, channelKey: channelKey, category: category)
+        try await connection.query(
+            """
+            WITH held AS (
+                INSERT INTO notification_events (notification_id, kind, user_key)
+                SELECT \(id), \(NotificationEventKind.throttled.rawValue), \(user) \(users) AND NOT (\(admits))
+                ON CONFLICT DO NOTHING
+                RETURNING user_key
+            )
+            SELECT herald_webhook_event('notification.throttled', jsonb_build_object('notification_id', \(id)::text,
+                'channel_url', c.url, 'user_id', u.id, 'beyond', 'drop', 'at', \(TimeSQL.rfc3339("now()"))))
+            FROM held JOIN users u ON u.key = held.user_key JOIN channels c ON c.key = \(channelKey)
+            WHERE herald_webhook_wanted('notification.throttled')
+            """
+        )
+    }
+}
