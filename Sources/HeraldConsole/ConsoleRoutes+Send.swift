@@ -41,6 +41,15 @@ extension ConsoleRoutes {
             guard let template = try await templates.get(form.field("template"))?.template else {
                 throw ConsoleRefusal(.notFound, "There is no template with this key.")
             }
+            if !form.field("repeat").isEmpty, !form.isScheduled {
+                return try await sendPage(
+                    request,
+                    session: session,
+                    form: form,
+                    problem: "A repeat needs a time: give one under When.",
+                    status: .unprocessableContent
+                )
+            }
             let body = SendForm.json(form.body(template: template))
             let answer = try await form.isScheduled ? actions.scheduleSend(body) : actions.sendNotification(body)
             guard (200..<300).contains(answer.status) else {

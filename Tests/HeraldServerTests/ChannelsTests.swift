@@ -102,6 +102,13 @@ struct ChannelsTests {
                         #"{"kind":"feed","categories":[{"id":"a","name":"A","is_default":true},{"id":"a","name":"B","is_default":false}]}"#,
                         "invalid_channel"
                     ),
+                    ("/v1/channels/ok", #"{"kind":"feed","throttle":{"limit":0,"window":"1h"}}"#, "invalid_channel"),
+                    ("/v1/channels/ok", #"{"kind":"feed","throttle":{"limit":5,"window":"8d"}}"#, "invalid_channel"),
+                    ("/v1/channels/ok", #"{"kind":"feed","throttle":{"limit":5,"window":"soon"}}"#, "invalid_channel"),
+                    ("/v1/channels/ok", #"{"kind":"feed","throttle":{"limit":5}}"#, "invalid_json"),
+                    ("/v1/channels/ok", #"{"kind":"feed","throttle":{"limit":5,"window":"1h","beyond":"shout"}}"#, "invalid_json"),
+                    ("/v1/channels/ok", #"{"kind":"feed","throttle":{"limit":5,"window":"1h","per":"user"}}"#, "invalid_json"),
+                    ("/v1/channels/ok", #"{"kind":"feed","throttle":{"limit":5,"window":"1h","every":2}}"#, "unknown_field"),
                 ]
                 for (uri, body, code) in cases {
                     let response = try await client.execute(uri: uri, method: .put, headers: admin, body: ByteBuffer(string: body))

@@ -167,6 +167,14 @@ struct NotificationsTests {
                         ["variables.order_id"]
                     ),
                     (#"{\#(base),"targets":"u1"}"#, "invalid_json", ["$.targets"]),
+                    (
+                        #"{\#(base),"targets":["u1"],"variables":{"order_id":"A"},"throttle":{"limit":20000,"window":"1h"}}"#,
+                        "invalid_notification", ["throttle.limit"]
+                    ),
+                    (
+                        #"{\#(base),"targets":["u1"],"variables":{"order_id":"A"},"throttle":{"limit":2,"window":"0m"}}"#,
+                        "invalid_notification", ["throttle.window"]
+                    ),
                 ]
                 for (body, code, mentions) in cases {
                     let response = try await send(client, body)

@@ -299,3 +299,75 @@ extension ScheduledSendsTests {
         }
     }
 }
+
+extension ScheduledSendsTests {
+    /// A worker that made a local time's part and died before recording it: the next worker's
+    /// send of the same part is answered by the first (its zones only), and the zones that became
+    /// due in between get a part of their own — nobody is missed, nobody gets two.
+    @Test func aRetriedPartRecordsTheZonesItsFirstSendReached() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            let zones = ["tokyo": "Asia/Tokyo", "berlin": "Europe/Berlin"]
+            let world = try await World(db, users: zones)
+            let day = LocalDateTime(Date() + 2 * 86_400, in: TimeZone(identifier: "UTC")!)
+            let nine = LocalDateTime(year: day.year, month: day.month, day: day.day, hour: 9, minute: 0)
+            let (tokyo, berlin) = (nine.instant(in: TimeZone(identifier: "Asia/Tokyo")!), nine.instant(in: TimeZone(identifier: "Europe/Berlin")!))
+            try await world.app().test(.router) { client in
+                let created = try await call(
+                    client,
+                    .post,
+                    "/v1/scheduled-sends",
+                    Self.body("morning", #""deliver_at_local": "\#(nine)""#, to: #""targets": ["tokyo", "berlin"]"#)
+                )
+                #expect(created.status == .created)
+            }
+            let store = ScheduleStore(client: db.client)
+            // The first worker claims at Tokyo's 09:00 and makes Tokyo's part, then dies.
+            let claimed = try #require(try await store.claimDue(now: tokyo, limit: 10, lease: .seconds(60)).first)
+            let body = try JSONDecoder().decode(SendNotificationRequest.self, from: Data(claimed.request))
+            _ = try await world.scheduler.send(
+                body,
+                key: "schedule:\(claimed.id):0:0",
+                zones: ["Asia/Tokyo"],
+                fence: ScheduleStore.fence(claimed),
+                now: tokyo
+            )
+            #expect(try await world.titles("tokyo") == ["morning"])
+            #expect(try await world.titles("berlin").isEmpty)
+            // Its lease runs out after Berlin's 09:00: the next worker finds both zones due.
+            #expect(try await world.scheduler.runRound(now: berlin + 61) == 1)
+            #expect(try await world.titles("tokyo") == ["morning"])
+            let afterRetry = try #require(try await store.get(claimed.id))
+            #expect(afterRetry.zonesDone == ["Asia/Tokyo"] && afterRetry.state == .scheduled)
+            #expect(try await world.scheduler.runRound(now: berlin + 62) == 1)
+            #expect(try await world.titles("berlin") == ["morning"])
+            #expect(try await world.titles("tokyo") == ["morning"])
+            #expect(try await store.get(claimed.id)?.state == .sent)
+        }
+    }
+
+    /// A cancellation and a worker's send never cross: while the claim holds the cancellation is
+    /// refused; once it has run out the cancellation wins, and the worker, late, sends nothing.
+    @Test func aCancelledSendIsNotMadeByTheWorkerThatHeldIt() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            let world = try await World(db, users: ["u1": "UTC"])
+            let due = Date() + 3600
+            try await world.app().test(.router) { client in
+                _ = try await call(client, .post, "/v1/scheduled-sends", Self.body("late", #""send_at": "\#(Self.at(due))""#))
+            }
+            let store = ScheduleStore(client: db.client)
+            let claimed = try #require(try await store.claimDue(now: due, limit: 10, lease: .seconds(60)).first)
+            guard case .sending = try await store.cancel(claimed.id, now: due + 1) else {
+                Issue.record("a held send was cancelled")
+                return
+            }
+            guard case .canceled = try await store.cancel(claimed.id, now: due + 61) else {
+                Issue.record("a send whose lease ran out was not cancelled")
+                return
+            }
+            // The worker that held it comes back: its send is stopped by the fence, and nothing is recorded.
+            await world.scheduler.fire(claimed, now: due + 62)
+            #expect(try await world.notifications() == 0)
+            #expect(try await store.get(claimed.id)?.state == .canceled)
+        }
+    }
+}

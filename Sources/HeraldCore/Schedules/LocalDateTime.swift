@@ -38,8 +38,8 @@ public struct LocalDateTime: Sendable, Equatable, Comparable, CustomStringConver
     public static func < (lhs: LocalDateTime, rhs: LocalDateTime) -> Bool { lhs.description < rhs.description }
 
     /// The instant it is this time in `zone`. A time a daylight-saving change skips (02:30 on the
-    /// night clocks go forward) is the first instant after the gap; one it repeats is the first of
-    /// the two.
+    /// night clocks go forward) is read with the offset before the change, so it lands as late after
+    /// the gap as it was into it (03:30); one it repeats is the first of the two.
     public func instant(in zone: TimeZone) -> Date {
         Self.calendar(zone).date(from: components)!
     }

@@ -4,6 +4,7 @@ import HeraldCore
 import HeraldServices
 import HeraldStore
 import Hummingbird
+import Postgres
 
 /// Admin routes for sending notifications and changing them afterwards.
 struct NotificationsController: Sendable {
@@ -83,6 +84,7 @@ struct NotificationsController: Sendable {
         _ body: SendNotificationRequest,
         idempotency: IdempotencyKey?,
         timeZones: [String]? = nil,
+        fence: PostgresQuery? = nil,
         now: Date = Date()
     ) async throws -> NotificationStore.SendOutcome {
         // A retry is answered before anything else is looked at: the template may have changed since,
@@ -97,10 +99,11 @@ struct NotificationsController: Sendable {
         if case .targets = draft.audience { status = .created } else { status = .accepted }
         let outcome: NotificationStore.SendOutcome
         do {
-            outcome = try await notifications.send(draft, idempotency: idempotency) { stored in
+            outcome = try await notifications.send(draft, idempotency: idempotency, fence: fence) { stored in
                 StoredResponse(status: status.code, body: try NotificationBody(stored).encoded())
             }
         } catch let error as NotificationStoreError {
+            if case .fenceLost = error { throw error }
             throw Self.apiError(error)
         }
         if case .created(let stored, _) = outcome, stored.fanoutState == .running { fanoutWake.signal() }
@@ -176,6 +179,13 @@ struct NotificationsController: Sendable {
 
     static func idempotencyKey(_ request: Request, body: SendNotificationRequest) throws -> IdempotencyKey? {
         guard let key = request.headers[idempotencyHeader] else { return nil }
+        guard !key.hasPrefix(Scheduler.keyPrefix) else {
+            throw APIError(
+                .badRequest,
+                code: "invalid_idempotency_key",
+                message: "Idempotency-Key may not begin with '\(Scheduler.keyPrefix)': scheduled sends use those keys."
+            )
+        }
         guard (1...IdempotencyKey.maximumLength).contains(key.utf8.count) else {
             throw APIError(
                 .badRequest,
@@ -303,6 +313,8 @@ struct NotificationsController: Sendable {
                 code: "not_recipients",
                 message: "user_variables names users who are not recipients: \(listed(ids, total: total))."
             )
+        case .fenceLost:
+            preconditionFailure("a lost fence is the caller's, not the client's")
         case .fanoutInProgress:
             return APIError(
                 .conflict,

@@ -79,7 +79,15 @@ struct ScheduledSendsController: Sendable {
     /// stores it.
     func schedule(_ body: ScheduledSendRequest, now: Date) async throws -> ScheduledSend {
         let (timing, repeats, firstDue, sendTime) = try body.validate(now: now)
+        if repeats != nil, body.send.expiresAt != nil {
+            throw ScheduledSendRequest.invalid("A repeating send cannot have expires_at: each occurrence would expire at the same instant.")
+        }
         let draft = try await notifications.prepare(body.send, now: sendTime)
+        do {
+            try await notifications.notifications.checkAudience(of: draft)
+        } catch let error as NotificationStoreError {
+            throw NotificationsController.apiError(error)
+        }
         let stored = try await schedules.create(
             request: Array(try JSONEncoder().encode(body.send)),
             channelURL: draft.channelURL,

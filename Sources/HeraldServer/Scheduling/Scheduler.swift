@@ -53,11 +53,17 @@ struct Scheduler: Sendable {
                 logger.warning("scheduled send refused", metadata: ["scheduled_send_id": "\(schedule.id)", "reason": "\(reason)"])
             }
             try await schedules.record(schedule, progress, nextTiming: nextTiming, nextOccurrenceAt: nextOccurrence)
+        } catch NotificationStoreError.fenceLost {
+            // Cancelled, or its lease ran out and another worker holds it: nothing was sent here.
+            logger.info("scheduled send no longer held; left alone", metadata: ["scheduled_send_id": "\(schedule.id)"])
         } catch {
             logger.warning("scheduled send failed; retrying", metadata: ["scheduled_send_id": "\(schedule.id)", "error": logger.describe(error)])
-            try? await schedules.release(schedule, retryAt: now.addingTimeInterval(30), error: "\(type(of: error))")
+            try? await schedules.release(schedule, retryAt: now.addingTimeInterval(30), error: "\(error)")
         }
     }
+
+    /// The idempotency keys of scheduled sends begin so; clients may not use such keys.
+    static let keyPrefix = "schedule:"
 
     func part(
         of schedule: ScheduledSend,
@@ -73,24 +79,34 @@ struct Scheduler: Sendable {
         } catch let error as APIError {
             return (.refused(reason: error.message), nil, nil)
         }
-        // The next occurrence of a repeating schedule, once this one is done.
+        // The next occurrence of a repeating schedule, once this one is done: the first still ahead,
+        // so that occurrences missed while nothing ran (an outage) are skipped, not sent in a burst.
         func next(_ timing: ScheduledSend.Timing) -> (ScheduledSend.Timing?, Date?) {
             guard let repeats = schedule.repeats else { return (nil, nil) }
-            switch timing {
-            case .at(let instant):
-                let moved = instant.addingTimeInterval(TimeInterval(repeats.days * 86_400))
-                return (.at(moved), moved)
-            case .local(let time):
-                let moved = time.adding(days: repeats.days)
-                return (.local(moved), moved.instant(in: LocalDateTime.firstZone))
+            var timing = timing
+            while true {
+                switch timing {
+                case .at(let instant):
+                    let moved = instant.addingTimeInterval(TimeInterval(repeats.days * 86_400))
+                    timing = .at(moved)
+                    if moved > now { return (timing, moved) }
+                case .local(let time):
+                    let moved = time.adding(days: repeats.days)
+                    timing = .local(moved)
+                    // Due first where the day begins; once it has passed in the last zone it is missed.
+                    if moved.instant(in: LocalDateTime.lastZone) > now { return (timing, moved.instant(in: LocalDateTime.firstZone)) }
+                }
             }
         }
-        let key = "schedule:\(schedule.id):\(schedule.occurrence):\(schedule.parts)"
+        let key = "\(Self.keyPrefix)\(schedule.id):\(schedule.occurrence):\(schedule.parts)"
+        // Sent only while this worker's claim holds: a cancellation, or another worker taking over
+        // after the lease, waits for the send or stops it.
+        let fence = ScheduleStore.fence(schedule)
         switch schedule.timing {
         case .at:
             let (nextTiming, nextAt) = next(schedule.timing)
-            switch try await send(body, key: key, zones: nil, now: now) {
-            case .success(let id): return (.sent(notificationID: id, zones: [], nextAt: nil), nextTiming, nextAt)
+            switch try await send(body, key: key, zones: nil, fence: fence, now: now) {
+            case .success(let (id, _)): return (.sent(notificationID: id, zones: [], nextAt: nil), nextTiming, nextAt)
             case .failure(let refusal): return (.refused(reason: refusal.message), nil, nil)
             }
         case .local(let time):
@@ -102,8 +118,15 @@ struct Scheduler: Sendable {
             let later = instants.filter { $0.1 > now }.map(\.1).min()
             let (nextTiming, nextAt) = later == nil ? next(schedule.timing) : (nil, nil)
             guard !due.isEmpty else { return (.notDue(nextAt: later), nextTiming, nextAt) }
-            switch try await send(body, key: key, zones: due, now: now) {
-            case .success(let id): return (.sent(notificationID: id, zones: due, nextAt: later), nextTiming, nextAt)
+            switch try await send(body, key: key, zones: due, fence: fence, now: now) {
+            case .success(let (id, sentZones)):
+                // A part sent before a worker died reached the zones it was made for: only those are
+                // done; any that became due since go in the next part, due now.
+                let done = sentZones ?? due
+                let rest = due.filter { !done.contains($0) }
+                let nextDue = rest.isEmpty ? later : now
+                let (partTiming, partNext) = nextDue == nil ? next(schedule.timing) : (nil, nil)
+                return (.sent(notificationID: id, zones: done, nextAt: nextDue), partTiming, partNext)
             case .failure(let refusal): return (.refused(reason: refusal.message), nil, nil)
             }
         }
@@ -113,26 +136,33 @@ struct Scheduler: Sendable {
         var message: String
     }
 
-    /// Sends one part with its idempotency key: the notification's id, or why it was refused.
-    func send(_ body: SendNotificationRequest, key: String, zones: [String]?, now: Date) async throws -> Result<Int64, Refusal> {
+    /// Sends one part with its idempotency key: the notification's id and the time zones it was
+    /// made for (those of the first send, when it was made before), or why it was refused.
+    func send(
+        _ body: SendNotificationRequest,
+        key: String,
+        zones: [String]?,
+        fence: PostgresQuery,
+        now: Date
+    ) async throws -> Result<(Int64, [String]?), Refusal> {
         let idempotency = IdempotencyKey(key: key, requestHash: try body.canonicalDigest())
         let outcome: NotificationStore.SendOutcome
         do {
-            outcome = try await notifications.send(body, idempotency: idempotency, timeZones: zones, now: now)
+            outcome = try await notifications.send(body, idempotency: idempotency, timeZones: zones, fence: fence, now: now)
         } catch let error as APIError where error.status.code < 500 {
             return .failure(Refusal(message: error.message))
         }
         Self.fired.increment()
         switch outcome {
         case .created(let stored, _):
-            return .success(stored.id)
+            return .success((stored.id, zones))
         case .replayed(let response):
             // The part was sent before a worker died; its first answer names the notification.
             let first = try JSONDecoder().decode([String: JSONValue].self, from: Data(response.body))
             guard case .string(let text)? = first["id"], let id = Int64(text) else {
                 return .failure(Refusal(message: "the part's first send was refused"))
             }
-            return .success(id)
+            return .success((id, try await schedules.timeZones(ofNotification: id)))
         case .keyReused:
             return .failure(Refusal(message: "idempotency key \(key) was used by another request"))
         }

@@ -185,4 +185,7 @@ public enum NotificationStoreError: Error, Sendable, Equatable {
     case notRecipients([String], total: Int)
     /// The notification is still being fanned out to every user; it can change once that is done.
     case fanoutInProgress
+    /// The send's fence found nothing: what it was made for (a scheduled send's claim) no longer
+    /// holds, so nothing was sent.
+    case fenceLost
 }

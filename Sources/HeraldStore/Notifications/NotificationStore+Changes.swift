@@ -35,7 +35,8 @@ extension NotificationStore {
             )
             try await connection.query(
                 """
-                UPDATE notification_recipients r SET data = o.data, push_title = o.push_title, push_body = o.push_body
+                UPDATE notification_recipients r SET data = o.data, push_title = o.push_title, push_body = o.push_body,
+                    variant = \(TranslationSQL.variant(locale: "u.locale", tags: content.variants.keys.sorted()))
                 FROM jsonb_to_recordset(\(overrides)) AS o(id text, data jsonb, push_title text, push_body text)
                 JOIN users u ON u.id = o.id
                 WHERE r.user_key = u.key AND r.channel_key = \(channelKey) AND r.notification_id = \(id)

@@ -87,17 +87,24 @@ extension NotificationStore {
                         WHERE s.topic_key = \($0) AND s.user_key > \(after) AND s.user_key <= \(last) AND NOT s.muted
                         """
                     } ?? "FROM users u WHERE u.key > \(after) AND u.key <= \(last)"
-                try await Self.recordDropped(
+                let admits = try await Self.throttleAdmits(
                     throttle,
-                    users: "\(reachable) \(excluding) AND \(inbox)",
                     user: userColumn,
                     notification: id,
                     channelKey: channelKey,
                     category: category,
                     on: connection
                 )
-                excluding =
-                    "\(excluding) AND \(Self.throttleAdmits(throttle, user: userColumn, notification: id, channelKey: channelKey, category: category))"
+                try await Self.recordDropped(
+                    throttle,
+                    admits: admits,
+                    users: "\(reachable) \(excluding) AND \(inbox)",
+                    user: userColumn,
+                    notification: id,
+                    channelKey: channelKey,
+                    on: connection
+                )
+                excluding = "\(excluding) AND \(admits)"
             }
             let inserted: Int
             if rendersPerRecipient {
@@ -134,7 +141,8 @@ extension NotificationStore {
                 change: .created,
                 usersAfter: after,
                 through: last,
-                sparse: topicKey != nil,
+                // Only some users of the range have a copy: a topic's, a local time's zones, a throttle's.
+                sparse: topicKey != nil || timeZones != nil || throttle?.beyond == .drop,
                 on: connection
             )
             try await connection.query(

@@ -104,8 +104,8 @@ extension NotificationStore {
             let rendered = try renderedJSON(rows, render: render)
             try await connection.query(
                 """
-                UPDATE notification_recipients r SET data = o.data, push_title = o.push_title, push_body = o.push_body
-                FROM jsonb_to_recordset(\(rendered)) AS o(key bigint, data jsonb, push_title text, push_body text)
+                UPDATE notification_recipients r SET data = o.data, push_title = o.push_title, push_body = o.push_body, variant = o.variant
+                FROM jsonb_to_recordset(\(rendered)) AS o(key bigint, data jsonb, push_title text, push_body text, variant text)
                 WHERE r.user_key = o.key AND r.channel_key = \(channelKey) AND r.notification_id = \(id)
                 """
             )

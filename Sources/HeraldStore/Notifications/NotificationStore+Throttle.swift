@@ -12,8 +12,9 @@ extension NotificationStore {
         user: PostgresQuery,
         notification id: Int64,
         channelKey: Int64,
-        category: String
-    ) -> PostgresQuery {
+        category: String,
+        on connection: PostgresConnection
+    ) async throws -> PostgresQuery {
         guard let throttle, throttle.beyond == .drop else { return "true" }
         return ThrottleSQL.admits(
             throttle,
@@ -21,30 +22,34 @@ extension NotificationStore {
             channel: "\(channelKey)",
             notification: "\(id)",
             createdAt: "(SELECT created_at FROM notifications WHERE id = \(id))",
-            category: "\(category)"
+            category: "\(category)",
+            from: try await ThrottleSQL.windowStart(throttle, notification: id, channelKey: channelKey, on: connection)
         )
     }
 
     /// Records, for each user of `users` (a `FROM … WHERE …` naming the user key `user`, of the users
-    /// the send would otherwise reach) whom the throttle keeps the copy from, an event of kind
-    /// `throttled` and the webhook event `notification.throttled`. Runs before the copies are written,
-    /// so it sees what they will see. Nothing when the throttle does not drop.
+    /// the send would otherwise reach) whom the throttle `admits` (from `throttleAdmits`) keeps the
+    /// copy from, an event of kind `throttled` and the webhook event `notification.throttled`. Runs
+    /// before the copies are written, so it sees what they will see; a user who has their copy
+    /// already (one with variables of their own, given it at the send) is not held back. Nothing when
+    /// the throttle does not drop.
     static func recordDropped(
         _ throttle: Throttle?,
+        admits: PostgresQuery,
         users: PostgresQuery,
         user: PostgresQuery,
         notification id: Int64,
         channelKey: Int64,
-        category: String,
         on connection: PostgresConnection
     ) async throws {
         guard throttle?.beyond == .drop else { return }
-        let admits = throttleAdmits(throttle, user: user, notification: id, channelKey: channelKey, category: category)
         try await connection.query(
             """
             WITH held AS (
                 INSERT INTO notification_events (notification_id, kind, user_key)
                 SELECT \(id), \(NotificationEventKind.throttled.rawValue), \(user) \(users) AND NOT (\(admits))
+                    AND NOT EXISTS (SELECT 1 FROM notification_recipients mine
+                        WHERE mine.user_key = \(user) AND mine.channel_key = \(channelKey) AND mine.notification_id = \(id))
                 ON CONFLICT DO NOTHING
                 RETURNING user_key
             )

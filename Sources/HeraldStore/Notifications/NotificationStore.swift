@@ -29,16 +29,19 @@ public struct NotificationStore: Sendable {
     /// With an idempotency key, the key is claimed first: a concurrent send with the same key waits
     /// for this transaction and then finds the key taken, so exactly one of them creates anything.
     /// `respond` builds the response inside the transaction, so the response kept for retries is
-    /// committed together with the notification.
+    /// committed together with the notification. A `fence` is a query run first in the transaction
+    /// that must answer a row (and may lock it): without one, nothing is sent (`fenceLost`).
     public func send(
         _ draft: NotificationDraft,
         idempotency: IdempotencyKey?,
+        fence: PostgresQuery? = nil,
         respond: @escaping @Sendable (StoredNotification) throws -> StoredResponse
     ) async throws -> SendOutcome {
         try await client.withRetryingTransaction { connection in
             if let idempotency, let previous = try await Self.claim(idempotency, on: connection) {
                 return previous
             }
+            if let fence, try await connection.query(fence).isEmpty { throw NotificationStoreError.fenceLost }
             let notification = try await Self.insert(draft, on: connection)
             let response = try respond(notification)
             if let idempotency {
@@ -146,7 +149,14 @@ public struct NotificationStore: Sendable {
             """
         )
         let id = try inserted[0].decode(Int64.self)
-        let admits = Self.throttleAdmits(draft.throttle, user: "u.key", notification: id, channelKey: channelKey, category: draft.category)
+        let admits = try await Self.throttleAdmits(
+            draft.throttle,
+            user: "u.key",
+            notification: id,
+            channelKey: channelKey,
+            category: draft.category,
+            on: connection
+        )
         // One statement for every recipient. The per-user overrides ride along as one JSON array
         // joined in by id; everyone else gets NULL ("the notification's own data").
         let recipients: PostgresResult
@@ -154,11 +164,11 @@ public struct NotificationStore: Sendable {
         case .targets:
             try await Self.recordDropped(
                 draft.throttle,
+                admits: admits,
                 users: "FROM users u WHERE u.id = ANY(\(targetIDs)) AND \(inbox)",
                 user: "u.key",
                 notification: id,
                 channelKey: channelKey,
-                category: draft.category,
                 on: connection
             )
             recipients = try await connection.query(
@@ -179,6 +189,7 @@ public struct NotificationStore: Sendable {
                 } ?? "true"
             try await Self.recordDropped(
                 draft.throttle,
+                admits: admits,
                 users: """
                     FROM jsonb_to_recordset(\(overrides)) AS o(id text) JOIN users u ON u.id = o.id
                     WHERE u.key <> ALL(\(excludedKeys)::int8[]) AND \(subscribed) AND \(inbox) AND \(inZones)
@@ -186,7 +197,6 @@ public struct NotificationStore: Sendable {
                 user: "u.key",
                 notification: id,
                 channelKey: channelKey,
-                category: draft.category,
                 on: connection
             )
             recipients = try await connection.query(
@@ -229,6 +239,17 @@ public struct NotificationStore: Sendable {
                 last_activity_at = EXCLUDED.last_activity_at
             """
         )
+    }
+
+    /// Throws `unknownUsers` unless every user the send names exists, or `unknownTopic` unless the
+    /// topic it goes to does: what its send will check, checked ahead (a send scheduled for later).
+    public func checkAudience(of draft: NotificationDraft) async throws {
+        try await client.withConnection { connection in
+            try await Self.requireUsers(draft.namedUserIDs, on: connection)
+            if case .topic(let topic) = draft.audience, try await TopicStore.find(topic, on: connection) == nil {
+                throw NotificationStoreError.unknownTopic
+            }
+        }
     }
 
     /// Throws `unknownUsers` unless every id names a user.

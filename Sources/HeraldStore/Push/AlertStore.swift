@@ -69,12 +69,23 @@ public struct AlertStore: Sendable {
                 let throttle = try ThrottleSQL.decode(
                     try await connection.query("SELECT throttle FROM notifications WHERE id = \(notification)").first?.decode(PostgresJSONB?.self)
                 )
-                let throttled: PostgresQuery =
-                    throttle.flatMap { throttle in
-                        throttle.beyond == .silence
-                            ? "NOT (\(ThrottleSQL.admits(throttle, user: "r.user_key", channel: "r.channel_key", notification: "n.id", createdAt: "n.created_at", category: "n.category")))"
-                            : nil
-                    } ?? "false"
+                var throttled: PostgresQuery = "false"
+                if let throttle, throttle.beyond == .silence {
+                    let channelKey = try await connection.query("SELECT channel_key FROM notifications WHERE id = \(notification)")[0].decode(
+                        Int64.self
+                    )
+                    let from = try await ThrottleSQL.windowStart(throttle, notification: notification, channelKey: channelKey, on: connection)
+                    let admits = ThrottleSQL.admits(
+                        throttle,
+                        user: "r.user_key",
+                        channel: "r.channel_key",
+                        notification: "n.id",
+                        createdAt: "n.created_at",
+                        category: "n.category",
+                        from: from
+                    )
+                    throttled = "NOT (\(admits))"
+                }
                 let candidates = try await connection.query(
                     """
                     SELECT r.user_key, r.channel_key, \(throttled),

@@ -197,8 +197,23 @@ public struct ScheduleStore: Sendable {
     /// again from `retryAt`.
     public func release(_ claimed: ScheduledSend, retryAt: Date, error: String) async throws {
         try await client.query(
-            "UPDATE scheduled_sends SET claimed_until = \(PostgresTimestamp(retryAt)), error = \(error) WHERE \(Self.held(claimed))"
+            """
+            UPDATE scheduled_sends SET claimed_until = NULL, next_at = \(PostgresTimestamp(retryAt)), error = \(String(error.prefix(500))),
+                updated_at = now()
+            WHERE \(Self.held(claimed))
+            """
         )
+    }
+
+    /// What a send made for a claim runs first in its transaction: the schedule's row, locked
+    /// against a cancellation, while the claim holds; nothing (so nothing is sent) once it does not.
+    public static func fence(_ claimed: ScheduledSend) -> PostgresQuery {
+        "SELECT 1 FROM scheduled_sends WHERE \(held(claimed)) FOR SHARE"
+    }
+
+    /// The time zones a notification made for a part of a local time reached (`nil`: all).
+    public func timeZones(ofNotification id: Int64) async throws -> [String]? {
+        try await client.query("SELECT time_zones FROM notifications WHERE id = \(id)").first?.decode([String]?.self)
     }
 
     /// When the next waiting send can be claimed (due, and no lease holding it); `nil` when none waits.

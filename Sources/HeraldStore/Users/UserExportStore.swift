@@ -131,7 +131,7 @@ public struct UserExportStore: Sendable {
         case .events:
             return """
                 SELECT notification_id, kind, json_build_object('notification_id', notification_id,
-                    'kind', CASE kind WHEN 1 THEN 'viewed' WHEN 2 THEN 'clicked' ELSE 'acted' END, 'count', count,
+                    'kind', CASE kind WHEN 1 THEN 'viewed' WHEN 2 THEN 'clicked' WHEN 3 THEN 'acted' ELSE 'throttled' END, 'count', count,
                     'first_at', \(TimeSQL.rfc3339("first_at")), 'last_at', \(TimeSQL.rfc3339("last_at")))::text
                 FROM notification_events WHERE user_key = \(key) AND (notification_id, kind::bigint) > (\(a), \(b))
                 ORDER BY notification_id, kind LIMIT \(limit)
