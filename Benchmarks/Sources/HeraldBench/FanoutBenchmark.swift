@@ -36,6 +36,11 @@ struct FanoutBenchmark: AsyncParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Also send to a topic every user subscribes to, beside each send to all.")
     var topic = true
 
+    @Flag(
+        help: "Also send a translated template to everyone (two thirds of the users have a locale it has a variant for), paired with the plain send."
+    )
+    var translated = false
+
     @Option(help: "PostgreSQL URI or conninfo; default: a private cluster in a temporary directory.")
     var databaseURL: String?
 
@@ -104,6 +109,25 @@ struct FanoutBenchmark: AsyncParsableCommand {
                 }
             }
         }
+        if translated {
+            try await withServer(client: client, batchSize: sizes[0], logger: logger) { port in
+                print("")
+                print("| batch size | run | send to all (ms) | translated send to all (ms) | translated ÷ plain |")
+                print("|---:|---:|---:|---:|---:|")
+                for run in 1...runs {
+                    // Paired, in alternating order.
+                    var times: [String: Double] = [:]
+                    for key in run % 2 == 0 ? ["news.translated", "news.digest"] : ["news.digest", "news.translated"] {
+                        times[key] = try await measureFanout(client: client, http: http, port: port, audience: #""audience":"all""#, template: key)
+                            .fanout
+                    }
+                    let (plain, localized) = (times["news.digest"]!, times["news.translated"]!)
+                    print(
+                        "| \(sizes[0]) | \(run) | \(format(plain * 1000)) | \(format(localized * 1000)) | \(format(localized / plain, digits: 2)) |"
+                    )
+                }
+            }
+        }
         if targets > 0 {
             try await withServer(client: client, batchSize: sizes[0], logger: logger) { port in
                 print("")
@@ -121,6 +145,9 @@ struct FanoutBenchmark: AsyncParsableCommand {
 
     private func seed(_ client: PostgresClient) async throws {
         try await client.query("INSERT INTO users (id) SELECT 'user-' || g FROM generate_series(1, \(users)) AS g")
+        if translated {
+            try await client.query("UPDATE users SET locale = CASE key % 3 WHEN 0 THEN 'de-DE' WHEN 1 THEN 'pt-BR' END")
+        }
         try await client.query("VACUUM ANALYZE users")
         _ = try await ChannelStore(client: client).put(Channel(url: "news", kind: .feed, name: "News"))
         let template = Template(
@@ -132,6 +159,13 @@ struct FanoutBenchmark: AsyncParsableCommand {
             pushBody: "{{headline}}"
         )
         _ = try await TemplateStore(client: client).put(template)
+        var localized = template
+        localized.key = "news.translated"
+        localized.variants = [
+            "de": .init(data: .object(["title": .string("Neu: {{headline}}"), "link": .string("{{url}}")]), pushTitle: "Neuigkeiten"),
+            "pt": .init(data: .object(["title": .string("Novo: {{headline}}"), "link": .string("{{url}}")]), pushTitle: "Novidades"),
+        ]
+        _ = try await TemplateStore(client: client).put(localized)
         try await client.query("CREATE TABLE bench_copy_recipients (LIKE notification_recipients INCLUDING ALL)")
     }
 
@@ -209,7 +243,13 @@ struct FanoutBenchmark: AsyncParsableCommand {
 
     /// Seconds from sending the request until the fan-out's last batch committed, and from then until
     /// the last folding batch committed.
-    private func measureFanout(client: PostgresClient, http: HTTPClient, port: Int, audience: String) async throws -> (fanout: Double, fold: Double) {
+    private func measureFanout(
+        client: PostgresClient,
+        http: HTTPClient,
+        port: Int,
+        audience: String,
+        template: String = "news.digest"
+    ) async throws -> (fanout: Double, fold: Double) {
         try await prepare(client)
         let clock = ContinuousClock()
         let start = clock.now
@@ -217,7 +257,7 @@ struct FanoutBenchmark: AsyncParsableCommand {
             http,
             port: port,
             body:
-                #"{"channel_url":"news","template_key":"news.digest",\#(audience),"variables":{"headline":"Herald 1.0 is out","url":"https://example.com/herald"}}"#
+                #"{"channel_url":"news","template_key":"\#(template)",\#(audience),"variables":{"headline":"Herald 1.0 is out","url":"https://example.com/herald"}}"#
         )
         // The batches commit one by one; the last one marks the notification done. Polling every
         // millisecond costs a small, cheap indexed read, well under the resolution reported.

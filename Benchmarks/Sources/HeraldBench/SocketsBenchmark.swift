@@ -77,7 +77,12 @@ struct SocketsBenchmark: AsyncParsableCommand {
             // Idle for a while: pings, heartbeats, nothing else.
             try await Task.sleep(for: .seconds(5))
             let settledRSS = ServeProcess.residentMegabytes(server.pid)
-            try ensure(tally.failures == 0, "\(tally.failures) connections failed")
+            // What the sockets and the server said, so that a failure in CI can be read from its log.
+            try ensure(
+                tally.failures == 0,
+                "\(tally.failures) connections failed, the first with \(tally.firstFailure ?? "?"); the server's last lines: "
+                    + server.printed.suffix(10).joined(separator: " | ")
+            )
 
             // One notification to every user.
             let targets = (1...users).map { "\"bench-\($0)\"" }.joined(separator: ",")
@@ -132,7 +137,7 @@ struct SocketsBenchmark: AsyncParsableCommand {
                 }
             }
         } catch {
-            tally.failed()
+            tally.failed(error)
         }
     }
 
@@ -157,6 +162,8 @@ private final class Tally: Sendable {
         var ready = 0
         var received = 0
         var failures = 0
+        /// What the first socket that failed failed with.
+        var firstFailure: String?
         var sentAt: ContinuousClock.Instant?
         var arrivals: [Duration] = []
     }
@@ -164,7 +171,14 @@ private final class Tally: Sendable {
     private let state = Mutex(State())
 
     func ready() { state.withLock { $0.ready += 1 } }
-    func failed() { state.withLock { $0.failures += 1 } }
+    func failed(_ error: any Error) {
+        state.withLock { state in
+            state.failures += 1
+            if state.firstFailure == nil { state.firstFailure = String(describing: error) }
+        }
+    }
+
+    var firstFailure: String? { state.withLock { $0.firstFailure } }
     func start(at instant: ContinuousClock.Instant) { state.withLock { $0.sentAt = instant } }
 
     func received(at instant: ContinuousClock.Instant) {

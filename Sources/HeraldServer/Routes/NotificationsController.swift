@@ -314,7 +314,8 @@ struct NotificationsController: Sendable {
                 message: "user_variables names users who are not recipients: \(listed(ids, total: total))."
             )
         case .fenceLost:
-            preconditionFailure("a lost fence is the caller's, not the client's")
+            // Only a scheduled send's own send has a fence, and the scheduler handles its loss.
+            return APIError(.conflict, code: "schedule_sending", message: "The scheduled send is no longer held by this worker.")
         case .fanoutInProgress:
             return APIError(
                 .conflict,
