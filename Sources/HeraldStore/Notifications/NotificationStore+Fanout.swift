@@ -59,14 +59,17 @@ extension NotificationStore {
             // the same statement; a topic's subscribers are then read with their user row.
             let variant = TranslationSQL.variant(locale: "u.locale", tags: variantTags)
             let readsUsers = !variantTags.isEmpty || timeZones != nil
-            let source: PostgresQuery =
+            /// The batch's users (`FROM … WHERE …`): everyone in the key range, or the topic's
+            /// subscribers there, read with their user row when `joiningUsers`.
+            func batchUsers(joiningUsers: Bool) -> PostgresQuery {
                 topicKey.map {
                     """
-                    SELECT s.user_key, \(channelKey), \(id), \(xid), \(variant)
-                    FROM topic_subscriptions s \(readsUsers ? "JOIN users u ON u.key = s.user_key" : "" as PostgresQuery)
+                    FROM topic_subscriptions s \(joiningUsers ? "JOIN users u ON u.key = s.user_key" : "" as PostgresQuery)
                     WHERE s.topic_key = \($0) AND s.user_key > \(after) AND s.user_key <= \(last) AND NOT s.muted
                     """
-                } ?? "SELECT u.key, \(channelKey), \(id), \(xid), \(variant) FROM users u WHERE u.key > \(after) AND u.key <= \(last)"
+                } ?? "FROM users u WHERE u.key > \(after) AND u.key <= \(last)"
+            }
+            let source: PostgresQuery = "SELECT \(userColumn), \(channelKey), \(id), \(xid), \(variant) \(batchUsers(joiningUsers: readsUsers))"
             // Users who turned the category off for their inbox get no copy (and so no count, push or
             // event): sql/0025.
             let inbox = CategoryPreferenceSQL.inboxAdmits(
@@ -80,13 +83,6 @@ extension NotificationStore {
             if let timeZones { excluding = "\(excluding) AND u.time_zone = ANY(\(timeZones))" }
             // A throttle that drops: users at its cap get no copy, and an event says so.
             if throttle?.beyond == .drop {
-                let reachable: PostgresQuery =
-                    topicKey.map {
-                        """
-                        FROM topic_subscriptions s \(readsUsers ? "JOIN users u ON u.key = s.user_key" : "" as PostgresQuery)
-                        WHERE s.topic_key = \($0) AND s.user_key > \(after) AND s.user_key <= \(last) AND NOT s.muted
-                        """
-                    } ?? "FROM users u WHERE u.key > \(after) AND u.key <= \(last)"
                 let admits = try await Self.throttleAdmits(
                     throttle,
                     user: userColumn,
@@ -98,7 +94,7 @@ extension NotificationStore {
                 try await Self.recordDropped(
                     throttle,
                     admits: admits,
-                    users: "\(reachable) \(excluding) AND \(inbox)",
+                    users: "\(batchUsers(joiningUsers: readsUsers)) \(excluding) AND \(inbox)",
                     user: userColumn,
                     notification: id,
                     channelKey: channelKey,
@@ -110,18 +106,11 @@ extension NotificationStore {
             if rendersPerRecipient {
                 // The same users, read with their profiles and rendered here: only templates that read
                 // the profile give up the set-based insert.
-                let reached: PostgresQuery =
-                    topicKey.map {
-                        """
-                        FROM topic_subscriptions s JOIN users u ON u.key = s.user_key
-                        WHERE s.topic_key = \($0) AND s.user_key > \(after) AND s.user_key <= \(last) AND NOT s.muted
-                        """
-                    } ?? "FROM users u WHERE u.key > \(after) AND u.key <= \(last)"
                 inserted = try await Self.insertRenderedCopies(
                     notification: id,
                     channelKey: channelKey,
                     xid: xid,
-                    users: "SELECT \(Self.profileColumns) \(reached) \(excluding) AND \(inbox)",
+                    users: "SELECT \(Self.profileColumns) \(batchUsers(joiningUsers: true)) \(excluding) AND \(inbox)",
                     skipsExisting: skipsExisting,
                     on: connection
                 )

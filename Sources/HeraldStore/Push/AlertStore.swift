@@ -66,14 +66,12 @@ public struct AlertStore: Sendable {
             for row in rows {
                 let (_, notification, after, through) = try row.decode((Int64, Int64, Int64?, Int64?).self)
                 // A throttle that silences: whether each user already got its cap in the window.
-                let throttle = try ThrottleSQL.decode(
-                    try await connection.query("SELECT throttle FROM notifications WHERE id = \(notification)").first?.decode(PostgresJSONB?.self)
-                )
+                let (throttleJSON, channelKey) =
+                    try await connection.query(
+                        "SELECT throttle, channel_key FROM notifications WHERE id = \(notification)"
+                    ).first?.decode((PostgresJSONB?, Int64).self) ?? (nil, Int64(0))
                 var throttled: PostgresQuery = "false"
-                if let throttle, throttle.beyond == .silence {
-                    let channelKey = try await connection.query("SELECT channel_key FROM notifications WHERE id = \(notification)")[0].decode(
-                        Int64.self
-                    )
+                if let throttle = try ThrottleSQL.decode(throttleJSON), throttle.beyond == .silence {
                     let from = try await ThrottleSQL.windowStart(throttle, notification: notification, channelKey: channelKey, on: connection)
                     let admits = ThrottleSQL.admits(
                         throttle,
