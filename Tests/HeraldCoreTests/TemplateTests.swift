@@ -258,6 +258,58 @@ struct TemplateTests {
         }
     }
 
+    @Test func digestsRenderTheirBatchAndItsNamesAreChecked() throws {
+        var template = Template(
+            key: "likes",
+            name: "Likes",
+            variables: [.init(name: "actor", type: .string, required: true), .init(name: "photo", type: .string, defaultValue: .string("photo"))],
+            data: .object([
+                "title": .string("{{batch.first.actor}}{{#batch.several}} and {{batch.others}} others{{/batch.several}} liked your {{photo}}"),
+                "recent": .string("{{#batch.items}}{{actor}}/{{photo}} {{/batch.items}}"),
+                "latest": .string("{{batch.latest.actor}}"),
+            ]),
+            pushTitle: "{{batch.count}}"
+        )
+        try template.validate()
+        #expect(!template.readsUserFields)
+        // On its own (no batch), a batch of one: itself.
+        let single = try template.render(["actor": .string("ann")])
+        #expect(single.data == .object(["title": .string("ann liked your photo"), "recent": .string("ann/photo "), "latest": .string("ann")]))
+        #expect(single.pushTitle == "1")
+        let batch = BatchContext(
+            count: 7,
+            first: ["actor": .string("ann")],
+            latest: ["actor": .string("cy")],
+            items: [["actor": .string("bo"), "photo": .string("cat")], ["actor": .string("cy")]]
+        )
+        let rendered = try template.render(["actor": .string("cy")], batch: batch)
+        #expect(
+            rendered.data
+                == .object(["title": .string("ann and 6 others liked your photo"), "recent": .string("bo/cat cy/photo "), "latest": .string("cy")])
+        )
+        #expect(rendered.pushTitle == "7")
+        // A variable named batch is the template's own.
+        template.variables.append(.init(name: "batch", type: .string))
+        template.data = .object(["title": .string("{{batch}}")])
+        template.pushTitle = nil
+        try template.validate()
+        #expect(try template.render(["actor": .string("a"), "batch": .string("mine")], batch: batch).data == .object(["title": .string("mine")]))
+
+        for bad in ["{{batch.total}}", "{{batch}}", "{{batch.count.x}}", "{{batch.first.nope}}", "{{#batch.items}}{{nope}}{{/batch.items}}"] {
+            let broken = Template(key: "bad", name: "Bad", variables: [.init(name: "actor", type: .string)], data: .object(["title": .string(bad)]))
+            #expect(throws: TemplateProblem.self, "\(bad)") { try broken.validate() }
+        }
+        // A name read in the items' section may be the recipient's: the template renders per recipient.
+        let personal = Template(
+            key: "p",
+            name: "P",
+            variables: [],
+            data: .object(["title": .string("{{#batch.items}}{{user.nickname}}{{/batch.items}}")])
+        )
+        try personal.validate()
+        #expect(personal.readsUserFields)
+    }
+
     @Test func validationBoundsSizesAndNesting() throws {
         var template = try decode(Self.orderShipped)
         template.name = String(repeating: "n", count: 256)

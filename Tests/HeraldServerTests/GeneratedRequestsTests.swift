@@ -372,6 +372,7 @@ struct GeneratedRequestsTests {
             ],
             "variants": [OpenAPIRequestGenerator.Absent(), ["de": ["push_title": "Neu"]]],
             "throttle": [OpenAPIRequestGenerator.Absent(), ["limit": 50, "window": "1h"]],
+            "batch": [OpenAPIRequestGenerator.Absent(), ["key": "likes", "window": "10m", "alert": "last"]],
             "cover_url": [OpenAPIRequestGenerator.Absent(), "https://example.com/cover.png"],
             "addTopicSubscribers.topic_id": ["news"], "addTopicSubscribers.body": [["user_ids": ["me", "u1"]]],
             // A sync has five optional parameters, each broken now and then: valid values in the pools

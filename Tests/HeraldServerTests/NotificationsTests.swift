@@ -175,6 +175,27 @@ struct NotificationsTests {
                         #"{\#(base),"targets":["u1"],"variables":{"order_id":"A"},"throttle":{"limit":2,"window":"0m"}}"#,
                         "invalid_notification", ["throttle.window"]
                     ),
+                    (
+                        #"{\#(base),"targets":["u1"],"variables":{"order_id":"A"},"batch":{"key":"","window":"10m"}}"#,
+                        "invalid_notification", ["batch.key"]
+                    ),
+                    (
+                        #"{\#(base),"targets":["u1"],"variables":{"order_id":"A"},"batch":{"key":"k","window":"2d"}}"#,
+                        "invalid_notification", ["batch.window", "1 day"]
+                    ),
+                    (
+                        #"{\#(base),"targets":["u1"],"variables":{"order_id":"A"},"batch":{"key":"k","window":"1h","items":51}}"#,
+                        "invalid_notification", ["batch.items"]
+                    ),
+                    (#"{\#(base),"targets":["u1"],"variables":{"order_id":"A"},"batch":{"key":"k"}}"#, "invalid_json", ["window"]),
+                    (
+                        #"{\#(base),"targets":["u1"],"variables":{"order_id":"A"},"batch":{"key":"k","window":"1h","alert":"sometimes"}}"#,
+                        "invalid_json", ["alert"]
+                    ),
+                    (
+                        #"{\#(base),"targets":["u1"],"variables":{"order_id":"A"},"user_variables":{"u1":{"order_id":"B"}},"batch":{"key":"k","window":"1h"}}"#,
+                        "invalid_notification", ["batch", "user_variables"]
+                    ),
                 ]
                 for (body, code, mentions) in cases {
                     let response = try await send(client, body)

@@ -157,6 +157,19 @@ struct WebhookTests {
                     )
                 )
                 #expect(throttled.status == .created)
+                // Two batched sends to u2: the second folds into the first's digest.
+                for title in ["d1", "d2"] {
+                    let batched = try await client.execute(
+                        uri: "/v1/notifications",
+                        method: .post,
+                        headers: jsonHeaders(bearer: ReceiptsTests.adminToken),
+                        body: ByteBuffer(
+                            string:
+                                #"{"channel_url":"feed","template_key":"plain","variables":{"title":"\#(title)"},"targets":["u2"],"batch":{"key":"k","window":"1h"}}"#
+                        )
+                    )
+                    #expect(batched.status == .created)
+                }
                 let device = String(repeating: "ab", count: 32)
                 #expect(
                     try await client.execute(
@@ -184,10 +197,10 @@ struct WebhookTests {
                 let erasures = UserErasureStore(client: db.client)
                 _ = try await erasures.start(userID: "u3")
                 try await waitUntil("u3's erasure") { try await erasures.eraseNextBatch(size: 100, grace: .zero)?.finished == true }
-                #expect(try await world.count("SELECT count(*) FROM webhook_events") == 9)
+                #expect(try await world.count("SELECT count(*) FROM webhook_events") == 10)
 
                 try await world.withDispatcher {
-                    try await waitUntil("every event to arrive") { receiver.acceptedEvents.count >= 9 }
+                    try await waitUntil("every event to arrive") { receiver.acceptedEvents.count >= 10 }
                     try await waitUntil("the outbox to empty") { try await world.count("SELECT count(*) FROM webhook_events") == 0 }
                 }
                 let events = receiver.acceptedEvents

@@ -37,18 +37,20 @@ extension Template {
     /// own content and in each variant, and for every user with per-user variables or a profile
     /// given, in the variant of their locale (the profile's, else `locales`): a template that
     /// `readsUserFields` renders once per recipient.
+    /// A digest's content (`batch`) is rendered the same way, for its shared variables only.
     public func renderNotification(
         variables: [String: JSONValue],
         userVariables: [String: [String: JSONValue]],
         profiles: [String: RecipientProfile] = [:],
-        locales: [String: String] = [:]
+        locales: [String: String] = [:],
+        batch: BatchContext? = nil
     ) throws(NotificationRenderProblem) -> RenderedNotification {
         let tags = variantTags
         let parsed = userVariables.isEmpty && profiles.isEmpty && tags.isEmpty ? [:] : parsedStrings()
-        let shared = try renderChecked(variables, userID: nil, parsed: parsed)
+        let shared = try renderChecked(variables, userID: nil, batch: batch, parsed: parsed)
         var variants: [String: Template.Rendered] = [:]
         for tag in tags {
-            variants[tag] = try localized(tag).renderChecked(variables, userID: nil, parsed: parsed)
+            variants[tag] = try localized(tag).renderChecked(variables, userID: nil, batch: batch, parsed: parsed)
         }
         var perUser: [String: Template.Rendered] = [:]
         let userIDs = Set(userVariables.keys).union(profiles.keys)
@@ -79,11 +81,12 @@ extension Template {
         _ values: [String: JSONValue],
         userID: String?,
         recipient: RecipientProfile? = nil,
+        batch: BatchContext? = nil,
         parsed: ParsedStrings
     ) throws(NotificationRenderProblem) -> Template.Rendered {
         let rendered: Template.Rendered
         do {
-            rendered = try render(values, for: recipient, parsed: parsed)
+            rendered = try render(values, for: recipient, batch: batch, parsed: parsed)
         } catch {
             let field = userID.map { "user_variables.\($0).\(error.path)" } ?? "variables.\(error.path)"
             let message = userID.map { "\(field) \(error.message) (user '\($0)')." } ?? "\(field) \(error.message)."

@@ -49,6 +49,7 @@ extension Template {
             // looked up further down the stack, among the variables.
             return parts.count > 1 ? nameProblem(parts.dropFirst(), declared: declared) : nil
         }
+        if root == batchRoot { return batchNameProblem(parts, declared: declared) }
         guard root == userRoot else { return "uses {{\(root)}}, which is not a declared variable" }
         if let problem = userFieldProblem(Array(parts)) {
             return "uses {{\(parts.joined(separator: "."))}}: \(problem)"
@@ -64,8 +65,23 @@ extension Template {
     static func readsUser(_ parts: ArraySlice<String>, declared: Set<String>) -> Bool {
         guard let root = parts.first else { return false }
         if declared.contains(root) { return readsUser(parts.dropFirst(), declared: declared) }
+        if root == batchRoot { return readsUser(parts.dropFirst(2), declared: declared) }
         return root == userRoot
     }
+
+    /// What is wrong with a name under `batch`: one of its fields, then (in a field's section, or
+    /// dotted after `first`, `latest` or an item) a name looked up further down the stack.
+    static func batchNameProblem(_ parts: ArraySlice<String>, declared: Set<String>) -> String? {
+        guard parts.count > 1, BatchContext.fields.contains(parts[parts.startIndex + 1]) else {
+            return
+                "uses {{\(parts.joined(separator: "."))}}: a digest's fields are batch.count, batch.others, batch.several, batch.first.<variable>, batch.latest.<variable> and batch.items"
+        }
+        return parts.count > 2 ? nameProblem(parts.dropFirst(2), declared: declared) : nil
+    }
+
+    /// The name under which templates read the digest they render (`{{batch.count}}`), unless the
+    /// template declares a variable of that name.
+    static let batchRoot = "batch"
 
     /// The name under which templates read the recipient's profile (`{{user.nickname}}`), unless the
     /// template declares a variable of that name.
@@ -124,6 +140,7 @@ extension Template {
     public func render(
         _ values: [String: JSONValue],
         for recipient: RecipientProfile? = nil,
+        batch: BatchContext? = nil,
         parsed: ParsedStrings = [:]
     ) throws(TemplateProblem) -> Rendered {
         let declared = Dictionary(uniqueKeysWithValues: variables.map { ($0.name, $0) })
@@ -132,6 +149,7 @@ extension Template {
         }
         var context: [String: Any] = [:]
         if let recipient, declared[Self.userRoot] == nil { context[Self.userRoot] = recipient.context }
+        if declared[Self.batchRoot] == nil { context[Self.batchRoot] = batchContext(batch ?? .single(values)) }
         for variable in variables {
             guard let value = values[variable.name] ?? variable.defaultValue else {
                 if variable.required { throw TemplateProblem(path: variable.name, message: "is required") }
@@ -330,6 +348,23 @@ extension Template {
             return RFC3339.date(from: text) != nil ? nil : "must be an RFC 3339 date-time"
         default: return "must be a \(type.rawValue)"
         }
+    }
+
+    /// The mustache context of `batch`: each send's variables as the template reads them (its
+    /// defaults for what a send left out; names it no longer declares are left out).
+    func batchContext(_ batch: BatchContext) -> [String: Any] {
+        func variablesContext(_ values: [String: JSONValue]) -> [String: Any] {
+            var context: [String: Any] = [:]
+            for variable in variables {
+                if let value = values[variable.name] ?? variable.defaultValue { context[variable.name] = Self.text(of: value) }
+            }
+            return context
+        }
+        return [
+            "count": batch.count, "others": batch.count - 1, "several": batch.count > 1,
+            "first": variablesContext(batch.first), "latest": variablesContext(batch.latest),
+            "items": batch.items.map(variablesContext),
+        ]
     }
 
     static func text(of value: JSONValue) -> String {

@@ -12,6 +12,8 @@ public enum WebhookEventType: String, Sendable, CaseIterable, Codable {
     case notificationAction = "notification.action"
     /// A throttle held a notification back from a recipient: its alert (`silence`) or its copy (`drop`).
     case notificationThrottled = "notification.throttled"
+    /// A batched send folded into recipients' open digest: the digest changed in place.
+    case notificationDigestUpdated = "notification.digest_updated"
     /// A push was refused for good or ran out of retries.
     case pushFailed = "push.failed"
     /// APNs said a device token is no longer valid; the device was removed.

@@ -89,6 +89,9 @@ struct NotificationBody: ResponseEncodable {
     var push: PushOptions
     /// The throttle it was sent with; absent when none.
     var throttle: Throttle?
+    /// Its digest settings and how many users it folded into their digests; absent when it was
+    /// sent without a batch.
+    var batch: BatchBody?
     var audience: String
     /// The topic a topic send went to; absent for other sends.
     var topic: String?
@@ -116,6 +119,7 @@ struct NotificationBody: ResponseEncodable {
         expiresAt = stored.expiresAt.map(RFC3339.string)
         push = stored.push
         throttle = stored.throttle
+        batch = stored.batch.map { BatchBody(settings: $0, folded: stored.batchFolded) }
         audience = stored.audience
         topic = stored.topic
         fanout = Fanout(state: stored.fanoutState.rawValue, audienceSize: stored.audienceSize, reached: stored.recipientCount)
@@ -148,7 +152,7 @@ struct NotificationBody: ResponseEncodable {
         case variants, category, tags
         case eventDeadline = "event_deadline"
         case expiresAt = "expires_at"
-        case push, throttle, audience, topic, fanout, counts, members
+        case push, throttle, batch, audience, topic, fanout, counts, members
         case nextCursor = "next"
         case createdAt = "created_at"
         case updatedAt = "updated_at"
@@ -157,5 +161,32 @@ struct NotificationBody: ResponseEncodable {
     /// The body as JSON bytes, the form kept for idempotent replays.
     func encoded() throws -> [UInt8] {
         Array(try CanonicalJSON.encoder.encode(self))
+    }
+}
+
+/// A notification's digest settings, as the API shows them.
+struct BatchBody: Codable, Sendable, Equatable {
+    var settings: Batch
+    /// Users the send folded into a digest they already had (they got no copy of this one).
+    var folded: Int64
+
+    enum CodingKeys: String, CodingKey {
+        case folded
+    }
+
+    init(settings: Batch, folded: Int64) {
+        self.settings = settings
+        self.folded = folded
+    }
+
+    init(from decoder: any Decoder) throws {
+        settings = try Batch(from: decoder)
+        folded = try decoder.container(keyedBy: CodingKeys.self).decode(Int64.self, forKey: .folded)
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        try settings.encode(to: encoder)
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(folded, forKey: .folded)
     }
 }

@@ -125,6 +125,14 @@ struct NotificationsController: Sendable {
         // A template that reads the recipient's profile renders now for every user the send names (a
         // broadcast's fan-out renders the others as it reaches them).
         let perRecipient = template.template.readsUserFields
+        if body.batch != nil, perRecipient {
+            throw APIError(
+                .badRequest,
+                code: "invalid_notification",
+                message:
+                    "batch cannot be given for template '\(template.template.key)': it reads {{user.…}}, and a digest renders the same for each user."
+            )
+        }
         var named = Array(body.userVariables.keys)
         if case .targets(let ids) = audience { named += ids }
         let profiles = perRecipient ? try await users.profiles(named) : [:]
@@ -143,7 +151,8 @@ struct NotificationsController: Sendable {
             excluded: body.exclude ?? [],
             expiresAt: expiresAt,
             rendersPerRecipient: perRecipient,
-            throttle: body.throttle?.normalized ?? channel.throttle
+            throttle: body.throttle?.normalized ?? channel.throttle,
+            batch: body.batch?.normalized
         )
     }
 

@@ -22,6 +22,8 @@ struct SendNotificationRequest: Codable, Sendable {
     var push: PushOptions
     /// Replaces the channel's throttle for this send.
     var throttle: Throttle?
+    /// Folds the send into each recipient's open digest with the same key.
+    var batch: Batch?
 
     enum CodingKeys: String, CodingKey {
         case channelURL = "channel_url"
@@ -31,7 +33,7 @@ struct SendNotificationRequest: Codable, Sendable {
         case targets, audience, topic, exclude, category, tags
         case eventDeadline = "event_deadline"
         case expiresAt = "expires_at"
-        case push, throttle
+        case push, throttle, batch
     }
 
     init(from decoder: any Decoder) throws {
@@ -50,6 +52,7 @@ struct SendNotificationRequest: Codable, Sendable {
         expiresAt = try container.decodeIfPresent(String.self, forKey: .expiresAt)
         push = try container.decodeIfPresent(PushOptions.self, forKey: .push) ?? PushOptions()
         throttle = try container.decodeIfPresent(Throttle.self, forKey: .throttle)
+        batch = try container.decodeIfPresent(Batch.self, forKey: .batch)
     }
 
     static let maximumTargets = 10_000
@@ -133,6 +136,11 @@ struct SendNotificationRequest: Codable, Sendable {
         }
         if let (field, message) = push.problem() { throw invalid("push.\(field)", message) }
         if let (field, message) = throttle?.problem() { throw invalid("throttle.\(field)", message) }
+        if let batch {
+            if let (field, message) = batch.problem() { throw invalid("batch.\(field)", message) }
+            // A digest is rendered once for every user whose batch holds the same sends.
+            if !userVariables.isEmpty { throw invalid("batch", "cannot be given with user_variables: a digest renders the same for each user") }
+        }
         return (audience, deadline, expiry)
     }
 

@@ -28,8 +28,11 @@ struct Scheduler: Sendable {
 
     /// Claims what is due at `now` and makes it. Returns how many sends it claimed: a full batch
     /// means more may be due.
+    /// Digests whose alert goes at the end of their window get it queued here too: their windows
+    /// close on the same clock.
     @discardableResult
     func runRound(now: Date) async throws -> Int {
+        try await notifications.notifications.queueDigestAlerts(now: now)
         let due = try await schedules.claimDue(now: now, limit: batchSize, lease: lease)
         await withTaskGroup(of: Void.self) { group in
             var started = 0

@@ -5,8 +5,8 @@ import Logging
 import Postgres
 import ServiceLifecycle
 
-/// Runs the `Scheduler`: makes what is due, then waits until the next send can be claimed, a new
-/// schedule wakes it, or `pollInterval` passes (other replicas' schedules are found so). Replicas
+/// Runs the `Scheduler`: makes what is due, then waits until the next send can be claimed (or a
+/// digest's alert is due), a new schedule wakes it, or `pollInterval` passes (other replicas' schedules are found so). Replicas
 /// may all run it; schedules live in the database, so a restart loses none.
 struct SchedulerService: Service {
     let scheduler: Scheduler
@@ -24,7 +24,9 @@ struct SchedulerService: Service {
                     do {
                         if try await scheduler.runRound(now: Date()) >= scheduler.batchSize { continue }
                         failures = 0
-                        let next = try await scheduler.schedules.nextClaimable()
+                        let nextSend = try await scheduler.schedules.nextClaimable()
+                        let nextAlert = try await scheduler.notifications.notifications.nextDigestAlert()
+                        let next = [nextSend, nextAlert].compactMap(\.self).min()
                         let wait = next.map { min(pollInterval, .milliseconds(max(0, Int64($0.timeIntervalSinceNow * 1000)))) } ?? pollInterval
                         if wait > .zero { await wake.wait(timeout: wait) }
                     } catch {

@@ -45,6 +45,8 @@ public struct NotificationDraft: Sendable {
     public var timeZones: [String]?
     /// The cap on how often each recipient hears from the channel: the send's, else the channel's.
     public var throttle: Throttle?
+    /// Folds the send into each recipient's open digest with the same key (`sql/0032_digests.sql`).
+    public var batch: Batch?
 
     public init(
         channelURL: String,
@@ -60,7 +62,8 @@ public struct NotificationDraft: Sendable {
         excluded: [String] = [],
         expiresAt: Date? = nil,
         rendersPerRecipient: Bool = false,
-        throttle: Throttle? = nil
+        throttle: Throttle? = nil,
+        batch: Batch? = nil
     ) {
         self.channelURL = channelURL
         self.templateKey = templateKey
@@ -77,6 +80,7 @@ public struct NotificationDraft: Sendable {
         self.rendersPerRecipient = rendersPerRecipient
         self.timeZones = nil
         self.throttle = throttle
+        self.batch = batch
     }
 
     /// Every user id the send names: its targets and the users it has variables for.
@@ -125,6 +129,10 @@ public struct StoredNotification: Sendable, Equatable {
     public var variants: [String: JSONValue] = [:]
     /// The throttle it was sent with (its send's, else its channel's then).
     public var throttle: Throttle?
+    /// Its digest settings, when it was sent with a batch.
+    public var batch: Batch?
+    /// Users it folded into their open digests (who got no copy of it).
+    public var batchFolded: Int64 = 0
 }
 
 /// Recipients of one notification by status. Statuses only move forward (sent → delivered → read),

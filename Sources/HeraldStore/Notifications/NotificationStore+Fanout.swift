@@ -25,7 +25,7 @@ extension NotificationStore {
                 let row = try await connection.query(
                     """
                     SELECT id, channel_key, fanout_after, fanout_through, fanout_skips_existing, topic_key, excluded_keys, category, inbox_default,
-                        renders_per_recipient, ARRAY(SELECT jsonb_object_keys(variants)), time_zones, throttle
+                        renders_per_recipient, ARRAY(SELECT jsonb_object_keys(variants)), time_zones, throttle, batch_key
                     FROM notifications
                     WHERE fanout_state = 'running' ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
                     """
@@ -39,6 +39,7 @@ extension NotificationStore {
             let variantTags = try row.decode(column: 10, as: [String].self)
             let timeZones = try row.decode(column: 11, as: [String]?.self)
             let throttle = try ThrottleSQL.decode(try row.decode(column: 12, as: PostgresJSONB?.self))
+            let batchKey = try row.decode(column: 13, as: String?.self)
             let last: Int64
             if let topicKey {
                 last = try await Self.subscribersBatchEnd(topic: topicKey, after: after, through: through, size: size, on: connection)
@@ -81,6 +82,21 @@ extension NotificationStore {
             var excluding: PostgresQuery = excludedKeys.isEmpty ? "" : "AND \(userColumn) <> ALL(\(excludedKeys)::int8[])"
             // A part of a send scheduled for a local time: the users of its time zones.
             if let timeZones { excluding = "\(excluding) AND u.time_zone = ANY(\(timeZones))" }
+            // A batched send: users with an open digest of its key get theirs changed instead of a
+            // copy (a digest is one copy, so a throttle does not hold a fold back).
+            var folded = 0
+            if let batchKey {
+                let digests = try await Self.openDigests(channelKey: channelKey, key: batchKey, except: id, on: connection)
+                folded = try await Self.fold(
+                    notification: id,
+                    into: digests,
+                    channelKey: channelKey,
+                    users: "SELECT \(userColumn) \(batchUsers(joiningUsers: readsUsers)) \(excluding) AND \(inbox)",
+                    xid: xid,
+                    on: connection
+                )
+                if folded > 0 { excluding = "\(excluding) AND NOT \(Self.holdsDigest(user: userColumn, channelKey: channelKey, digests: digests))" }
+            }
             // A throttle that drops: users at its cap get no copy, and an event says so.
             if throttle?.beyond == .drop {
                 let admits = try await Self.throttleAdmits(
@@ -130,8 +146,9 @@ extension NotificationStore {
                 change: .created,
                 usersAfter: after,
                 through: last,
-                // Only some users of the range have a copy: a topic's, a local time's zones, a throttle's.
-                sparse: topicKey != nil || timeZones != nil || throttle?.beyond == .drop,
+                // Only some users of the range have a copy: a topic's, a local time's zones, a
+                // throttle's, those without a digest to fold into.
+                sparse: topicKey != nil || timeZones != nil || throttle?.beyond == .drop || folded > 0,
                 on: connection
             )
             try await connection.query(

@@ -131,20 +131,28 @@ public struct NotificationStore: Sendable {
         let variant = TranslationSQL.variant(locale: "u.locale", tags: draft.content.variants.keys.sorted())
         let deadline = draft.eventDeadline.map(PostgresTimestamp.init)
         let fanoutState = fanoutThrough > 0 ? "running" : "done"
+        // A batched send: the digests it folds into (its own opens with it, for the window).
+        var digests: [Int64] = []
+        if let batch = draft.batch { digests = try await Self.openDigests(channelKey: channelKey, key: batch.key, on: connection) }
+        let batchJSON = try draft.batch.map { try PostgresJSONB(utf8: Array(JSONEncoder().encode($0))) }
+        let window = draft.batch?.windowSeconds ?? 0
+        let alertsAtEnd = draft.batch?.alert == .last && draft.push.alert
         let inserted = try await connection.query(
             """
             INSERT INTO notifications (
                 channel_key, template_key, template_version, variables, data, push_title, push_body,
                 category, tags, event_deadline, push, audience, audience_size, fanout_through, fanout_state,
                 fanout_skips_existing, expires_at, topic_key, topic, excluded_keys, inbox_default, push_default,
-                renders_per_recipient, actions, variants, time_zones, throttle)
+                renders_per_recipient, actions, variants, time_zones, throttle, batch, batch_key, batch_closes_at, batch_alert_at)
             VALUES (
                 \(channelKey), \(draft.templateKey), \(draft.templateVersion), \(variables), \(data),
                 \(draft.content.shared.pushTitle), \(draft.content.shared.pushBody), \(draft.category), \(draft.tags),
                 \(deadline), \(push), \(draft.audience.name), \(audienceSize), \(fanoutThrough), \(fanoutState),
                 \(!draft.content.perUser.isEmpty), \(draft.expiresAt.map(PostgresTimestamp.init)), \(topicKey), \(topicName(draft.audience)),
                 \(excludedKeys), \(inboxDefault), \(pushDefault), \(draft.rendersPerRecipient), \(actions), \(variants), \(draft.timeZones),
-                \(try ThrottleSQL.json(draft.throttle)))
+                \(try ThrottleSQL.json(draft.throttle)), \(batchJSON), \(draft.batch?.key),
+                CASE WHEN \(draft.batch != nil) THEN now() + \(window) * interval '1 second' END,
+                CASE WHEN \(alertsAtEnd) THEN now() + \(window) * interval '1 second' END)
             RETURNING id
             """
         )
@@ -162,10 +170,21 @@ public struct NotificationStore: Sendable {
         let recipients: PostgresResult
         switch draft.audience {
         case .targets:
+            // Users with an open digest of the batch get it changed instead of a copy of this one.
+            let reached: PostgresQuery = "FROM users u WHERE u.id = ANY(\(targetIDs)) AND \(inbox)"
+            let folded = try await Self.fold(
+                notification: id,
+                into: digests,
+                channelKey: channelKey,
+                users: "SELECT u.key \(reached)",
+                xid: xid,
+                on: connection
+            )
+            let fresh: PostgresQuery = folded > 0 ? "AND NOT \(Self.holdsDigest(user: "u.key", channelKey: channelKey, digests: digests))" : ""
             try await Self.recordDropped(
                 draft.throttle,
                 admits: admits,
-                users: "FROM users u WHERE u.id = ANY(\(targetIDs)) AND \(inbox)",
+                users: "\(reached) \(fresh)",
                 user: "u.key",
                 notification: id,
                 channelKey: channelKey,
@@ -177,7 +196,7 @@ public struct NotificationStore: Sendable {
                 SELECT u.key, \(channelKey), \(id), \(xid), o.data, o.push_title, o.push_body, \(variant)
                 FROM users u
                 LEFT JOIN jsonb_to_recordset(\(overrides)) AS o(id text, data jsonb, push_title text, push_body text) ON o.id = u.id
-                WHERE u.id = ANY(\(targetIDs)) AND \(inbox) AND \(admits)
+                WHERE u.id = ANY(\(targetIDs)) AND \(inbox) AND \(admits) \(fresh)
                 """
             )
         case .all, .topic:
@@ -352,7 +371,8 @@ public struct NotificationStore: Sendable {
         n.id, c.url, n.template_key, n.template_version, n.variables, n.data, n.push_title, n.push_body, \
         n.category, n.tags, n.event_deadline, n.push, n.audience, n.audience_size, n.recipient_count, \
         n.fanout_state, n.created_at, n.updated_at, n.pushes_sent, \
-        least(n.expires_at, n.created_at + c.retention_seconds * interval '1 second'), n.topic, n.variants, n.throttle
+        least(n.expires_at, n.created_at + c.retention_seconds * interval '1 second'), n.topic, n.variants, n.throttle, \
+        n.batch, n.batch_folded
         """
 
     static func decode(_ row: PostgresRow) throws -> StoredNotification {
@@ -371,6 +391,7 @@ public struct NotificationStore: Sendable {
         let topic = try row.decode(column: 20, as: String?.self)
         let variants = try row.decode(column: 21, as: PostgresJSONB.self)
         let throttle = try ThrottleSQL.decode(try row.decode(column: 22, as: PostgresJSONB?.self))
+        let batch = try row.decode(column: 23, as: PostgresJSONB?.self)
         let decoder = JSONDecoder()
         return StoredNotification(
             id: id,
@@ -395,7 +416,9 @@ public struct NotificationStore: Sendable {
             updatedAt: updatedAt,
             pushesSent: pushesSent,
             variants: try decoder.decode([String: JSONValue].self, from: Data(variants.utf8)),
-            throttle: throttle
+            throttle: throttle,
+            batch: try batch.map { try decoder.decode(Batch.self, from: Data($0.utf8)) },
+            batchFolded: try row.decode(column: 24, as: Int64.self)
         )
     }
 }

@@ -98,10 +98,12 @@ public struct PushStore: Sendable {
                 INSERT INTO push_outbox (notification_id, user_after, user_through) VALUES (\(notification), \(after), \(through))
                 RETURNING 1
             ), alerts AS (
-                -- A new notification that asked for an alert: its recipients' devices get one too.
+                -- A new notification that asked for an alert: its recipients' devices get one too
+                -- (a digest's at the end of its window instead when it says so, or never).
                 INSERT INTO alert_outbox (notification_id, user_after, user_through)
                 SELECT id, \(after), \(through) FROM notifications
                 WHERE id = \(notification) AND \(change == .created) AND (push->>'alert')::boolean IS TRUE
+                    AND coalesce(batch->>'alert', 'first') = 'first'
             )
             SELECT pg_notify(\(Self.wakeChannel), ''), pg_notify(\(LiveHint.channel), \(hint)) FROM queued
             """

@@ -1,0 +1,219 @@
+import Foundation
+import HeraldCore
+import Postgres
+
+/// Digests (`sql/0032_digests.sql`): a send with a batch folds into the copy each user already has
+/// of an open digest with the same key, instead of giving them a copy of its own.
+extension NotificationStore {
+    /// The channel's open digests with `key`: the notifications that opened them, but `except`.
+    ///
+    /// Takes a lock first that every send and fan-out batch with the same key and channel takes, held
+    /// to the end of the transaction: two sends reaching a user at once would otherwise each find no
+    /// digest of theirs and both give the user a copy.
+    static func openDigests(channelKey: Int64, key: String, except: Int64? = nil, on connection: PostgresConnection) async throws -> [Int64] {
+        try await connection.query(
+            "SELECT pg_advisory_xact_lock(hashtextextended('herald.digest:' || \(channelKey) || ':' || \(key), 0))"
+        )
+        return try await connection.query(
+            """
+            SELECT id FROM notifications
+            WHERE channel_key = \(channelKey) AND batch_key = \(key) AND batch_closes_at > now() AND deleted_at IS NULL AND id <> \(except ?? 0)
+            ORDER BY id
+            """
+        ).map { try $0.decode(Int64.self) }
+    }
+
+    /// SQL true when user key `user` holds a live copy of one of the open digests `digests`.
+    static func holdsDigest(user: PostgresQuery, channelKey: Int64, digests: [Int64]) -> PostgresQuery {
+        guard !digests.isEmpty else { return "false" }
+        return """
+            EXISTS (SELECT 1 FROM notification_recipients held WHERE held.user_key = \(user) AND held.channel_key = \(channelKey)
+                AND held.notification_id = ANY(\(digests)) AND NOT held.deleted)
+            """
+    }
+
+    /// Folds notification `id` into the open digests `digests` of the users `users` selects (a
+    /// `SELECT` of user keys): each of those users' copies is rendered again with one more send in its
+    /// batch, takes this transaction's position and is unread again (read copies count once more), and
+    /// their channel's activity moves to now. Returns how many users it folded.
+    ///
+    /// Set-based: users whose digests hold the same sends (the same digest, count and items — after
+    /// the same sends, usually everyone) are one group, rendered once and written in one statement.
+    static func fold(
+        notification id: Int64,
+        into digests: [Int64],
+        channelKey: Int64,
+        users: PostgresQuery,
+        xid: Int64,
+        on connection: PostgresConnection
+    ) async throws -> Int {
+        guard !digests.isEmpty else { return 0 }
+        let held: PostgresQuery = """
+            r.channel_key = \(channelKey) AND NOT r.deleted AND r.user_key IN (\(users))
+            """
+        let groups = try await connection.query(
+            """
+            SELECT r.notification_id, coalesce(r.batch_count, 1), coalesce(r.batch_items, ARRAY[r.notification_id]), count(*)
+            FROM notification_recipients r
+            WHERE r.notification_id = ANY(\(digests)) AND \(held)
+            GROUP BY 1, 2, 3
+            """
+        ).map { row in
+            let (digest, count, items, users) = try row.decode((Int64, Int32, [Int64], Int64).self)
+            return (digest: digest, count: Int(count), items: items, users: users)
+        }
+        guard !groups.isEmpty else { return 0 }
+        let renderer = try await DigestRenderer.load(notification: id, digests: groups.map(\.digest) + groups.flatMap(\.items), on: connection)
+        let (url, batchKey) = try await connection.query(
+            "SELECT c.url, n.batch_key FROM notifications n JOIN channels c ON c.key = n.channel_key WHERE n.id = \(id)"
+        )[0].decode((String, String).self)
+        var folded = 0
+        for group in groups {
+            let items = Array((group.items + [id]).suffix(renderer.itemLimit))
+            let rendered = try renderer.render(digest: group.digest, count: group.count + 1, items: items)
+            let variant = TranslationSQL.variant(locale: "u.locale", tags: renderer.variantTags)
+            // The copies are locked (and their status read) first: the status another transaction
+            // committed meanwhile is the one that counts.
+            let users = try await connection.query(
+                """
+                WITH old AS (
+                    SELECT r.user_key, r.status FROM notification_recipients r
+                    WHERE r.notification_id = \(group.digest) AND \(held) AND coalesce(r.batch_count, 1) = \(Int32(group.count))
+                        AND coalesce(r.batch_items, ARRAY[r.notification_id]) = \(group.items)
+                    FOR UPDATE
+                ), folded AS (
+                    UPDATE notification_recipients r SET data = v.rendered -> 'data', push_title = v.rendered ->> 'push_title',
+                        push_body = v.rendered ->> 'push_body', variant = v.tag, change_xid = \(xid),
+                        batch_count = \(Int32(group.count + 1)), batch_items = \(items),
+                        status = CASE WHEN old.status = \(CollectionItem.Status.read) THEN \(CollectionItem.Status.delivered) ELSE old.status END,
+                        read_at = CASE WHEN old.status = \(CollectionItem.Status.read) THEN NULL ELSE r.read_at END, archived = false
+                    FROM old JOIN users u ON u.key = old.user_key,
+                        LATERAL (SELECT \(variant) AS tag) AS chosen,
+                        LATERAL (SELECT chosen.tag, \(rendered) -> coalesce(chosen.tag, '') AS rendered) AS v
+                    WHERE r.user_key = old.user_key AND r.channel_key = \(channelKey) AND r.notification_id = \(group.digest)
+                    RETURNING r.user_key, old.status = \(CollectionItem.Status.read) AS was_read
+                ), states AS (
+                    INSERT INTO channel_states AS s (user_key, channel_key, unread_adjustment, last_activity_at)
+                    SELECT user_key, \(channelKey), CASE WHEN was_read THEN 1 ELSE 0 END, now() FROM folded ORDER BY user_key
+                    ON CONFLICT (user_key, channel_key) DO UPDATE SET
+                        unread_adjustment = s.unread_adjustment + EXCLUDED.unread_adjustment, last_activity_at = EXCLUDED.last_activity_at
+                )
+                SELECT count(*), coalesce(min(f.user_key), 0), coalesce(max(f.user_key), 0),
+                    (SELECT coalesce(array_agg(u.id ORDER BY u.key), '{}') FROM (SELECT user_key FROM folded ORDER BY user_key LIMIT \(Self.listedIDLimit)) AS listed
+                        JOIN users u ON u.key = listed.user_key)
+                FROM folded f
+                """
+            )
+            let (count, first, last, ids) = try users[0].decode((Int64, Int64, Int64, [String]).self)
+            guard count > 0 else { continue }
+            folded += Int(count)
+            try await PushStore.enqueue(
+                notification: group.digest,
+                channelKey: channelKey,
+                change: .updated,
+                usersAfter: first - 1,
+                through: last,
+                sparse: true,
+                on: connection
+            )
+            try await connection.query(
+                """
+                SELECT herald_webhook_event('notification.digest_updated', jsonb_build_object('notification_id', \(group.digest)::text,
+                    'channel_url', \(url), 'batch_key', \(batchKey), 'count', \(Int64(group.count + 1)), 'folded_notification_id', \(id)::text,
+                    'users', \(count), 'user_ids', \(ids), 'at', \(TimeSQL.rfc3339("now()"))))
+                WHERE herald_webhook_wanted('notification.digest_updated')
+                """
+            )
+        }
+        try await connection.query("UPDATE notifications SET batch_folded = batch_folded + \(Int64(folded)) WHERE id = \(id)")
+        return folded
+    }
+
+    /// Queues the alert of every digest whose alert goes at the end of its window and whose window
+    /// has closed by `now` (its fan-out done): its recipients' devices get an alert with the digest as
+    /// it reads then. A send that opened no digest (it folded into everyone's) has none to give.
+    /// Returns how many digests it queued.
+    public func queueDigestAlerts(now: Date) async throws -> Int {
+        try await client.query(
+            """
+            WITH due AS (
+                UPDATE notifications SET batch_alert_at = NULL
+                WHERE batch_alert_at <= \(PostgresTimestamp(now)) AND fanout_state = 'done'
+                RETURNING id, recipient_count, deleted_at
+            ), queued AS (
+                INSERT INTO alert_outbox (notification_id) SELECT id FROM due WHERE recipient_count > 0 AND deleted_at IS NULL
+                RETURNING 1
+            )
+            SELECT (SELECT count(*) FROM queued), CASE WHEN (SELECT count(*) FROM queued) > 0 THEN pg_notify(\(PushStore.wakeChannel), '') END::text
+            """
+        )[0].decode(column: 0, as: Int64.self).clampedInt
+    }
+
+    /// When the next digest alert is due, if one is waiting.
+    public func nextDigestAlert() async throws -> Date? {
+        try await client.query("SELECT min(batch_alert_at) FROM notifications WHERE batch_alert_at IS NOT NULL")[0].decode(Date?.self)
+    }
+}
+
+extension Int64 {
+    fileprivate var clampedInt: Int { Int(clamping: self) }
+}
+
+/// Renders a digest again with one more send in its batch: the folding send's template version and
+/// variables, the first send's variables and the latest items', read once for all groups.
+struct DigestRenderer {
+    let template: Template
+    let variables: [String: JSONValue]
+    let sends: [Int64: [String: JSONValue]]
+    let itemLimit: Int
+
+    var variantTags: [String] { template.variantTags }
+
+    static func load(notification id: Int64, digests: [Int64], on connection: PostgresConnection) async throws -> DigestRenderer {
+        let row = try await connection.query(
+            """
+            SELECT t.definition, n.variables, n.batch FROM notifications n
+            JOIN templates t ON t.key = n.template_key AND t.version = n.template_version
+            WHERE n.id = \(id)
+            """
+        )[0]
+        let (definition, variablesJSON, batchJSON) = try row.decode((PostgresJSONB, PostgresJSONB, PostgresJSONB).self)
+        let decoder = JSONDecoder()
+        let template = try decoder.decode(Template.self, from: Data(definition.utf8))
+        let batch = try decoder.decode(Batch.self, from: Data(batchJSON.utf8))
+        var sends: [Int64: [String: JSONValue]] = [:]
+        for row in try await connection.query("SELECT id, variables FROM notifications WHERE id = ANY(\(Array(Set(digests))))") {
+            let (send, json) = try row.decode((Int64, PostgresJSONB).self)
+            sends[send] = try decoder.decode([String: JSONValue].self, from: Data(json.utf8))
+        }
+        let variables = try decoder.decode([String: JSONValue].self, from: Data(variablesJSON.utf8))
+        sends[id] = variables
+        return DigestRenderer(template: template, variables: variables, sends: sends, itemLimit: batch.items)
+    }
+
+    /// `{"": {data, push_title, push_body}, "<tag>": …}`: the digest in the template's own content
+    /// and in each variant. A batch whose items make the data too large lists the latest only.
+    func render(digest: Int64, count: Int, items: [Int64]) throws -> PostgresJSONB {
+        func context(_ items: [Int64]) -> BatchContext {
+            BatchContext(count: count, first: sends[digest] ?? [:], latest: variables, items: items.map { sends[$0] ?? [:] })
+        }
+        func rendering(_ items: [Int64]) -> Result<RenderedNotification, NotificationRenderProblem> {
+            Result { () throws(NotificationRenderProblem) in
+                try template.renderNotification(variables: variables, userVariables: [:], batch: context(items))
+            }
+        }
+        var result = rendering(items)
+        if case .failure(let problem) = result, problem.kind == .tooLarge, items.count > 1 { result = rendering(Array(items.suffix(1))) }
+        let rendered = try result.get()
+        struct Text: Encodable {
+            var data: JSONValue
+            var push_title: String?
+            var push_body: String?
+        }
+        var all = ["": Text(data: rendered.shared.data, push_title: rendered.shared.pushTitle, push_body: rendered.shared.pushBody)]
+        for (tag, variant) in rendered.variants {
+            all[tag] = Text(data: variant.data, push_title: variant.pushTitle, push_body: variant.pushBody)
+        }
+        return try PostgresJSONB(utf8: Array(JSONEncoder().encode(all)))
+    }
+}
