@@ -43,6 +43,9 @@ extension ConsoleRoutes {
                     "id": id, "channel": stored.channelURL, "template": stored.templateKey, "version": stored.templateVersion,
                     "audience": stored.audience, "created": stored.createdAt.formatted(.iso8601),
                     "data": TemplatePreview.pretty(stored.data),
+                    "batch": stored.batch.map { batch -> [String: Any] in
+                        ["key": batch.key, "window": batch.window, "alert": batch.alert.rawValue, "folded": stored.batchFolded]
+                    } ?? false,
                     "variants": stored.variants.sorted { $0.key < $1.key }.map { tag, rendered in
                         ["tag": tag, "definition": TemplatePreview.pretty(rendered)]
                     },

@@ -6,7 +6,8 @@ import HeraldCore
 struct SendForm {
     /// The form's fields by name: `channel_url`, `audience` (`targets`, `all` or `topic`), `topic`, `targets` (ids
     /// separated by spaces, commas or lines), `v_<variable>`, `push_alert`, `push_text`, `push_sound`,
-    /// `push_priority`, `expires_at`, `send_at`, `deliver_at_local`, `repeat`.
+    /// `push_priority`, `expires_at`, `batch_key`, `batch_window`, `batch_alert`, `send_at`,
+    /// `deliver_at_local`, `repeat`.
     var fields: [String: String]
 
     /// The form says when: it schedules the send rather than making it.
@@ -48,6 +49,11 @@ struct SendForm {
         if field("push_priority") == "low" { push["priority"] = .string("low") }
         if !push.isEmpty { body["push"] = .object(push) }
         if !field("expires_at").isEmpty { body["expires_at"] = .string(field("expires_at")) }
+        if !field("batch_key").isEmpty {
+            var batch: [String: JSONValue] = ["key": .string(field("batch_key")), "window": .string(field("batch_window"))]
+            if ["last", "none"].contains(field("batch_alert")) { batch["alert"] = .string(field("batch_alert")) }
+            body["batch"] = .object(batch)
+        }
         for name in ["send_at", "deliver_at_local", "repeat"] where !field(name).isEmpty { body[name] = .string(field(name)) }
         return .object(body)
     }

@@ -116,6 +116,44 @@ struct ConsoleTests {
         }
     }
 
+    /// A send with a batch key goes with its batch; the second folds into the first's digest, and the
+    /// notification's page says so. A bad window is refused in the API's words.
+    @Test func aBatchedSendFromTheFormFoldsIntoTheDigest() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            _ = try await UserStore(client: db.client).upsert(id: "u1", nickname: nil, profileURL: nil)
+            _ = try await ChannelStore(client: db.client).put(Channel(url: "news", kind: .feed, name: "News"))
+            _ = try await TemplateStore(client: db.client).put(.plain)
+            try await application(db).test(.router) { client in
+                let browser = try await signIn(client)
+                let fields = [
+                    "csrf": browser.csrf, "template": "plain", "channel_url": "news", "audience": "targets", "targets": "u1",
+                    "v_title": "Liked", "batch_key": "likes:9", "batch_window": "10m", "batch_alert": "last",
+                ]
+                let curl = String(
+                    buffer: try await client.execute(
+                        uri:
+                            "/console/send/curl?template=plain&channel_url=news&targets=u1&v_title=Hi&batch_key=likes:9&batch_window=10m&batch_alert=last",
+                        method: .get,
+                        headers: browser.headers
+                    ).body
+                )
+                #expect(curl.contains(#""batch":{"alert":"last","key":"likes:9","window":"10m"}"#))
+                var locations: [String] = []
+                for _ in 0..<2 {
+                    let sent = try await post(client, "/console/send", form: fields, headers: browser.headers)
+                    #expect(sent.status == .seeOther)
+                    locations.append(try #require(sent.headers[.location]))
+                }
+                let page = String(buffer: try await client.execute(uri: locations[1], method: .get, headers: browser.headers).body)
+                #expect(page.contains("<code>likes:9</code>") && page.contains(#"<span id="batch-folded">1</span>"#))
+                #expect(try await db.client.query("SELECT count(*) FROM notification_recipients")[0].decode(Int64.self) == 1)
+
+                let refused = try await post(client, "/console/send", form: fields.merging(["batch_window": "2d"]) { $1 }, headers: browser.headers)
+                #expect(refused.status == .unprocessableContent && String(buffer: refused.body).contains("batch.window"))
+            }
+        }
+    }
+
     /// A send that says when is scheduled through the API, listed with its time, and cancelled from
     /// its row; a time in the past is refused in the API's words.
     @Test func aSendWithATimeIsScheduledListedAndCancelled() async throws {

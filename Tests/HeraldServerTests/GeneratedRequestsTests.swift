@@ -378,6 +378,8 @@ struct GeneratedRequestsTests {
             // A sync has five optional parameters, each broken now and then: valid values in the pools
             // (and no unknown channel for it) give it a fair chance of being valid throughout.
             "syncCollection.channel_url": ["feed", "chat"], "limit": [50], "wait": [0],
+            // So does a page of older ones (its category is the feed's).
+            "olderNotifications.channel_url": ["feed"],
             // Only the feed has categories.
             "setCategoryPreference.channel_url": ["feed", "nope"],
             "setCategoryPreference.body": [["inbox": false, "push": true], ["inbox": NSNull()], ["push": NSNull()]],

@@ -41,6 +41,11 @@ struct FanoutBenchmark: AsyncParsableCommand {
     )
     var translated = false
 
+    @Flag(
+        help: "Also fold a batched send to everyone into the digests an earlier one opened, paired with a plain send to everyone."
+    )
+    var batched = false
+
     @Option(help: "PostgreSQL URI or conninfo; default: a private cluster in a temporary directory.")
     var databaseURL: String?
 
@@ -124,6 +129,19 @@ struct FanoutBenchmark: AsyncParsableCommand {
                     let (plain, localized) = (times["news.digest"]!, times["news.translated"]!)
                     print(
                         "| \(sizes[0]) | \(run) | \(format(plain * 1000)) | \(format(localized * 1000)) | \(format(localized / plain, digits: 2)) |"
+                    )
+                }
+            }
+        }
+        if batched {
+            try await withServer(client: client, batchSize: sizes[0], logger: logger) { port in
+                print("")
+                print("| batch size | run | opening send (ms) | send to all (ms) | folding send to all (ms) | folding ÷ plain |")
+                print("|---:|---:|---:|---:|---:|---:|")
+                for run in 1...runs {
+                    let (opening, plain, folding) = try await measureFolding(client: client, http: http, port: port, run: run)
+                    print(
+                        "| \(sizes[0]) | \(run) | \(format(opening * 1000)) | \(format(plain * 1000)) | \(format(folding * 1000)) | \(format(folding / plain, digits: 2)) |"
                     )
                 }
             }
@@ -278,6 +296,50 @@ struct FanoutBenchmark: AsyncParsableCommand {
             throw ValidationError("the fan-out reached \(reached) of \(users) users (status \(sent.status))")
         }
         return (elapsedSeconds(done - start), elapsedSeconds(folded - done))
+    }
+
+    /// Seconds from the request until the fan-out of the send with `body` committed its last batch;
+    /// then waits (untimed) until the broadcast is folded into the users' counters.
+    private func timedSend(client: PostgresClient, http: HTTPClient, port: Int, body: String) async throws -> (seconds: Double, id: Int64) {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let sent = try await post(http, port: port, body: body)
+        while try await client.query("SELECT fanout_state = 'done' FROM notifications WHERE id = \(sent.id)").first!.decode(Bool.self) == false {
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        let elapsed = elapsedSeconds(clock.now - start)
+        while try await client.query("SELECT folded_through >= fanout_through FROM notifications WHERE id = \(sent.id)").first!.decode(Bool.self)
+            == false
+        {
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        return (elapsed, sent.id)
+    }
+
+    /// A batched send to everyone opens a digest per user; then, in alternating order, a plain send
+    /// to everyone and a batched send with the same key, which folds into every digest. Seconds of
+    /// each, request to last batch.
+    private func measureFolding(client: PostgresClient, http: HTTPClient, port: Int, run: Int) async throws -> (Double, Double, Double) {
+        try await prepare(client)
+        func body(_ headline: String, batched: Bool) -> String {
+            let batch = batched ? #","batch":{"key":"bench:\#(run)","window":"1h"}"# : ""
+            return #"{"channel_url":"news","template_key":"news.digest","audience":"all","variables":{"headline":"\#(headline)"}\#(batch)}"#
+        }
+        let opening = try await timedSend(client: client, http: http, port: port, body: body("Alice liked your photo", batched: true))
+        var plain = 0.0
+        var folding = (seconds: 0.0, id: Int64(0))
+        for step in run % 2 == 0 ? ["fold", "plain"] : ["plain", "fold"] {
+            if step == "plain" {
+                plain = try await timedSend(client: client, http: http, port: port, body: body("Breaking news", batched: false)).seconds
+            } else {
+                folding = try await timedSend(client: client, http: http, port: port, body: body("Bob liked your photo", batched: true))
+            }
+        }
+        let (folded, reached) = try await client.query("SELECT batch_folded, recipient_count FROM notifications WHERE id = \(folding.id)")[0].decode(
+            (Int64, Int64).self
+        )
+        guard folded == users, reached == 0 else { throw ValidationError("the batched send folded \(folded) and reached \(reached) of \(users)") }
+        return (opening.seconds, plain, folding.seconds)
     }
 
     /// Seconds for a raw COPY of the same rows into a table of the same shape.

@@ -23,19 +23,34 @@ extension NotificationStore {
         ).map { try $0.decode(Int64.self) }
     }
 
-    /// SQL true when user key `user` holds a live copy of one of the open digests `digests`.
-    static func holdsDigest(user: PostgresQuery, channelKey: Int64, digests: [Int64]) -> PostgresQuery {
+    /// SQL true when user key `user` holds a live copy of one of the open digests `digests`. Within a
+    /// fan-out batch's key range, the holders are read once (a range of the digests' index, hashed)
+    /// rather than probed for each user.
+    static func holdsDigest(
+        user: PostgresQuery,
+        channelKey: Int64,
+        digests: [Int64],
+        within range: (after: Int64, through: Int64)? = nil
+    ) -> PostgresQuery {
         guard !digests.isEmpty else { return "false" }
+        guard let range else {
+            return """
+                EXISTS (SELECT 1 FROM notification_recipients held WHERE held.user_key = \(user) AND held.channel_key = \(channelKey)
+                    AND held.notification_id = ANY(\(digests)) AND NOT held.deleted)
+                """
+        }
         return """
-            EXISTS (SELECT 1 FROM notification_recipients held WHERE held.user_key = \(user) AND held.channel_key = \(channelKey)
-                AND held.notification_id = ANY(\(digests)) AND NOT held.deleted)
+            \(user) IN (SELECT held.user_key FROM notification_recipients held WHERE held.notification_id = ANY(\(digests))
+                AND held.user_key > \(range.after) AND held.user_key <= \(range.through) AND held.channel_key = \(channelKey) AND NOT held.deleted)
             """
     }
 
     /// Folds notification `id` into the open digests `digests` of the users `users` selects (a
     /// `SELECT` of user keys): each of those users' copies is rendered again with one more send in its
-    /// batch, takes this transaction's position and is unread again (read copies count once more), and
-    /// their channel's activity moves to now. Returns how many users it folded.
+    /// batch and takes this transaction's position. A copy that was read is unread again: it counts
+    /// once more, and the channel's activity moves to now. (One still unread already counts, and
+    /// leaves the channel's state alone: a fold of 100,000 users writes their copies, not also their
+    /// states.) Returns how many users it folded.
     ///
     /// Set-based: users whose digests hold the same sends (the same digest, count and items — after
     /// the same sends, usually everyone) are one group, rendered once and written in one statement.
@@ -44,18 +59,24 @@ extension NotificationStore {
         into digests: [Int64],
         channelKey: Int64,
         users: PostgresQuery,
+        within range: (after: Int64, through: Int64)? = nil,
         xid: Int64,
         on connection: PostgresConnection
     ) async throws -> Int {
         guard !digests.isEmpty else { return 0 }
+        // A fan-out batch's key range, spelled out so that the copies are read by their index on
+        // (notification, user) rather than all of each digest's.
+        let bounds: PostgresQuery = range.map { "AND r.user_key > \($0.after) AND r.user_key <= \($0.through)" } ?? ""
         let held: PostgresQuery = """
-            r.channel_key = \(channelKey) AND NOT r.deleted AND r.user_key IN (\(users))
+            r.channel_key = \(channelKey) AND NOT r.deleted \(bounds) AND r.user_key IN (\(users))
             """
+        // The groups: in a fan-out batch, of every digest copy in its key range (one index range
+        // read; a group none of whose users the send reaches folds nobody).
         let groups = try await connection.query(
             """
             SELECT r.notification_id, coalesce(r.batch_count, 1), coalesce(r.batch_items, ARRAY[r.notification_id]), count(*)
             FROM notification_recipients r
-            WHERE r.notification_id = ANY(\(digests)) AND \(held)
+            WHERE r.notification_id = ANY(\(digests)) AND \(range == nil ? held : "r.channel_key = \(channelKey) AND NOT r.deleted \(bounds)")
             GROUP BY 1, 2, 3
             """
         ).map { row in
@@ -71,32 +92,43 @@ extension NotificationStore {
         for group in groups {
             let items = Array((group.items + [id]).suffix(renderer.itemLimit))
             let rendered = try renderer.render(digest: group.digest, count: group.count + 1, items: items)
-            let variant = TranslationSQL.variant(locale: "u.locale", tags: renderer.variantTags)
-            // The copies are locked (and their status read) first: the status another transaction
-            // committed meanwhile is the one that counts.
+            let copies: PostgresQuery = """
+                r.notification_id = \(group.digest) AND \(held) AND coalesce(r.batch_count, 1) = \(Int32(group.count))
+                    AND coalesce(r.batch_items, ARRAY[r.notification_id]) = \(group.items)
+                """
+            // The group's copies among the users, locked first so that their statuses cannot change
+            // before the update: those that were read are unread again and count once more. (One
+            // statement would join the copies to themselves, which the planner can get badly wrong.)
+            let reread = try await connection.query(
+                """
+                SELECT coalesce(array_agg(user_key) FILTER (WHERE status = \(CollectionItem.Status.read)), '{}')
+                FROM (SELECT r.user_key, r.status FROM notification_recipients r WHERE \(copies) FOR UPDATE) AS locked
+                """
+            )[0].decode([Int64].self)
+            // A translated template's variant is chosen by each user's locale; otherwise every copy
+            // takes the template's own content, and the users need not be read.
+            let translated = !renderer.variantTags.isEmpty
+            let variant = translated ? TranslationSQL.variant(locale: "u.locale", tags: renderer.variantTags) : "NULL::text"
+            let text: PostgresQuery = translated ? "\(rendered) -> coalesce(\(variant), '')" : "\(rendered) -> ''"
+            // The same copies (locked, and under the digest's lock nothing else folds them). Users
+            // the send stopped reaching meanwhile (a category turned off) are left out of both.
             let users = try await connection.query(
                 """
-                WITH old AS (
-                    SELECT r.user_key, r.status FROM notification_recipients r
-                    WHERE r.notification_id = \(group.digest) AND \(held) AND coalesce(r.batch_count, 1) = \(Int32(group.count))
-                        AND coalesce(r.batch_items, ARRAY[r.notification_id]) = \(group.items)
-                    FOR UPDATE
-                ), folded AS (
-                    UPDATE notification_recipients r SET data = v.rendered -> 'data', push_title = v.rendered ->> 'push_title',
-                        push_body = v.rendered ->> 'push_body', variant = v.tag, change_xid = \(xid),
+                WITH folded AS (
+                    UPDATE notification_recipients r SET data = \(text) -> 'data', push_title = \(text) ->> 'push_title',
+                        push_body = \(text) ->> 'push_body', variant = \(variant), change_xid = \(xid),
                         batch_count = \(Int32(group.count + 1)), batch_items = \(items),
-                        status = CASE WHEN old.status = \(CollectionItem.Status.read) THEN \(CollectionItem.Status.delivered) ELSE old.status END,
-                        read_at = CASE WHEN old.status = \(CollectionItem.Status.read) THEN NULL ELSE r.read_at END, archived = false
-                    FROM old JOIN users u ON u.key = old.user_key,
-                        LATERAL (SELECT \(variant) AS tag) AS chosen,
-                        LATERAL (SELECT chosen.tag, \(rendered) -> coalesce(chosen.tag, '') AS rendered) AS v
-                    WHERE r.user_key = old.user_key AND r.channel_key = \(channelKey) AND r.notification_id = \(group.digest)
-                    RETURNING r.user_key, old.status = \(CollectionItem.Status.read) AS was_read
+                        status = CASE WHEN r.status = \(CollectionItem.Status.read) THEN \(CollectionItem.Status.delivered) ELSE r.status END,
+                        read_at = CASE WHEN r.status = \(CollectionItem.Status.read) THEN NULL ELSE r.read_at END, archived = false
+                    \(translated ? "FROM users u" : "" as PostgresQuery)
+                    WHERE \(copies) \(translated ? "AND u.key = r.user_key" : "" as PostgresQuery)
+                    RETURNING r.user_key
                 ), states AS (
                     INSERT INTO channel_states AS s (user_key, channel_key, unread_adjustment, last_activity_at)
-                    SELECT user_key, \(channelKey), CASE WHEN was_read THEN 1 ELSE 0 END, now() FROM folded ORDER BY user_key
+                    SELECT user_key, \(channelKey), 1, now() FROM folded JOIN unnest(\(reread)::int8[]) AS was(key) ON was.key = folded.user_key
+                    ORDER BY user_key
                     ON CONFLICT (user_key, channel_key) DO UPDATE SET
-                        unread_adjustment = s.unread_adjustment + EXCLUDED.unread_adjustment, last_activity_at = EXCLUDED.last_activity_at
+                        unread_adjustment = s.unread_adjustment + 1, last_activity_at = EXCLUDED.last_activity_at
                 )
                 SELECT count(*), coalesce(min(f.user_key), 0), coalesce(max(f.user_key), 0),
                     (SELECT coalesce(array_agg(u.id ORDER BY u.key), '{}') FROM (SELECT user_key FROM folded ORDER BY user_key LIMIT \(Self.listedIDLimit)) AS listed

@@ -92,10 +92,14 @@ extension NotificationStore {
                     into: digests,
                     channelKey: channelKey,
                     users: "SELECT \(userColumn) \(batchUsers(joiningUsers: readsUsers)) \(excluding) AND \(inbox)",
+                    within: (after, last),
                     xid: xid,
                     on: connection
                 )
-                if folded > 0 { excluding = "\(excluding) AND NOT \(Self.holdsDigest(user: userColumn, channelKey: channelKey, digests: digests))" }
+                if folded > 0 {
+                    excluding =
+                        "\(excluding) AND NOT \(Self.holdsDigest(user: userColumn, channelKey: channelKey, digests: digests, within: (after, last)))"
+                }
             }
             // A throttle that drops: users at its cap get no copy, and an event says so.
             if throttle?.beyond == .drop {
