@@ -164,6 +164,29 @@ extension PushTests {
                 // Another key is another digest.
                 _ = try await sender.send("c1", to: #""targets": ["u1"]"#, batch: #"{"key": "likes:photo-10", "window": "10m"}"#)
                 #expect(items(try await collection()).count == 3)
+
+                // A digest is not edited (its copies render several sends); it is deleted, and the
+                // next like opens a new one. Every counter still matches the copies.
+                let opened = next["id"] as! String
+                let patch = try await client.execute(
+                    uri: "/v1/notifications/\(opened)",
+                    method: .patch,
+                    headers: jsonHeaders(bearer: Self.adminToken),
+                    body: ByteBuffer(string: #"{"variables": {"actor": "zed"}}"#)
+                )
+                #expect(patch.status == .conflict)
+                #expect(try errorCode(patch) == "batched_notification")
+                _ = try await sender.send("b2", to: #""targets": ["u1"]"#, batch: batch)
+                let deleted = try await client.execute(
+                    uri: "/v1/notifications/\(opened)",
+                    method: .delete,
+                    headers: jsonHeaders(bearer: Self.adminToken)
+                )
+                #expect(deleted.status.code < 300)
+                let reopened = try await sender.send("b3", to: #""targets": ["u1"]"#, batch: batch)
+                #expect((reopened["batch"] as? [String: Any])?["folded"] as? Int == 0)
+                #expect(items(try await collection()).count == 3)
+                try await CollectionTests.expectUnreadCountsMatchCopies(db)
             }
         }
     }
@@ -171,7 +194,7 @@ extension PushTests {
     @Test func aDigestAlertsAtTheEndOfItsWindowAndBroadcastsFoldBatchByBatch() async throws {
         try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
             let users = (1...5).map { "u\($0)" }
-            let world = try await world(db, users: users, devices: ["u1": [Self.token(1)], "u2": [Self.token(2)]])
+            let world = try await world(db, users: users, devices: ["u1": [Self.token(1)], "u2": [Self.token(2)], "u3": [Self.token(3)]])
             defer { Task { await world.shutdown() } }
             _ = try await TemplateStore(client: db.client).put(Self.likes)
             try await world.query("UPDATE users SET locale = 'de-DE' WHERE id = 'u2'")
@@ -203,7 +226,16 @@ extension PushTests {
                 let folded = try await world.query("SELECT batch_folded FROM notifications ORDER BY id").map { try $0.decode(Int64.self) }
                 #expect(folded == [0, 5, 5, 1])
 
-                // Before the window's end nothing is due; at it, one alert per device, as it then reads.
+                // u3 reads theirs before the window ends: no alert for them.
+                let read = try await client.execute(
+                    uri: "/v1/me/channels/feed/read",
+                    method: .post,
+                    headers: jsonHeaders(bearer: world.sessions["u3"]),
+                    body: ByteBuffer(string: "")
+                )
+                #expect(read.status == .ok)
+                // Before the window's end nothing is due; at it, one alert per device of those who have
+                // not read it, as it then reads.
                 let closes = try await world.query("SELECT batch_closes_at FROM notifications WHERE id = \(ids[0])")[0].decode(Date.self)
                 #expect(try await store.queueDigestAlerts(now: closes - 1) == 0)
                 #expect(try await store.queueDigestAlerts(now: closes + 1) == 1)

@@ -266,6 +266,15 @@ struct NotificationsController: Sendable {
         }
         try body.validate()
         guard let current = try await notifications.get(id) else { throw Self.notFound }
+        // A batched send's copies are digests: renderings of several sends, not of these variables.
+        guard current.batch == nil else {
+            throw APIError(
+                .conflict,
+                code: "batched_notification",
+                message:
+                    "Notification \(id) was sent with a batch: its recipients' digests render several sends, so it cannot be edited; delete it instead."
+            )
+        }
         guard let template = try await templates.get(current.templateKey, version: current.templateVersion) else {
             throw Self.notFound
         }

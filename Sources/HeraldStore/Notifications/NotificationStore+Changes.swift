@@ -135,12 +135,16 @@ extension NotificationStore {
         guard
             let row = try await connection.query(
                 """
-                SELECT channel_key, fanout_state, audience, fanout_after, folded_through FROM notifications
+                SELECT channel_key, fanout_state, audience, fanout_after, folded_through, batch_key FROM notifications
                 WHERE id = \(id) AND deleted_at IS NULL FOR UPDATE
                 """
             ).first
         else { return nil }
         let (channelKey, state, audience, fanoutAfter, foldedThrough) = try row.decode((Int64, String, String, Int64, Int64).self)
+        // A batched send's digest lock too, which every fold takes: a change waits for a fold of the
+        // same key under way, and then counts the copies as the fold left them. After the row, as a
+        // fan-out batch takes them (no fold locks a digest's own row).
+        if let key = try row.decode(column: 5, as: String?.self) { try await Self.lockDigests(channelKey: channelKey, key: key, on: connection) }
         if state == "running", !allowRunningFanout { throw NotificationStoreError.fanoutInProgress }
         return audience == "targets" ? (channelKey, 0, 0) : (channelKey, fanoutAfter, foldedThrough)
     }

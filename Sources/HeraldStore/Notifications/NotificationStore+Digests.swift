@@ -5,15 +5,20 @@ import Postgres
 /// Digests (`sql/0032_digests.sql`): a send with a batch folds into the copy each user already has
 /// of an open digest with the same key, instead of giving them a copy of its own.
 extension NotificationStore {
-    /// The channel's open digests with `key`: the notifications that opened them, but `except`.
-    ///
-    /// Takes a lock first that every send and fan-out batch with the same key and channel takes, held
-    /// to the end of the transaction: two sends reaching a user at once would otherwise each find no
-    /// digest of theirs and both give the user a copy.
-    static func openDigests(channelKey: Int64, key: String, except: Int64? = nil, on connection: PostgresConnection) async throws -> [Int64] {
+    /// Takes the lock that every send, fan-out batch and change of a notification with batch key
+    /// `key` in the channel takes, held to the end of the transaction: two sends reaching a user at
+    /// once would otherwise each find no digest of theirs and both give the user a copy, and a
+    /// deletion would count copies a fold is changing.
+    static func lockDigests(channelKey: Int64, key: String, on connection: PostgresConnection) async throws {
         try await connection.query(
             "SELECT pg_advisory_xact_lock(hashtextextended('herald.digest:' || \(channelKey) || ':' || \(key), 0))"
         )
+    }
+
+    /// The channel's open digests with `key`: the notifications that opened them, but `except`.
+    /// Takes the digests' lock (`lockDigests`) first.
+    static func openDigests(channelKey: Int64, key: String, except: Int64? = nil, on connection: PostgresConnection) async throws -> [Int64] {
+        try await lockDigests(channelKey: channelKey, key: key, on: connection)
         return try await connection.query(
             """
             SELECT id FROM notifications
@@ -45,12 +50,22 @@ extension NotificationStore {
             """
     }
 
-    /// Folds notification `id` into the open digests `digests` of the users `users` selects (a
-    /// `SELECT` of user keys): each of those users' copies is rendered again with one more send in its
-    /// batch and takes this transaction's position. A copy that was read is unread again: it counts
-    /// once more, and the channel's activity moves to now. (One still unread already counts, and
-    /// leaves the channel's state alone: a fold of 100,000 users writes their copies, not also their
-    /// states.) Returns how many users it folded.
+    /// The users a fold reaches.
+    enum DigestReach {
+        /// Listed users (a send's targets), by key.
+        case keys([Int64])
+        /// A fan-out batch: the users `query` selects (a `SELECT` of user keys), all in the batch's
+        /// key range, which is spelled out so that copies are read by their index on (notification,
+        /// user) rather than every copy of each digest.
+        case batch(PostgresQuery, after: Int64, through: Int64)
+    }
+
+    /// Folds notification `id` into the open digests `digests` of the users it reaches: each of
+    /// those users' copies is rendered again with one more send in its batch and takes this
+    /// transaction's position. A copy that was read is unread again: it counts once more, and the
+    /// channel's activity moves to now. (One still unread already counts, and leaves the channel's
+    /// state alone: a fold of 100,000 users writes their copies, not also their states.) Returns how
+    /// many users it folded.
     ///
     /// Set-based: users whose digests hold the same sends (the same digest, count and items — after
     /// the same sends, usually everyone) are one group, rendered once and written in one statement.
@@ -58,25 +73,32 @@ extension NotificationStore {
         notification id: Int64,
         into digests: [Int64],
         channelKey: Int64,
-        users: PostgresQuery,
-        within range: (after: Int64, through: Int64)? = nil,
+        reaching reach: DigestReach,
         xid: Int64,
         on connection: PostgresConnection
     ) async throws -> Int {
         guard !digests.isEmpty else { return 0 }
-        // A fan-out batch's key range, spelled out so that the copies are read by their index on
-        // (notification, user) rather than all of each digest's.
-        let bounds: PostgresQuery = range.map { "AND r.user_key > \($0.after) AND r.user_key <= \($0.through)" } ?? ""
-        let held: PostgresQuery = """
-            r.channel_key = \(channelKey) AND NOT r.deleted \(bounds) AND r.user_key IN (\(users))
-            """
-        // The groups: in a fan-out batch, of every digest copy in its key range (one index range
-        // read; a group none of whose users the send reaches folds nobody).
+        let held: PostgresQuery
+        switch reach {
+        case .keys(let keys):
+            guard !keys.isEmpty else { return 0 }
+            held = "r.user_key = ANY(\(keys)) AND r.channel_key = \(channelKey) AND NOT r.deleted"
+        case .batch(let users, let after, let through):
+            held = """
+                r.user_key > \(after) AND r.user_key <= \(through) AND r.user_key IN (\(users)) AND r.channel_key = \(channelKey) AND NOT r.deleted
+                """
+        }
+        // The groups: the digest copies of the users, or in a fan-out batch of its key range (one
+        // index range read; a group none of whose users the send reaches folds nobody).
+        var span = held
+        if case .batch(_, let after, let through) = reach {
+            span = "r.user_key > \(after) AND r.user_key <= \(through) AND r.channel_key = \(channelKey) AND NOT r.deleted"
+        }
         let groups = try await connection.query(
             """
             SELECT r.notification_id, coalesce(r.batch_count, 1), coalesce(r.batch_items, ARRAY[r.notification_id]), count(*)
             FROM notification_recipients r
-            WHERE r.notification_id = ANY(\(digests)) AND \(range == nil ? held : "r.channel_key = \(channelKey) AND NOT r.deleted \(bounds)")
+            WHERE r.notification_id = ANY(\(digests)) AND \(span)
             GROUP BY 1, 2, 3
             """
         ).map { row in
@@ -92,26 +114,15 @@ extension NotificationStore {
         for group in groups {
             let items = Array((group.items + [id]).suffix(renderer.itemLimit))
             let rendered = try renderer.render(digest: group.digest, count: group.count + 1, items: items)
-            let copies: PostgresQuery = """
-                r.notification_id = \(group.digest) AND \(held) AND coalesce(r.batch_count, 1) = \(Int32(group.count))
-                    AND coalesce(r.batch_items, ARRAY[r.notification_id]) = \(group.items)
-                """
-            // The group's copies among the users, locked first so that their statuses cannot change
-            // before the update: those that were read are unread again and count once more. (One
-            // statement would join the copies to themselves, which the planner can get badly wrong.)
-            let reread = try await connection.query(
-                """
-                SELECT coalesce(array_agg(user_key) FILTER (WHERE status = \(CollectionItem.Status.read)), '{}')
-                FROM (SELECT r.user_key, r.status FROM notification_recipients r WHERE \(copies) FOR UPDATE) AS locked
-                """
-            )[0].decode([Int64].self)
             // A translated template's variant is chosen by each user's locale; otherwise every copy
             // takes the template's own content, and the users need not be read.
             let translated = !renderer.variantTags.isEmpty
             let variant = translated ? TranslationSQL.variant(locale: "u.locale", tags: renderer.variantTags) : "NULL::text"
             let text: PostgresQuery = translated ? "\(rendered) -> coalesce(\(variant), '')" : "\(rendered) -> ''"
-            // The same copies (locked, and under the digest's lock nothing else folds them). Users
-            // the send stopped reaching meanwhile (a category turned off) are left out of both.
+            // One statement, so that a copy changed meanwhile (read on a device) is judged as it is
+            // when this update locks it. A copy that was read keeps its `read_at` (when it was last
+            // read; shown only while it is read) and so says, after the update, that it was: it is
+            // unread again and counts once more. An unread copy's `read_at` is cleared.
             let users = try await connection.query(
                 """
                 WITH folded AS (
@@ -119,14 +130,15 @@ extension NotificationStore {
                         push_body = \(text) ->> 'push_body', variant = \(variant), change_xid = \(xid),
                         batch_count = \(Int32(group.count + 1)), batch_items = \(items),
                         status = CASE WHEN r.status = \(CollectionItem.Status.read) THEN \(CollectionItem.Status.delivered) ELSE r.status END,
-                        read_at = CASE WHEN r.status = \(CollectionItem.Status.read) THEN NULL ELSE r.read_at END, archived = false
+                        read_at = CASE WHEN r.status = \(CollectionItem.Status.read) THEN r.read_at END, archived = false
                     \(translated ? "FROM users u" : "" as PostgresQuery)
-                    WHERE \(copies) \(translated ? "AND u.key = r.user_key" : "" as PostgresQuery)
-                    RETURNING r.user_key
+                    WHERE r.notification_id = \(group.digest) AND \(held) AND coalesce(r.batch_count, 1) = \(Int32(group.count))
+                        AND coalesce(r.batch_items, ARRAY[r.notification_id]) = \(group.items)
+                        \(translated ? "AND u.key = r.user_key" : "" as PostgresQuery)
+                    RETURNING r.user_key, r.read_at IS NOT NULL AS was_read
                 ), states AS (
                     INSERT INTO channel_states AS s (user_key, channel_key, unread_adjustment, last_activity_at)
-                    SELECT user_key, \(channelKey), 1, now() FROM folded JOIN unnest(\(reread)::int8[]) AS was(key) ON was.key = folded.user_key
-                    ORDER BY user_key
+                    SELECT user_key, \(channelKey), 1, now() FROM folded WHERE was_read ORDER BY user_key
                     ON CONFLICT (user_key, channel_key) DO UPDATE SET
                         unread_adjustment = s.unread_adjustment + 1, last_activity_at = EXCLUDED.last_activity_at
                 )
@@ -136,15 +148,15 @@ extension NotificationStore {
                 FROM folded f
                 """
             )
-            let (count, first, last, ids) = try users[0].decode((Int64, Int64, Int64, [String]).self)
+            let (count, low, high, ids) = try users[0].decode((Int64, Int64, Int64, [String]).self)
             guard count > 0 else { continue }
             folded += Int(count)
             try await PushStore.enqueue(
                 notification: group.digest,
                 channelKey: channelKey,
                 change: .updated,
-                usersAfter: first - 1,
-                through: last,
+                usersAfter: low - 1,
+                through: high,
                 sparse: true,
                 on: connection
             )
@@ -183,7 +195,10 @@ extension NotificationStore {
 
     /// When the next digest alert is due, if one is waiting.
     public func nextDigestAlert() async throws -> Date? {
-        try await client.query("SELECT min(batch_alert_at) FROM notifications WHERE batch_alert_at IS NOT NULL")[0].decode(Date?.self)
+        // A digest whose fan-out is still running is not due yet, whatever its time says.
+        try await client.query(
+            "SELECT min(batch_alert_at) FROM notifications WHERE batch_alert_at IS NOT NULL AND fanout_state = 'done'"
+        )[0].decode(Date?.self)
     }
 }
 
@@ -224,7 +239,8 @@ struct DigestRenderer {
     }
 
     /// `{"": {data, push_title, push_body}, "<tag>": …}`: the digest in the template's own content
-    /// and in each variant. A batch whose items make the data too large lists the latest only.
+    /// and in each variant. A batch whose items make the data too large lists the latest only; one
+    /// still too large is the latest send as it rendered on its own.
     func render(digest: Int64, count: Int, items: [Int64]) throws -> PostgresJSONB {
         func context(_ items: [Int64]) -> BatchContext {
             BatchContext(count: count, first: sends[digest] ?? [:], latest: variables, items: items.map { sends[$0] ?? [:] })
@@ -236,6 +252,13 @@ struct DigestRenderer {
         }
         var result = rendering(items)
         if case .failure(let problem) = result, problem.kind == .tooLarge, items.count > 1 { result = rendering(Array(items.suffix(1))) }
+        // Still too large (the first send's variables, of another template version, can make it so):
+        // the latest send as it rendered on its own, which its send checked.
+        if case .failure = result {
+            result = Result { () throws(NotificationRenderProblem) in
+                try template.renderNotification(variables: variables, userVariables: [:])
+            }
+        }
         let rendered = try result.get()
         struct Text: Encodable {
             var data: JSONValue

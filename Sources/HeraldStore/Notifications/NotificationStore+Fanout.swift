@@ -91,8 +91,11 @@ extension NotificationStore {
                     notification: id,
                     into: digests,
                     channelKey: channelKey,
-                    users: "SELECT \(userColumn) \(batchUsers(joiningUsers: readsUsers)) \(excluding) AND \(inbox)",
-                    within: (after, last),
+                    reaching: .batch(
+                        "SELECT \(userColumn) \(batchUsers(joiningUsers: readsUsers)) \(excluding) AND \(inbox)",
+                        after: after,
+                        through: last
+                    ),
                     xid: xid,
                     on: connection
                 )

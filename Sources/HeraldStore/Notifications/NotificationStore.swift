@@ -172,14 +172,11 @@ public struct NotificationStore: Sendable {
         case .targets:
             // Users with an open digest of the batch get it changed instead of a copy of this one.
             let reached: PostgresQuery = "FROM users u WHERE u.id = ANY(\(targetIDs)) AND \(inbox)"
-            let folded = try await Self.fold(
-                notification: id,
-                into: digests,
-                channelKey: channelKey,
-                users: "SELECT u.key \(reached)",
-                xid: xid,
-                on: connection
-            )
+            var folded = 0
+            if !digests.isEmpty {
+                let keys = try await connection.query("SELECT u.key \(reached) ORDER BY u.key").map { try $0.decode(Int64.self) }
+                folded = try await Self.fold(notification: id, into: digests, channelKey: channelKey, reaching: .keys(keys), xid: xid, on: connection)
+            }
             let fresh: PostgresQuery = folded > 0 ? "AND NOT \(Self.holdsDigest(user: "u.key", channelKey: channelKey, digests: digests))" : ""
             try await Self.recordDropped(
                 draft.throttle,
@@ -343,7 +340,7 @@ public struct NotificationStore: Sendable {
     public func members(_ id: Int64, after: Int64?, limit: Int) async throws -> [RecipientStatus] {
         try await client.query(
             """
-            SELECT r.user_key, u.id, r.status, r.delivered_at, r.read_at, r.deleted
+            SELECT r.user_key, u.id, r.status, r.delivered_at, \(unescaped: Self.readAt), r.deleted
             FROM notification_recipients r JOIN users u ON u.key = r.user_key
             WHERE r.notification_id = \(id) AND r.user_key > \(after ?? 0)
             ORDER BY r.user_key LIMIT \(limit)
@@ -360,6 +357,10 @@ public struct NotificationStore: Sendable {
             )
         }
     }
+
+    /// When copy `r` was read, while it is: a digest folded into after it was read is unread again
+    /// but keeps the time (see `fold`).
+    static let readAt = "CASE WHEN r.status = \(CollectionItem.Status.read.rawValue) THEN r.read_at END"
 
     static func fetch(_ id: Int64, on connection: PostgresConnection) async throws -> StoredNotification? {
         try await connection.query(

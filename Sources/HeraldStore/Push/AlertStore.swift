@@ -98,6 +98,8 @@ public struct AlertStore: Sendable {
                     LEFT JOIN category_preferences catp
                         ON catp.user_key = r.user_key AND catp.channel_key = r.channel_key AND catp.category = n.category
                     WHERE n.id = \(notification) AND n.deleted_at IS NULL AND NOT r.deleted
+                        -- A digest alerting at its window's end: not to users who have read it by then.
+                        AND (n.batch IS NULL OR r.status < \(CollectionItem.Status.read))
                         -- Bounds the index on (notification_id, user_key) can use; `IS NULL OR` would read
                         -- every recipient of the notification for each outbox row.
                         AND r.user_key > coalesce(\(after), \(Int64.min)) AND r.user_key <= coalesce(\(through), \(Int64.max))

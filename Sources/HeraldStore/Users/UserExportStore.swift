@@ -116,7 +116,7 @@ public struct UserExportStore: Sendable {
                 SELECT r.channel_key, r.notification_id, json_build_object('notification_id', r.notification_id, 'channel_url', c.url,
                     'created_at', \(TimeSQL.rfc3339("n.created_at")),
                     'status', CASE r.status WHEN 0 THEN 'sent' WHEN 1 THEN 'delivered' ELSE 'read' END,
-                    'delivered_at', \(TimeSQL.rfc3339("r.delivered_at")), 'read_at', \(TimeSQL.rfc3339("r.read_at")), 'deleted', r.deleted,
+                    'delivered_at', \(TimeSQL.rfc3339("r.delivered_at")), 'read_at', \(TimeSQL.rfc3339(NotificationStore.readAt)), 'deleted', r.deleted,
                     'archived', r.archived, 'actions_done', coalesce(r.actions_done, '{}'),
                     'data', CASE WHEN r.deleted THEN NULL ELSE \(TranslationSQL.data) END,
                     'push_title', CASE WHEN r.deleted THEN NULL ELSE \(TranslationSQL.pushTitle) END,
