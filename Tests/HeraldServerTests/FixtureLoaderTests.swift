@@ -1,5 +1,7 @@
 import Foundation
+import HeraldCore
 import HeraldServer
+import HeraldStore
 import HeraldTesting
 import Postgres
 import Testing
@@ -91,7 +93,22 @@ struct FixtureLoaderTests {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
             let report = try await FixtureLoader(client: db.client).load(directory: TestPostgres.repositoryRoot() + "/fixtures")
             #expect(report.items.filter { $0.kind == "channel" }.count == 4)
-            #expect(report.items.filter { $0.kind == "template" }.count == 5)
+            #expect(report.items.filter { $0.kind == "template" }.count == 6)
+            // The digest among them reads its batch.
+            let digest = try #require(try await TemplateStore(client: db.client).get("support.messages")).template
+            let burst = BatchContext(
+                count: 3,
+                first: ["agent": .string("Ana"), "text": .string("Hi")],
+                latest: ["agent": .string("Ben"), "text": .string("Done")],
+                items: [["agent": .string("Ana"), "text": .string("Hi")], ["agent": .string("Ben"), "text": .string("Done")]]
+            )
+            let rendered = try digest.render(["agent": .string("Ben"), "text": .string("Done"), "ticket_id": .string("T-1")], batch: burst)
+            guard case .object(let fields) = rendered.data else {
+                Issue.record("the data is not an object")
+                return
+            }
+            #expect(fields["title"] == .string("3 new messages from Ben"))
+            #expect(fields["recent"] == .string("Ana: Hi\nBen: Done\n"))
         }
     }
 }
