@@ -130,7 +130,7 @@ extension NotificationStore {
                         push_body = \(text) ->> 'push_body', variant = \(variant), change_xid = \(xid),
                         batch_count = \(Int32(group.count + 1)), batch_items = \(items),
                         status = CASE WHEN r.status = \(CollectionItem.Status.read) THEN \(CollectionItem.Status.delivered) ELSE r.status END,
-                        read_at = CASE WHEN r.status = \(CollectionItem.Status.read) THEN r.read_at END, archived = false
+                        read_at = CASE WHEN r.status = \(CollectionItem.Status.read) THEN coalesce(r.read_at, now()) END, archived = false
                     \(translated ? "FROM users u" : "" as PostgresQuery)
                     WHERE r.notification_id = \(group.digest) AND \(held) AND coalesce(r.batch_count, 1) = \(Int32(group.count))
                         AND coalesce(r.batch_items, ARRAY[r.notification_id]) = \(group.items)
