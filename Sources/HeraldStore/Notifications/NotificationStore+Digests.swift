@@ -96,20 +96,16 @@ extension NotificationStore {
         }
         let groups = try await connection.query(
             """
-            SELECT r.notification_id, coalesce(r.batch_count, 1), coalesce(r.batch_items, ARRAY[r.notification_id]), count(*)
+            SELECT DISTINCT r.notification_id, coalesce(r.batch_count, 1), coalesce(r.batch_items, ARRAY[r.notification_id])
             FROM notification_recipients r
             WHERE r.notification_id = ANY(\(digests)) AND \(span)
-            GROUP BY 1, 2, 3
             """
         ).map { row in
-            let (digest, count, items, users) = try row.decode((Int64, Int32, [Int64], Int64).self)
-            return (digest: digest, count: Int(count), items: items, users: users)
+            let (digest, count, items) = try row.decode((Int64, Int32, [Int64]).self)
+            return (digest: digest, count: Int(count), items: items)
         }
         guard !groups.isEmpty else { return 0 }
         let renderer = try await DigestRenderer.load(notification: id, digests: groups.map(\.digest) + groups.flatMap(\.items), on: connection)
-        let (url, batchKey) = try await connection.query(
-            "SELECT c.url, n.batch_key FROM notifications n JOIN channels c ON c.key = n.channel_key WHERE n.id = \(id)"
-        )[0].decode((String, String).self)
         var folded = 0
         for group in groups {
             let items = Array((group.items + [id]).suffix(renderer.itemLimit))
@@ -163,7 +159,7 @@ extension NotificationStore {
             try await connection.query(
                 """
                 SELECT herald_webhook_event('notification.digest_updated', jsonb_build_object('notification_id', \(group.digest)::text,
-                    'channel_url', \(url), 'batch_key', \(batchKey), 'count', \(Int64(group.count + 1)), 'folded_notification_id', \(id)::text,
+                    'channel_url', \(renderer.channelURL), 'batch_key', \(renderer.batchKey), 'count', \(Int64(group.count + 1)), 'folded_notification_id', \(id)::text,
                     'users', \(count), 'user_ids', \(ids), 'at', \(TimeSQL.rfc3339("now()"))))
                 WHERE herald_webhook_wanted('notification.digest_updated')
                 """
@@ -178,19 +174,21 @@ extension NotificationStore {
     /// it reads then. A send that opened no digest (it folded into everyone's) has none to give.
     /// Returns how many digests it queued.
     public func queueDigestAlerts(now: Date) async throws -> Int {
-        try await client.query(
-            """
-            WITH due AS (
-                UPDATE notifications SET batch_alert_at = NULL
-                WHERE batch_alert_at <= \(PostgresTimestamp(now)) AND fanout_state = 'done'
-                RETURNING id, recipient_count, deleted_at
-            ), queued AS (
-                INSERT INTO alert_outbox (notification_id) SELECT id FROM due WHERE recipient_count > 0 AND deleted_at IS NULL
-                RETURNING 1
-            )
-            SELECT (SELECT count(*) FROM queued), CASE WHEN (SELECT count(*) FROM queued) > 0 THEN pg_notify(\(PushStore.wakeChannel), '') END::text
-            """
-        )[0].decode(column: 0, as: Int64.self).clampedInt
+        Int(
+            clamping: try await client.query(
+                """
+                WITH due AS (
+                    UPDATE notifications SET batch_alert_at = NULL
+                    WHERE batch_alert_at <= \(PostgresTimestamp(now)) AND fanout_state = 'done'
+                    RETURNING id, recipient_count, deleted_at
+                ), queued AS (
+                    INSERT INTO alert_outbox (notification_id) SELECT id FROM due WHERE recipient_count > 0 AND deleted_at IS NULL
+                    RETURNING 1
+                )
+                SELECT (SELECT count(*) FROM queued), CASE WHEN (SELECT count(*) FROM queued) > 0 THEN pg_notify(\(PushStore.wakeChannel), '') END::text
+                """
+            )[0].decode(column: 0, as: Int64.self)
+        )
     }
 
     /// When the next digest alert is due, if one is waiting.
@@ -202,13 +200,12 @@ extension NotificationStore {
     }
 }
 
-extension Int64 {
-    fileprivate var clampedInt: Int { Int(clamping: self) }
-}
-
 /// Renders a digest again with one more send in its batch: the folding send's template version and
-/// variables, the first send's variables and the latest items', read once for all groups.
+/// variables, the first send's variables and the latest items', read once for all groups; with
+/// the channel and key its webhook events name.
 struct DigestRenderer {
+    let channelURL: String
+    let batchKey: String
     let template: Template
     let variables: [String: JSONValue]
     let sends: [Int64: [String: JSONValue]]
@@ -219,12 +216,15 @@ struct DigestRenderer {
     static func load(notification id: Int64, digests: [Int64], on connection: PostgresConnection) async throws -> DigestRenderer {
         let row = try await connection.query(
             """
-            SELECT t.definition, n.variables, n.batch FROM notifications n
+            SELECT t.definition, n.variables, n.batch, c.url, n.batch_key FROM notifications n
             JOIN templates t ON t.key = n.template_key AND t.version = n.template_version
+            JOIN channels c ON c.key = n.channel_key
             WHERE n.id = \(id)
             """
         )[0]
-        let (definition, variablesJSON, batchJSON) = try row.decode((PostgresJSONB, PostgresJSONB, PostgresJSONB).self)
+        let (definition, variablesJSON, batchJSON, channelURL, batchKey) = try row.decode(
+            (PostgresJSONB, PostgresJSONB, PostgresJSONB, String, String).self
+        )
         let decoder = JSONDecoder()
         let template = try decoder.decode(Template.self, from: Data(definition.utf8))
         let batch = try decoder.decode(Batch.self, from: Data(batchJSON.utf8))
@@ -235,7 +235,14 @@ struct DigestRenderer {
         }
         let variables = try decoder.decode([String: JSONValue].self, from: Data(variablesJSON.utf8))
         sends[id] = variables
-        return DigestRenderer(template: template, variables: variables, sends: sends, itemLimit: batch.items)
+        return DigestRenderer(
+            channelURL: channelURL,
+            batchKey: batchKey,
+            template: template,
+            variables: variables,
+            sends: sends,
+            itemLimit: batch.items
+        )
     }
 
     /// `{"": {data, push_title, push_body}, "<tag>": …}`: the digest in the template's own content
