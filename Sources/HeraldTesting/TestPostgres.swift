@@ -26,6 +26,9 @@ public enum TestPostgres {
         /// A fourth for the client library's suite: it syncs through a real `herald serve` and compares
         /// with fresh loads, so it is horizon-sensitive too.
         case client
+        /// A fifth for the push services' end-to-end suite (a `herald serve` whose devices sync), which
+        /// would otherwise hold back the push suite's horizon while both run.
+        case pushServices
     }
 
     /// Creates a fresh database (migrated with `sql/` unless `migrated` is false), hands a pool on it to
@@ -42,6 +45,7 @@ public enum TestPostgres {
         case .horizonSensitive: server = try await TestServer.horizonSensitive.value
         case .push: server = try await TestServer.push.value
         case .client: server = try await TestServer.client.value
+        case .pushServices: server = try await TestServer.pushServices.value
         }
         let name = "herald_test_\(UUID().uuidString.prefix(8).lowercased())"
         try await server.createDatabase(name, migrated: migrated)
@@ -182,6 +186,7 @@ actor TestServer {
     static let horizonSensitive = Task { try await TestServer.start(prefix: "herald-test-sync") }
     static let push = Task { try await TestServer.start(prefix: "herald-test-push") }
     static let client = Task { try await TestServer.start(prefix: "herald-test-client") }
+    static let pushServices = Task { try await TestServer.start(prefix: "herald-test-services") }
 
     let adminConninfo: String
     let baseConninfo: String

@@ -227,7 +227,7 @@ struct PushServicesTests {
     /// an alert comes as a notification message at high priority to whoever's preferences let it
     /// through; FCM's UNREGISTERED removes the device and lists the failure.
     @Test func fcmDevicesGetRefreshesUntilTheySyncAlertsAndAreRemovedWhenUnregistered() async throws {
-        try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+        try await TestPostgres.withDatabase(cluster: .pushServices) { (db: TestDatabase) async throws in
             try await Self.withServed(db) { served in
                 try await served.uploadFCM("main")
                 let listed = try await served.call(.GET, "/v1/fcm/credentials", admin: true).json
@@ -289,7 +289,7 @@ struct PushServicesTests {
     /// them), signed with the server's VAPID key, with the headers that coalesce and prioritize them;
     /// a subscription the push service calls gone (410) is removed.
     @Test func webPushSubscriptionsGetEncryptedRefreshesAndAlertsAndGoWhenGone() async throws {
-        try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+        try await TestPostgres.withDatabase(cluster: .pushServices) { (db: TestDatabase) async throws in
             try await Self.withServed(db) { served in
                 let subscription = try await served.subscribe()
                 let device = try await served.register("u1", subscription: subscription)
@@ -337,7 +337,7 @@ struct PushServicesTests {
     /// 429 and 5xx are retried after the service's `Retry-After` — sooner than the throttle backoff
     /// (60 s) and later than the transient one (2 s ± 20 %) — and then delivered.
     @Test func retriesWaitForTheServicesRetryAfter() async throws {
-        try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+        try await TestPostgres.withDatabase(cluster: .pushServices) { (db: TestDatabase) async throws in
             try await Self.withServed(db) { served in
                 try await served.uploadFCM("main")
                 let token = "fcm-token-throttled:APA91b-0123456789"
@@ -368,7 +368,7 @@ struct PushServicesTests {
     /// authenticate fails its pushes with a listed reason while the other credential's deliver.
     /// Erasing a user removes their devices of every service.
     @Test func aStalledServiceOrABadCredentialHoldsBackOnlyItsOwnPushes() async throws {
-        try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+        try await TestPostgres.withDatabase(cluster: .pushServices) { (db: TestDatabase) async throws in
             try await Self.withServed(db, users: ["u1", "u2", "u3"]) { served in
                 let credentials = TestCredentials.shared
                 let apnsCredential = try await served.call(
@@ -445,7 +445,7 @@ struct PushServicesTests {
     /// `POST /v1/me/devices` checks each service's fields and names the one that is wrong; nothing is
     /// stored from a refused body.
     @Test func registrationsAreCheckedFieldByField() async throws {
-        try await TestPostgres.withDatabase(cluster: .push) { (db: TestDatabase) async throws in
+        try await TestPostgres.withDatabase(cluster: .pushServices) { (db: TestDatabase) async throws in
             try await Self.withServed(db) { served in
                 let apnsToken = String(repeating: "ab", count: 32)
                 let refused: [(body: String, mentions: String)] = [
