@@ -108,7 +108,7 @@ public struct StoreWorld: Sendable {
             expiresAt: expiresAt
         )
         let outcome = try await NotificationStore(client: db.client).send(draft, idempotency: nil) { _ in StoredResponse(status: 201, body: []) }
-        guard case .created(let stored, _) = outcome else { throw StoreWorldError("the send was not created") }
+        guard case .created(let stored, _, _) = outcome else { throw StoreWorldError("the send was not created") }
         return stored
     }
 

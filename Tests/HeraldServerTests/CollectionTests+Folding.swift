@@ -36,7 +36,7 @@ extension CollectionTests {
             audience: .all
         )
         guard
-            case .created(let stored, _) = try await world.notifications.send(
+            case .created(let stored, _, _) = try await world.notifications.send(
                 draft,
                 idempotency: nil,
                 respond: { _ in StoredResponse(status: 202, body: []) }

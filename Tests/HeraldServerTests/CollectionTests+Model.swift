@@ -234,7 +234,7 @@ extension CollectionTests {
                             audience: audience,
                             batch: Batch(key: "digest", window: "1h")
                         )
-                        if case .created(let stored, _) = try await world.notifications.send(
+                        if case .created(let stored, _, _) = try await world.notifications.send(
                             draft,
                             idempotency: nil,
                             respond: { _ in StoredResponse(status: 202, body: []) }
@@ -260,7 +260,7 @@ extension CollectionTests {
                             push: PushOptions(),
                             audience: .all
                         )
-                        if case .created(let stored, _) = try await world.notifications.send(
+                        if case .created(let stored, _, _) = try await world.notifications.send(
                             draft,
                             idempotency: nil,
                             respond: { _ in StoredResponse(status: 202, body: []) }

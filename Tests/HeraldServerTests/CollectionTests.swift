@@ -46,7 +46,7 @@ struct CollectionTests {
                 audience: .targets(users)
             )
             guard
-                case .created(let stored, _) = try await notifications.send(
+                case .created(let stored, _, _) = try await notifications.send(
                     draft,
                     idempotency: nil,
                     respond: { _ in StoredResponse(status: 201, body: []) }

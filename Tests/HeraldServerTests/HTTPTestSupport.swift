@@ -112,7 +112,7 @@ func sendThroughStore(_ db: TestDatabase, _ title: String, to users: [String], p
         audience: .targets(users)
     )
     guard
-        case .created(let stored, _) = try await NotificationStore(client: db.client).send(
+        case .created(let stored, _, _) = try await NotificationStore(client: db.client).send(
             draft,
             idempotency: nil,
             respond: { _ in StoredResponse(status: 201, body: []) }

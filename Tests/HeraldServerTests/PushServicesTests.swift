@@ -442,6 +442,46 @@ struct PushServicesTests {
         }
     }
 
+    /// Users a throttle that drops leaves without a copy are counted in `herald_copies_dropped_total`:
+    /// at a send to listed users and in the fan-out of a send to everyone.
+    @Test func copiesAThrottleDropsAreCountedInTheMetrics() async throws {
+        try await TestPostgres.withDatabase(cluster: .pushServices) { (db: TestDatabase) async throws in
+            try await Self.withServed(db, users: ["u1", "u2", "u3"]) { served in
+                func send(_ title: String, _ audience: String) async throws {
+                    let (status, json) = try await served.call(
+                        .POST,
+                        "/v1/notifications",
+                        admin: true,
+                        body: #"{"channel_url": "feed", "template_key": "plain", "variables": {"title": "\#(title)"}, \#(audience), "#
+                            + #""throttle": {"limit": 1, "window": "1h", "beyond": "drop"}}"#
+                    )
+                    try #require(status < 300, "\(json)")
+                }
+                func dropped() async throws -> Int? {
+                    let response = try await HTTPClient.shared.execute(
+                        HTTPClientRequest(url: "http://127.0.0.1:\(served.port)/metrics"),
+                        timeout: .seconds(30)
+                    )
+                    let text = String(buffer: try await response.body.collect(upTo: 1 << 22))
+                    return text.split(separator: "\n").first { $0.hasPrefix("herald_copies_dropped_total ") }
+                        .flatMap { $0.split(separator: " ").last }.flatMap { Int($0) }
+                }
+                // u1 reaches the cap of one; the next send to u1 and u2 drops u1's copy.
+                try await send("one", #""targets": ["u1"]"#)
+                try await send("two", #""targets": ["u1", "u2"]"#)
+                #expect(try await dropped() == 1)
+                // Everyone: u1 and u2 are at the cap, u3 is not; the fan-out drops two more.
+                try await send("three", #""audience": "all""#)
+                try await waitUntil("the fan-out's drops to be counted") { try await dropped() == 3 }
+                #expect(try await served.count("SELECT count(*) FROM notification_events WHERE kind = 4") == 3)
+                #expect(
+                    try await served.count("SELECT count(*) FROM notification_recipients r JOIN users u ON u.key = r.user_key WHERE u.id = 'u3'") == 1
+                )
+                try await served.stop()
+            }
+        }
+    }
+
     /// `POST /v1/me/devices` checks each service's fields and names the one that is wrong; nothing is
     /// stored from a refused body.
     @Test func registrationsAreCheckedFieldByField() async throws {

@@ -98,6 +98,16 @@ extension PushTests {
             let world = try await world(db, users: users)
             defer { Task { await world.shutdown() } }
             try await world.app().test(.router) { client in
+                let hook = try await client.execute(
+                    uri: "/v1/webhooks/main",
+                    method: .put,
+                    headers: jsonHeaders(bearer: Self.adminToken),
+                    body: ByteBuffer(
+                        string:
+                            #"{"url": "http://127.0.0.1:1/hooks", "events": ["notification.throttled"], "secret": "\#(String(repeating: "s", count: 32))"}"#
+                    )
+                )
+                #expect(hook.status.code < 300)
                 func send(_ audience: String, _ title: String) async throws -> [String: Any] {
                     let response = try await client.execute(
                         uri: "/v1/notifications",
@@ -139,6 +149,11 @@ extension PushTests {
                 let again = try await send(#""targets": ["u3", "u4"]"#, "again")
                 #expect(again["fanout"].flatMap { ($0 as? [String: Any])?["reached"] as? Int } == 0)
                 #expect(try await titles("u4") == ["everyone"])
+                // Each user left out raised the webhook event, saying so.
+                let events = try await world.query(
+                    "SELECT data ->> 'user_id', data ->> 'beyond' FROM webhook_events WHERE type = 'notification.throttled' ORDER BY id"
+                ).map { try $0.decode((String, String).self) }
+                #expect(events.map(\.0).sorted() == ["u1", "u2", "u3", "u4"] && events.allSatisfy { $0.1 == "drop" })
                 // Unread counts stay true with the copies that were never written.
                 try await CollectionTests.expectUnreadCountsMatchCopies(db)
             }

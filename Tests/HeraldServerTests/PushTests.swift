@@ -715,7 +715,7 @@ struct PushTests {
                     audience: .all
                 )
                 guard
-                    case .created(let stored, _) = try await NotificationStore(client: db.client).send(
+                    case .created(let stored, _, _) = try await NotificationStore(client: db.client).send(
                         draft,
                         idempotency: nil,
                         respond: { _ in StoredResponse(status: 202, body: []) }

@@ -24,7 +24,7 @@ extension ConsoleActions {
                 try await Answer.api {
                     let body = try RequestBody.decode(SendNotificationRequest.self, from: Data(json))
                     switch try await notifications.send(body, idempotency: nil) {
-                    case .created(_, let response), .replayed(let response):
+                    case .created(_, let response, _), .replayed(let response):
                         return Answer(status: response.status, body: response.body)
                     case .keyReused:
                         preconditionFailure("a send without an idempotency key cannot reuse one")

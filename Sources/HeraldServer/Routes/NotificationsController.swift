@@ -4,6 +4,7 @@ import HeraldCore
 import HeraldServices
 import HeraldStore
 import Hummingbird
+import Metrics
 import Postgres
 
 /// Admin routes for sending notifications and changing them afterwards.
@@ -106,7 +107,10 @@ struct NotificationsController: Sendable {
             if case .fenceLost = error { throw error }
             throw Self.apiError(error)
         }
-        if case .created(let stored, _) = outcome, stored.fanoutState == .running { fanoutWake.signal() }
+        if case .created(let stored, _, let dropped) = outcome {
+            if stored.fanoutState == .running { fanoutWake.signal() }
+            if dropped > 0 { ThrottleMetrics.droppedCopies.increment(by: dropped) }
+        }
         return outcome
     }
 
@@ -158,7 +162,7 @@ struct NotificationsController: Sendable {
 
     static func response(_ outcome: NotificationStore.SendOutcome) throws -> Response {
         switch outcome {
-        case .created(_, let response):
+        case .created(_, let response, _):
             return jsonResponse(response, replayed: false)
         case .replayed(let response):
             return jsonResponse(response, replayed: true)

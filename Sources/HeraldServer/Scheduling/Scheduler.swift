@@ -32,7 +32,7 @@ struct Scheduler: Sendable {
     /// close on the same clock.
     @discardableResult
     func runRound(now: Date) async throws -> Int {
-        try await notifications.notifications.queueDigestAlerts(now: now)
+        _ = try await notifications.notifications.queueDigestAlerts(now: now)
         let due = try await schedules.claimDue(now: now, limit: batchSize, lease: lease)
         await withTaskGroup(of: Void.self) { group in
             var started = 0
@@ -157,7 +157,7 @@ struct Scheduler: Sendable {
         }
         Self.fired.increment()
         switch outcome {
-        case .created(let stored, _):
+        case .created(let stored, _, _):
             return .success((stored.id, zones))
         case .replayed(let response):
             // The part was sent before a worker died; its first answer names the notification.

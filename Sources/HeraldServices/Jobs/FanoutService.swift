@@ -41,6 +41,7 @@ public struct FanoutService: Service {
                         if let progress = try await notifications.fanOutNextBatch(size: batchSize) {
                             failures = 0
                             recipients.increment(by: progress.inserted)
+                            if progress.dropped > 0 { ThrottleMetrics.droppedCopies.increment(by: progress.dropped) }
                             if progress.finished {
                                 logger.info("fan-out finished", metadata: ["notification_id": "\(progress.notificationID)"])
                             }

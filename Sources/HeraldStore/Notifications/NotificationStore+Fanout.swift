@@ -6,6 +6,8 @@ public struct FanoutProgress: Sendable, Equatable {
     public var notificationID: Int64
     /// Recipient rows this batch inserted.
     public var inserted: Int
+    /// Users a throttle that drops left without a copy in this batch.
+    public var dropped: Int
     public var finished: Bool
 }
 
@@ -105,6 +107,7 @@ extension NotificationStore {
                 }
             }
             // A throttle that drops: users at its cap get no copy, and an event says so.
+            var dropped = 0
             if throttle?.beyond == .drop {
                 let admits = try await Self.throttleAdmits(
                     throttle,
@@ -114,7 +117,7 @@ extension NotificationStore {
                     category: category,
                     on: connection
                 )
-                try await Self.recordDropped(
+                dropped = try await Self.recordDropped(
                     throttle,
                     admits: admits,
                     users: "\(batchUsers(joiningUsers: readsUsers)) \(excluding) AND \(inbox)",
@@ -165,7 +168,7 @@ extension NotificationStore {
                 WHERE id = \(id)
                 """
             )
-            return FanoutProgress(notificationID: id, inserted: inserted, finished: finished)
+            return FanoutProgress(notificationID: id, inserted: inserted, dropped: dropped, finished: finished)
         }
     }
 

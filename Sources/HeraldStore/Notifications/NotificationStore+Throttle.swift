@@ -32,7 +32,8 @@ extension NotificationStore {
     /// copy from, an event of kind `throttled` and the webhook event `notification.throttled`. Runs
     /// before the copies are written, so it sees what they will see; a user who has their copy
     /// already (one with variables of their own, given it at the send) is not held back. Nothing when
-    /// the throttle does not drop.
+    /// the throttle does not drop. Returns how many users it held back.
+    @discardableResult
     static func recordDropped(
         _ throttle: Throttle?,
         admits: PostgresQuery,
@@ -41,23 +42,28 @@ extension NotificationStore {
         notification id: Int64,
         channelKey: Int64,
         on connection: PostgresConnection
-    ) async throws {
-        guard throttle?.beyond == .drop else { return }
-        try await connection.query(
-            """
-            WITH held AS (
-                INSERT INTO notification_events (notification_id, kind, user_key)
-                SELECT \(id), \(NotificationEventKind.throttled.rawValue), \(user) \(users) AND NOT (\(admits))
-                    AND NOT EXISTS (SELECT 1 FROM notification_recipients mine
-                        WHERE mine.user_key = \(user) AND mine.channel_key = \(channelKey) AND mine.notification_id = \(id))
-                ON CONFLICT DO NOTHING
-                RETURNING user_key
-            )
-            SELECT herald_webhook_event('notification.throttled', jsonb_build_object('notification_id', \(id)::text,
-                'channel_url', c.url, 'user_id', u.id, 'beyond', 'drop', 'at', \(TimeSQL.rfc3339("now()"))))
-            FROM held JOIN users u ON u.key = held.user_key JOIN channels c ON c.key = \(channelKey)
-            WHERE herald_webhook_wanted('notification.throttled')
-            """
+    ) async throws -> Int {
+        guard throttle?.beyond == .drop else { return 0 }
+        return Int(
+            try await connection.query(
+                """
+                WITH held AS (
+                    INSERT INTO notification_events (notification_id, kind, user_key)
+                    SELECT \(id), \(NotificationEventKind.throttled.rawValue), \(user) \(users) AND NOT (\(admits))
+                        AND NOT EXISTS (SELECT 1 FROM notification_recipients mine
+                            WHERE mine.user_key = \(user) AND mine.channel_key = \(channelKey) AND mine.notification_id = \(id))
+                    ON CONFLICT DO NOTHING
+                    RETURNING user_key
+                ), hooks AS MATERIALIZED (
+                    -- Materialized, so that each held user's event is made: the count reads every row.
+                    SELECT herald_webhook_event('notification.throttled', jsonb_build_object('notification_id', \(id)::text,
+                        'channel_url', c.url, 'user_id', u.id, 'beyond', 'drop', 'at', \(TimeSQL.rfc3339("now()"))))
+                    FROM held JOIN users u ON u.key = held.user_key JOIN channels c ON c.key = \(channelKey)
+                    WHERE herald_webhook_wanted('notification.throttled')
+                )
+                SELECT (SELECT count(*) FROM held), (SELECT count(*) FROM hooks)
+                """
+            )[0].decode(column: 0, as: Int64.self)
         )
     }
 }

@@ -16,8 +16,10 @@ public struct NotificationStore: Sendable {
 
     /// The answer to a send.
     public enum SendOutcome: Sendable {
-        /// Stored now; `response` is what `respond` made of it (and what a retry will get).
-        case created(StoredNotification, response: StoredResponse)
+        /// Stored now; `response` is what `respond` made of it (and what a retry will get). `dropped`
+        /// counts the users a throttle that drops left without a copy at the send (a broadcast's
+        /// fan-out reports its own, batch by batch).
+        case created(StoredNotification, response: StoredResponse, dropped: Int)
         /// The idempotency key was used before with the same request: the first response.
         case replayed(StoredResponse)
         /// The idempotency key was used before with a different request.
@@ -42,7 +44,7 @@ public struct NotificationStore: Sendable {
                 return previous
             }
             if let fence, try await connection.query(fence).isEmpty { throw NotificationStoreError.fenceLost }
-            let notification = try await Self.insert(draft, on: connection)
+            let (notification, dropped) = try await Self.insert(draft, on: connection)
             let response = try respond(notification)
             if let idempotency {
                 try await connection.query(
@@ -53,11 +55,13 @@ public struct NotificationStore: Sendable {
                     """
                 )
             }
-            return .created(notification, response: response)
+            return .created(notification, response: response, dropped: dropped)
         }
     }
 
-    static func insert(_ draft: NotificationDraft, on connection: PostgresConnection) async throws -> StoredNotification {
+    /// Writes the notification and the copies the send gives; returns it as stored, and how many users
+    /// a throttle that drops left without a copy.
+    static func insert(_ draft: NotificationDraft, on connection: PostgresConnection) async throws -> (StoredNotification, dropped: Int) {
         // FOR KEY SHARE keeps the channel from being deleted until this transaction ends.
         guard
             let channelRow = try await connection.query(
@@ -168,6 +172,7 @@ public struct NotificationStore: Sendable {
         // One statement for every recipient. The per-user overrides ride along as one JSON array
         // joined in by id; everyone else gets NULL ("the notification's own data").
         let recipients: PostgresResult
+        let dropped: Int
         switch draft.audience {
         case .targets:
             // Users with an open digest of the batch get it changed instead of a copy of this one.
@@ -178,7 +183,7 @@ public struct NotificationStore: Sendable {
                 folded = try await Self.fold(notification: id, into: digests, channelKey: channelKey, reaching: .keys(keys), xid: xid, on: connection)
             }
             let fresh: PostgresQuery = folded > 0 ? "AND NOT \(Self.holdsDigest(user: "u.key", channelKey: channelKey, digests: digests))" : ""
-            try await Self.recordDropped(
+            dropped = try await Self.recordDropped(
                 draft.throttle,
                 admits: admits,
                 users: "\(reached) \(fresh)",
@@ -203,7 +208,7 @@ public struct NotificationStore: Sendable {
                 topicKey.map {
                     "EXISTS (SELECT 1 FROM topic_subscriptions s WHERE s.topic_key = \($0) AND s.user_key = u.key AND NOT s.muted)"
                 } ?? "true"
-            try await Self.recordDropped(
+            dropped = try await Self.recordDropped(
                 draft.throttle,
                 admits: admits,
                 users: """
@@ -230,7 +235,7 @@ public struct NotificationStore: Sendable {
         try await connection.query(
             "UPDATE notifications SET recipient_count = \(Int64(recipients.affectedRows)) WHERE id = \(id)"
         )
-        return try await Self.fetch(id, on: connection)!
+        return (try await Self.fetch(id, on: connection)!, dropped)
     }
 
     static func topicName(_ audience: Audience) -> String? {
