@@ -130,6 +130,61 @@ struct ScheduledSendsTests {
         }
     }
 
+    /// A retried scheduling with its `Idempotency-Key` schedules nothing more and gets the first answer,
+    /// even once its time has passed; the key with another request is refused, and a bad key is a 400.
+    @Test func aRetriedSchedulingWithItsKeySchedulesOnce() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            let world = try await World(db, users: ["u1": "UTC"])
+            let now = Date()
+            try await world.app().test(.router) { client in
+                func schedule(_ body: String, key: String) async throws -> (status: HTTPResponse.Status, replayed: Bool, json: [String: Any]) {
+                    var headers = jsonHeaders(bearer: Self.adminToken)
+                    headers[HTTPField.Name("Idempotency-Key")!] = key
+                    let response = try await client.execute(
+                        uri: "/v1/scheduled-sends",
+                        method: .post,
+                        headers: headers,
+                        body: ByteBuffer(string: body)
+                    )
+                    return (response.status, response.headers[HTTPField.Name("Idempotent-Replayed")!] == "true", try jsonObject(response))
+                }
+                let body = Self.body("once", #""send_at": "\#(Self.at(now + 3600))""#)
+                let first = try await schedule(body, key: "reminder-42")
+                #expect(first.status == .created && !first.replayed)
+                let id = try #require(first.json["id"] as? String)
+                let again = try await schedule(body, key: "reminder-42")
+                #expect(again.status == .created && again.replayed && again.json["id"] as? String == id)
+
+                // The first answer stands once the send is made and its time has passed.
+                try await world.db.client.query("UPDATE scheduled_sends SET next_at = now() - interval '1 hour'")
+                #expect(try await world.scheduler.runRound(now: Date()) == 1)
+                let late = try await schedule(body, key: "reminder-42")
+                #expect(late.replayed && late.json["id"] as? String == id && late.json["state"] as? String == "scheduled")
+
+                // The same key with another request, or on a send, is refused; so is a scheduler's key.
+                let other = try await schedule(Self.body("twice", #""send_at": "\#(Self.at(now + 3600))""#), key: "reminder-42")
+                #expect(other.status == .unprocessableContent)
+                #expect((other.json["error"] as? [String: Any])?["code"] as? String == "idempotency_key_reused")
+                var headers = jsonHeaders(bearer: Self.adminToken)
+                headers[HTTPField.Name("Idempotency-Key")!] = "reminder-42"
+                let send = try await client.execute(
+                    uri: "/v1/notifications",
+                    method: .post,
+                    headers: headers,
+                    body: ByteBuffer(string: #"{"channel_url": "feed", "template_key": "plain", "targets": ["u1"], "variables": {"title": "once"}}"#)
+                )
+                #expect(send.status == .unprocessableContent)
+                let reserved = try await schedule(body, key: "schedule:1:0:0")
+                #expect(reserved.status == .badRequest)
+                #expect((reserved.json["error"] as? [String: Any])?["code"] as? String == "invalid_idempotency_key")
+
+                let (_, list) = try await call(client, .get, "/v1/scheduled-sends")
+                #expect((list["scheduled_sends"] as? [Any])?.count == 1)
+                #expect(try await world.titles("u1") == ["once"])
+            }
+        }
+    }
+
     @Test func aSendAtIsMadeOnceWhenDueRepeatsAndCancelsBeforeItIsMade() async throws {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
             let world = try await World(db, users: ["u1": "UTC"])
@@ -255,7 +310,7 @@ extension ScheduledSendsTests {
                     timing: .at(due),
                     repeats: nil,
                     nextAt: due
-                )
+                ) { _ in StoredResponse(status: 201, body: []) }
             }
             @Sendable func sent() async throws -> Int64 {
                 try await db.client.query("SELECT count(*) FROM scheduled_sends WHERE state = 'sent'")[0].decode(Int64.self)

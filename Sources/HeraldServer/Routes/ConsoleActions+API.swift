@@ -34,7 +34,12 @@ extension ConsoleActions {
             scheduleSend: { json in
                 try await Answer.api {
                     let body = try RequestBody.decode(ScheduledSendRequest.self, from: Data(json))
-                    return try Answer(.created, ScheduledSendBody(try await schedules.schedule(body, now: Date())))
+                    switch try await schedules.schedule(body, idempotency: nil, now: Date()) {
+                    case .created(_, let response), .replayed(let response):
+                        return Answer(status: response.status, body: response.body)
+                    case .keyReused:
+                        preconditionFailure("a scheduling without an idempotency key cannot reuse one")
+                    }
                 }
             },
             cancelScheduledSend: { id in

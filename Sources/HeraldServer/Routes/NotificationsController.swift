@@ -167,13 +167,15 @@ struct NotificationsController: Sendable {
         case .replayed(let response):
             return jsonResponse(response, replayed: true)
         case .keyReused:
-            throw APIError(
-                .unprocessableContent,
-                code: "idempotency_key_reused",
-                message: "This Idempotency-Key was already used with a different request."
-            )
+            throw keyReused
         }
     }
+
+    static let keyReused = APIError(
+        .unprocessableContent,
+        code: "idempotency_key_reused",
+        message: "This Idempotency-Key was already used with a different request."
+    )
 
     static func jsonResponse(_ stored: StoredResponse, replayed: Bool) -> Response {
         var headers = HTTPFields()
@@ -191,6 +193,11 @@ struct NotificationsController: Sendable {
     static let replayedHeader = HTTPField.Name("Idempotent-Replayed")!
 
     static func idempotencyKey(_ request: Request, body: SendNotificationRequest) throws -> IdempotencyKey? {
+        try idempotencyKey(request) { try body.canonicalDigest() }
+    }
+
+    /// The request's `Idempotency-Key`, checked, with `digest` of its body; `nil` without one.
+    static func idempotencyKey(_ request: Request, digest: () throws -> [UInt8]) throws -> IdempotencyKey? {
         guard let key = request.headers[idempotencyHeader] else { return nil }
         guard !key.hasPrefix(Scheduler.keyPrefix) else {
             throw APIError(
@@ -206,7 +213,7 @@ struct NotificationsController: Sendable {
                 message: "Idempotency-Key must be 1–\(IdempotencyKey.maximumLength) bytes."
             )
         }
-        return IdempotencyKey(key: key, requestHash: try body.canonicalDigest())
+        return IdempotencyKey(key: key, requestHash: try digest())
     }
 
     /// The category given, else the template's, else the channel's default; empty for a channel without

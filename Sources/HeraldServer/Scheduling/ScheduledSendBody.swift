@@ -44,6 +44,11 @@ struct ScheduledSendBody: ResponseEncodable {
         updatedAt = RFC3339.string(from: stored.updatedAt)
     }
 
+    /// The body as JSON bytes, the form kept for idempotent replays.
+    func encoded() throws -> [UInt8] {
+        Array(try CanonicalJSON.encoder.encode(self))
+    }
+
     enum CodingKeys: String, CodingKey {
         case id, state
         case sendAt = "send_at"

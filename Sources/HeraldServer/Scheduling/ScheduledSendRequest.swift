@@ -26,6 +26,13 @@ struct ScheduledSendRequest: Decodable, Sendable {
         send = try SendNotificationRequest(from: decoder)
     }
 
+    /// A digest of the request for its `Idempotency-Key`: the send in its canonical form and when to
+    /// make it, under a name of its own, so that no send to `POST /v1/notifications` digests the same.
+    func canonicalDigest() throws -> [UInt8] {
+        let timing = [sendAt ?? "", deliverAtLocal ?? "", repeats ?? ""].joined(separator: "\n")
+        return SHA256.digest(Array("scheduled-send\n\(timing)\n".utf8) + Array(try CanonicalJSON.encoder.encode(send)))
+    }
+
     /// How far in the past a send may be scheduled (a clock a little behind, a slow request): it is
     /// then made at once. Further back is refused.
     static let grace: TimeInterval = 60

@@ -26,7 +26,8 @@ struct ScheduledSendsController: Sendable {
             else {
                 throw ScheduledSendRequest.invalid("The body is a send's, with send_at or deliver_at_local.")
             }
-            return EditedResponse(status: .created, response: ScheduledSendBody(try await schedule(body, now: Date())))
+            let idempotency = try NotificationsController.idempotencyKey(request) { try body.canonicalDigest() }
+            return try Self.response(try await schedule(body, idempotency: idempotency, now: Date()))
         }
         routes.add(.get, "/v1/scheduled-sends", access: .admin) { request, _ in
             let page = try PageRequest(request)
@@ -76,8 +77,15 @@ struct ScheduledSendsController: Sendable {
     }
 
     /// Checks the send as it would be made at its time (channel, template, variables, audience), and
-    /// stores it.
-    func schedule(_ body: ScheduledSendRequest, now: Date) async throws -> ScheduledSend {
+    /// stores it. A retry with the idempotency key of an earlier request is answered as that one was,
+    /// before anything is checked: its time may have passed since.
+    func schedule(_ body: ScheduledSendRequest, idempotency: IdempotencyKey?, now: Date) async throws -> ScheduleStore.CreateOutcome {
+        if let idempotency, let previous = try await notifications.notifications.previousOutcome(for: idempotency) {
+            switch previous {
+            case .replayed(let response): return .replayed(response)
+            case .created, .keyReused: return .keyReused
+            }
+        }
         let (timing, repeats, firstDue, sendTime) = try body.validate(now: now)
         if repeats != nil, body.send.expiresAt != nil {
             throw ScheduledSendRequest.invalid("A repeating send cannot have expires_at: each occurrence would expire at the same instant.")
@@ -88,17 +96,30 @@ struct ScheduledSendsController: Sendable {
         } catch let error as NotificationStoreError {
             throw NotificationsController.apiError(error)
         }
-        let stored = try await schedules.create(
+        let outcome = try await schedules.create(
             request: Array(try JSONEncoder().encode(body.send)),
             channelURL: draft.channelURL,
             templateKey: draft.templateKey,
             audience: draft.audience.name,
             timing: timing,
             repeats: repeats,
-            nextAt: firstDue
-        )
-        wake.signal()
-        return stored
+            nextAt: firstDue,
+            idempotency: idempotency,
+            userIDs: draft.namedUserIDs
+        ) { stored in
+            StoredResponse(status: HTTPResponse.Status.created.code, body: try ScheduledSendBody(stored).encoded())
+        }
+        if case .created = outcome { wake.signal() }
+        return outcome
+    }
+
+    /// The route's answer to a scheduling: the new scheduled send (201), or the first answer again.
+    static func response(_ outcome: ScheduleStore.CreateOutcome) throws -> Response {
+        switch outcome {
+        case .created(_, let response): return NotificationsController.jsonResponse(response, replayed: false)
+        case .replayed(let response): return NotificationsController.jsonResponse(response, replayed: true)
+        case .keyReused: throw NotificationsController.keyReused
+        }
     }
 
     static let notFound = APIError(.notFound, code: "scheduled_send_not_found", message: "No scheduled send with this id.")

@@ -84,7 +84,7 @@ public struct NotificationDraft: Sendable {
     }
 
     /// Every user id the send names: its targets and the users it has variables for.
-    var namedUserIDs: [String] {
+    public var namedUserIDs: [String] {
         var ids = Set(content.perUser.keys)
         if case .targets(let targets) = audience { ids.formUnion(targets) }
         return ids.sorted()

@@ -59,6 +59,17 @@ extension NotificationStore {
         return try await previousOutcome(for: idempotency, on: connection) ?? .keyReused
     }
 
+    /// Keeps the response to the request that claimed the key, in the claiming transaction, with the
+    /// user ids the request named (an erasure removes the keys whose response names the user).
+    static func keep(_ response: StoredResponse, for idempotency: IdempotencyKey, userIDs: [String], on connection: PostgresConnection) async throws {
+        try await connection.query(
+            """
+            UPDATE idempotency_keys SET status = \(response.status), response = \(PostgresBytes(response.body)), user_ids = \(userIDs)
+            WHERE key = \(idempotency.key)
+            """
+        )
+    }
+
     static func previousOutcome(for idempotency: IdempotencyKey, on connection: PostgresConnection) async throws -> SendOutcome? {
         guard
             let row = try await connection.query(

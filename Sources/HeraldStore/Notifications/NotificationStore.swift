@@ -46,15 +46,7 @@ public struct NotificationStore: Sendable {
             if let fence, try await connection.query(fence).isEmpty { throw NotificationStoreError.fenceLost }
             let (notification, dropped) = try await Self.insert(draft, on: connection)
             let response = try respond(notification)
-            if let idempotency {
-                try await connection.query(
-                    """
-                    UPDATE idempotency_keys SET status = \(response.status), response = \(PostgresBytes(response.body)),
-                        user_ids = \(draft.namedUserIDs)
-                    WHERE key = \(idempotency.key)
-                    """
-                )
-            }
+            if let idempotency { try await Self.keep(response, for: idempotency, userIDs: draft.namedUserIDs, on: connection) }
             return .created(notification, response: response, dropped: dropped)
         }
     }

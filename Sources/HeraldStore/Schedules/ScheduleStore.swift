@@ -11,7 +11,19 @@ public struct ScheduleStore: Sendable {
         self.client = client
     }
 
-    /// Stores a scheduled send, due first at `nextAt`.
+    /// What storing a scheduled send answered.
+    public enum CreateOutcome: Sendable {
+        /// Stored now; `response` is what `respond` made of it (and what a retry will get).
+        case created(ScheduledSend, response: StoredResponse)
+        /// The idempotency key was used before with the same request: the first response.
+        case replayed(StoredResponse)
+        /// The idempotency key was used before with a different request.
+        case keyReused
+    }
+
+    /// Stores a scheduled send, due first at `nextAt`. With an idempotency key, the key is claimed in
+    /// the same transaction and keeps the response `respond` makes (naming `userIDs`, for an erasure):
+    /// a retried request schedules nothing more and gets the first answer.
     public func create(
         request: [UInt8],
         channelURL: String,
@@ -19,18 +31,32 @@ public struct ScheduleStore: Sendable {
         audience: String,
         timing: ScheduledSend.Timing,
         repeats: ScheduledSend.Repeat?,
-        nextAt: Date
-    ) async throws -> ScheduledSend {
+        nextAt: Date,
+        idempotency: IdempotencyKey? = nil,
+        userIDs: [String] = [],
+        respond: @escaping @Sendable (ScheduledSend) throws -> StoredResponse
+    ) async throws -> CreateOutcome {
         let (sendAt, localTime) = Self.columns(timing)
-        let row = try await client.query(
-            """
-            INSERT INTO scheduled_sends (request, channel_url, template_key, audience, send_at, local_time, repeat, next_at)
-            VALUES (\(PostgresJSONB(utf8: request)), \(channelURL), \(templateKey), \(audience), \(sendAt), \(localTime),
-                \(repeats?.rawValue), \(PostgresTimestamp(nextAt)))
-            RETURNING \(Self.columns)
-            """
-        )[0]
-        return try Self.decode(row)
+        return try await client.withRetryingTransaction { connection in
+            if let idempotency, let previous = try await NotificationStore.claim(idempotency, on: connection) {
+                switch previous {
+                case .replayed(let response): return .replayed(response)
+                case .created, .keyReused: return .keyReused
+                }
+            }
+            let row = try await connection.query(
+                """
+                INSERT INTO scheduled_sends (request, channel_url, template_key, audience, send_at, local_time, repeat, next_at)
+                VALUES (\(PostgresJSONB(utf8: request)), \(channelURL), \(templateKey), \(audience), \(sendAt), \(localTime),
+                    \(repeats?.rawValue), \(PostgresTimestamp(nextAt)))
+                RETURNING \(Self.columns)
+                """
+            )[0]
+            let stored = try Self.decode(row)
+            let response = try respond(stored)
+            if let idempotency { try await NotificationStore.keep(response, for: idempotency, userIDs: userIDs, on: connection) }
+            return .created(stored, response: response)
+        }
     }
 
     public func get(_ id: Int64) async throws -> ScheduledSend? {
