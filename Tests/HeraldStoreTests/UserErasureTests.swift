@@ -1,3 +1,4 @@
+import Foundation
 import HeraldCore
 import HeraldStore
 import HeraldTesting
@@ -80,6 +81,66 @@ struct UserErasureTests {
             try await db.client.query("UPDATE user_erasures SET finished_at = finished_at - interval '2 hours'")
             #expect(try await erasures.deleteOldRecords(olderThan: .seconds(3600)) == 1)
             #expect(try await erasures.status(userID: "u1") == nil)
+        }
+    }
+
+    /// Scheduled sends keep their request, which names users: an erasure takes the user out of each,
+    /// waiting or made, and cancels a waiting one that was only for users who are gone.
+    @Test func anErasureTakesTheUserOutOfScheduledSends() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            for user in ["u1", "u2"] { _ = try await UserStore(client: db.client).upsert(id: user, nickname: nil, profileURL: nil) }
+            let schedules = ScheduleStore(client: db.client)
+            func schedule(_ request: String, audience: String = "targets") async throws -> Int64 {
+                let outcome = try await schedules.create(
+                    request: Array(request.utf8),
+                    channelURL: "feed",
+                    templateKey: "plain",
+                    audience: audience,
+                    timing: .at(Date() + 3600),
+                    repeats: nil,
+                    nextAt: Date() + 3600
+                ) { _ in StoredResponse(status: 201, body: []) }
+                guard case .created(let stored, _) = outcome else { throw CancellationError() }
+                return stored.id
+            }
+            let both = try await schedule(
+                #"{"targets": ["u1", "u2"], "variables": {"title": "hello"}, "user_variables": {"u1": {"title": "a"}, "u2": {"title": "b"}}, "push": {"force_push": ["u1"], "mentioned_user_ids": ["u2", "u1"]}}"#
+            )
+            let only = try await schedule(#"{"targets": ["u1"], "variables": {"title": "x"}}"#)
+            let everyone = try await schedule(#"{"audience": "all", "exclude": ["u1", "u2"], "variables": {"title": "x"}}"#, audience: "all")
+            let made = try await schedule(#"{"targets": ["u1"], "variables": {"title": "x"}}"#)
+            try await db.client.query("UPDATE scheduled_sends SET state = 'sent' WHERE id = \(made)")
+            // A variable that merely reads like the id is not the user.
+            let unrelated = try await schedule(#"{"targets": ["u2"], "variables": {"title": "u1"}}"#)
+
+            _ = try await UserErasureStore(client: db.client).start(userID: "u1")
+            func stored(_ id: Int64) async throws -> (request: JSONValue, state: ScheduledSend.State, error: String?) {
+                let found = try #require(try await schedules.get(id))
+                return (try JSONDecoder().decode(JSONValue.self, from: Data(found.request)), found.state, found.error)
+            }
+            let expected: JSONValue = .object([
+                "targets": .array([.string("u2")]), "variables": .object(["title": .string("hello")]),
+                "user_variables": .object(["u2": .object(["title": .string("b")])]),
+                "push": .object(["force_push": .array([]), "mentioned_user_ids": .array([.string("u2")])]),
+            ])
+            let kept = try await stored(both)
+            #expect(kept.request == expected && kept.state == .scheduled)
+            let emptied = try await stored(only)
+            #expect(emptied.request == .object(["targets": .array([]), "variables": .object(["title": .string("x")])]))
+            #expect(emptied.state == .canceled && emptied.error == "every user it was sent to was erased")
+            let broadcast = try await stored(everyone)
+            #expect(
+                broadcast.request
+                    == .object(["audience": .string("all"), "exclude": .array([.string("u2")]), "variables": .object(["title": .string("x")])])
+            )
+            let sent = try await stored(made)
+            #expect(sent.state == .sent && sent.request == .object(["targets": .array([]), "variables": .object(["title": .string("x")])]))
+            let untouched = try #require(try await schedules.get(unrelated))
+            #expect(String(decoding: untouched.request, as: UTF8.self).contains("u1"))
+            #expect(
+                try await db.client.query("SELECT count(*) FROM scheduled_sends WHERE request::text LIKE '%\"u1\"%' AND id <> \(unrelated)")[0]
+                    .decode(Int64.self) == 0
+            )
         }
     }
 }
