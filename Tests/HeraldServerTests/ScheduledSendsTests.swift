@@ -402,6 +402,56 @@ extension ScheduledSendsTests {
 
     /// A cancellation and a worker's send never cross: while the claim holds the cancellation is
     /// refused; once it has run out the cancellation wins, and the worker, late, sends nothing.
+    /// An erasure takes the user out of a scheduled send while a worker holds it: the worker sends
+    /// nothing from the request it read, the next round sends to the others; and a part sent before
+    /// the erasure but never recorded is answered by that send when made again, the erasure's sweep
+    /// notwithstanding.
+    @Test func anErasureWhileAWorkerHoldsASendLeavesTheOthersOneSend() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            let world = try await World(db, users: ["u1": "UTC", "u2": "UTC", "u3": "UTC"])
+            let due = Date() + 3600
+            try await world.app().test(.router) { client in
+                for title in ["held", "sent"] {
+                    _ = try await call(
+                        client,
+                        .post,
+                        "/v1/scheduled-sends",
+                        Self.body(title, #""send_at": "\#(Self.at(due))""#, to: #""targets": ["u1", "u2"]"#)
+                    )
+                }
+            }
+            let store = ScheduleStore(client: db.client)
+            let claimed = try await store.claimDue(now: due, limit: 10, lease: .seconds(60))
+            try #require(claimed.count == 2)
+            // The second's part is made, and its worker dies before recording it.
+            _ = try await world.scheduler.part(of: claimed[1], now: due)
+            #expect(try await world.titles("u2") == ["sent"])
+
+            let erasures = UserErasureStore(client: db.client)
+            _ = try await erasures.start(userID: "u1")
+            // Its sweep removes everything of theirs it can now (the idempotency records filed under
+            // them among it) before the workers come back.
+            var swept = 0
+            while let progress = try await erasures.eraseNextBatch(size: 100, grace: .zero), progress.removedRows > 0 {
+                swept += progress.removedRows
+            }
+            #expect(swept > 0)
+            // The first worker comes back with the request it read: its fence stops it.
+            await world.scheduler.fire(claimed[0], now: due)
+            #expect(try await world.titles("u2") == ["sent"])
+            // The erasure ended both claims: the next round makes the first for u2, and answers the
+            // second's part with the send made before.
+            #expect(try await world.scheduler.runRound(now: due + 1) == 2)
+            #expect(try await world.titles("u2") == ["sent", "held"])
+            #expect(try await world.notifications() == 2)
+            for schedule in claimed {
+                let found = try #require(try await store.get(schedule.id))
+                #expect(found.state == .sent && found.notificationIDs.count == 1)
+                #expect(!String(decoding: found.request, as: UTF8.self).contains("u1"))
+            }
+        }
+    }
+
     @Test func aCancelledSendIsNotMadeByTheWorkerThatHeldIt() async throws {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
             let world = try await World(db, users: ["u1": "UTC"])

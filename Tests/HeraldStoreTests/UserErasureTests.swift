@@ -110,6 +110,7 @@ struct UserErasureTests {
             let everyone = try await schedule(#"{"audience": "all", "exclude": ["u1", "u2"], "variables": {"title": "x"}}"#, audience: "all")
             let made = try await schedule(#"{"targets": ["u1"], "variables": {"title": "x"}}"#)
             try await db.client.query("UPDATE scheduled_sends SET state = 'sent' WHERE id = \(made)")
+            let fromThem = try await schedule(#"{"targets": ["u2"], "variables": {"title": "x"}, "push": {"sender_id": "u1"}}"#)
             // A variable that merely reads like the id is not the user.
             let unrelated = try await schedule(#"{"targets": ["u2"], "variables": {"title": "u1"}}"#)
 
@@ -135,6 +136,11 @@ struct UserErasureTests {
             )
             let sent = try await stored(made)
             #expect(sent.state == .sent && sent.request == .object(["targets": .array([]), "variables": .object(["title": .string("x")])]))
+            let sender = try await stored(fromThem)
+            #expect(
+                sender.request
+                    == .object(["targets": .array([.string("u2")]), "variables": .object(["title": .string("x")]), "push": .object([:])])
+            )
             let untouched = try #require(try await schedules.get(unrelated))
             #expect(String(decoding: untouched.request, as: UTF8.self).contains("u1"))
             #expect(

@@ -96,8 +96,9 @@ struct ScheduledSendsController: Sendable {
         } catch let error as NotificationStoreError {
             throw NotificationsController.apiError(error)
         }
+        let request = Array(try JSONEncoder().encode(body.send))
         let outcome = try await schedules.create(
-            request: Array(try JSONEncoder().encode(body.send)),
+            request: request,
             channelURL: draft.channelURL,
             templateKey: draft.templateKey,
             audience: draft.audience.name,
@@ -105,7 +106,8 @@ struct ScheduledSendsController: Sendable {
             repeats: repeats,
             nextAt: firstDue,
             idempotency: idempotency,
-            userIDs: draft.namedUserIDs
+            // Every id the kept answer shows (it holds the request): an erasure of any of them removes it.
+            userIDs: SendRequestUsers.ids(in: try JSONDecoder().decode(JSONValue.self, from: Data(request)))
         ) { stored in
             StoredResponse(status: HTTPResponse.Status.created.code, body: try ScheduledSendBody(stored).encoded())
         }

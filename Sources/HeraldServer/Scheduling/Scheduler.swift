@@ -46,8 +46,8 @@ struct Scheduler: Sendable {
     }
 
     /// Makes the part of `schedule` that is due at `now`, and records it. A failure that may pass
-    /// releases the claim for a later round; a refusal (the template or channel gone, a user
-    /// deleted) fails the schedule with the reason.
+    /// releases the claim for a later round; a refusal (the template or channel gone) fails the
+    /// schedule with the reason.
     func fire(_ schedule: ScheduledSend, now: Date) async {
         do {
             let (progress, nextTiming, nextOccurrence) = try await part(of: schedule, now: now)
@@ -148,7 +148,9 @@ struct Scheduler: Sendable {
         fence: PostgresQuery,
         now: Date
     ) async throws -> Result<(Int64, [String]?), Refusal> {
-        let idempotency = IdempotencyKey(key: key, requestHash: try body.canonicalDigest())
+        // The key alone names the part: an erasure may have taken a user out of the request since its
+        // first send, and the retry must still be answered by that send.
+        let idempotency = IdempotencyKey(key: key, requestHash: SHA256.digest(Array(key.utf8)), filedUnderUsers: false)
         let outcome: NotificationStore.SendOutcome
         do {
             outcome = try await notifications.send(body, idempotency: idempotency, timeZones: zones, fence: fence, now: now)

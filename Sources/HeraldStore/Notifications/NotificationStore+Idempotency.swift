@@ -6,10 +6,16 @@ public struct IdempotencyKey: Sendable, Equatable {
     public var key: String
     /// Digest of the request, canonicalised by the caller: equal requests must give equal digests.
     public var requestHash: [UInt8]
+    /// Whether the record is filed under the users the request names, so that erasing one of them
+    /// removes it. Not for a scheduled part's key: its retry after such an erasure (the part sent, the
+    /// worker gone before recording it) must still find the record, or the part is sent twice; what
+    /// the record keeps, the notification keeps too.
+    public var filedUnderUsers: Bool
 
-    public init(key: String, requestHash: [UInt8]) {
+    public init(key: String, requestHash: [UInt8], filedUnderUsers: Bool = true) {
         self.key = key
         self.requestHash = requestHash
+        self.filedUnderUsers = filedUnderUsers
     }
 
     public static let maximumLength = 255
@@ -64,7 +70,8 @@ extension NotificationStore {
     static func keep(_ response: StoredResponse, for idempotency: IdempotencyKey, userIDs: [String], on connection: PostgresConnection) async throws {
         try await connection.query(
             """
-            UPDATE idempotency_keys SET status = \(response.status), response = \(PostgresBytes(response.body)), user_ids = \(userIDs)
+            UPDATE idempotency_keys SET status = \(response.status), response = \(PostgresBytes(response.body)),
+                user_ids = \(idempotency.filedUnderUsers ? userIDs : [])
             WHERE key = \(idempotency.key)
             """
         )

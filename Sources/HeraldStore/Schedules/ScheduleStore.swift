@@ -232,9 +232,11 @@ public struct ScheduleStore: Sendable {
     }
 
     /// What a send made for a claim runs first in its transaction: the schedule's row, locked
-    /// against a cancellation, while the claim holds; nothing (so nothing is sent) once it does not.
+    /// against a cancellation, while the claim holds and the request is still the one the worker read;
+    /// nothing (so nothing is sent) once it is not: another worker's claim, a cancellation, or an
+    /// erasure that took a user out of the request.
     public static func fence(_ claimed: ScheduledSend) -> PostgresQuery {
-        "SELECT 1 FROM scheduled_sends WHERE \(held(claimed)) FOR SHARE"
+        "SELECT 1 FROM scheduled_sends WHERE \(held(claimed)) AND request = \(PostgresJSONB(utf8: claimed.request)) FOR SHARE"
     }
 
     /// The time zones a notification made for a part of a local time reached (`nil`: all).

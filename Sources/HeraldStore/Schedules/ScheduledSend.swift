@@ -9,7 +9,7 @@ public struct ScheduledSend: Sendable, Equatable {
         /// Every part sent (and no repetition left).
         case sent
         case canceled
-        /// A part was refused when it was made (its template or channel gone, a user deleted…): see `error`.
+        /// A part was refused when it was made (its template or channel gone…): see `error`.
         case failed
     }
 

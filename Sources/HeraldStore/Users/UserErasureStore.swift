@@ -131,57 +131,35 @@ public struct UserErasureStore: Sendable {
     // MARK: - Private
 
     /// Takes the user out of every scheduled send that names them, waiting or finished (the stored
-    /// request is all a schedule keeps of them): out of its targets, exclusions, forced and mentioned
-    /// users, and per-user variables. A waiting send to listed users none of whom are left is
-    /// cancelled, saying why. A worker making one of them now holds its row (`ScheduleStore.fence`):
-    /// this waits for that send, which then finds the user gone.
+    /// request is all a schedule keeps of them; `SendRequestUsers` knows where ids are). A waiting
+    /// send to listed users none of whom are left is cancelled, saying why. A worker making a part of
+    /// one now holds its row (`ScheduleStore.fence`): this waits for that send, whose copy for the
+    /// user the sweep then removes. The claim of a rewritten send ends, so that a worker that claimed
+    /// it before sends nothing from the request it read (its fence compares the request) and the next
+    /// round makes it as it now reads.
     static func removeFromScheduledSends(userID: String, on connection: PostgresConnection) async throws {
         let named = try await connection.query(
             """
-            SELECT id, request, state FROM scheduled_sends
-            WHERE jsonb_path_exists(request, '$.** ? (@ == $user)', jsonb_build_object('user', \(userID)::text))
-                OR request -> 'user_variables' ? \(userID)
-            FOR UPDATE
+            SELECT id, request, state FROM scheduled_sends WHERE \(SendRequestUsers.names(userID, request: "request"))
+            ORDER BY id FOR UPDATE
             """
         )
         for row in named {
             let (id, stored, state) = try row.decode((Int64, PostgresJSONB, String).self)
             let request = try JSONDecoder().decode(JSONValue.self, from: Data(stored.utf8))
-            let rewritten = Self.request(request, without: userID)
-            // A variable's value that merely equals the id is not the user.
-            guard rewritten != request else { continue }
-            guard case .object(let body) = rewritten else { continue }
+            let rewritten = SendRequestUsers.removing(userID, from: request)
+            guard case .object(let body) = rewritten, rewritten != request else { continue }
             let emptied = state == ScheduledSend.State.scheduled.rawValue && body["targets"] == .array([])
             try await connection.query(
                 """
                 UPDATE scheduled_sends SET request = \(try PostgresJSONB(utf8: Array(JSONEncoder().encode(rewritten)))), updated_at = now(),
+                    claimed_until = NULL,
                     state = CASE WHEN \(emptied) THEN 'canceled' ELSE state END,
                     error = CASE WHEN \(emptied) THEN 'every user it was sent to was erased' ELSE error END
                 WHERE id = \(id)
                 """
             )
         }
-    }
-
-    /// A send's body (`POST /v1/notifications`) that no longer names `userID`.
-    static func request(_ request: JSONValue, without userID: String) -> JSONValue {
-        guard case .object(var body) = request else { return request }
-        func removing(_ list: JSONValue?) -> JSONValue? {
-            guard case .array(let ids)? = list else { return list }
-            return .array(ids.filter { $0 != .string(userID) })
-        }
-        body["targets"] = removing(body["targets"])
-        body["exclude"] = removing(body["exclude"])
-        if case .object(var push)? = body["push"] {
-            push["force_push"] = removing(push["force_push"])
-            push["mentioned_user_ids"] = removing(push["mentioned_user_ids"])
-            body["push"] = .object(push)
-        }
-        if case .object(var variables)? = body["user_variables"] {
-            variables[userID] = nil
-            body["user_variables"] = .object(variables)
-        }
-        return .object(body)
     }
 
     /// The tables an erasure sweeps, in order, each with the condition that picks the user's rows.
