@@ -80,12 +80,7 @@ struct ScheduledSendsController: Sendable {
     /// stores it. A retry with the idempotency key of an earlier request is answered as that one was,
     /// before anything is checked: its time may have passed since.
     func schedule(_ body: ScheduledSendRequest, idempotency: IdempotencyKey?, now: Date) async throws -> ScheduleStore.CreateOutcome {
-        if let idempotency, let previous = try await notifications.notifications.previousOutcome(for: idempotency) {
-            switch previous {
-            case .replayed(let response): return .replayed(response)
-            case .created, .keyReused: return .keyReused
-            }
-        }
+        if let idempotency, let previous = try await schedules.previousOutcome(for: idempotency) { return previous }
         let (timing, repeats, firstDue, sendTime) = try body.validate(now: now)
         if repeats != nil, body.send.expiresAt != nil {
             throw ScheduledSendRequest.invalid("A repeating send cannot have expires_at: each occurrence would expire at the same instant.")

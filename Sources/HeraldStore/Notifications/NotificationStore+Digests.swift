@@ -78,21 +78,19 @@ extension NotificationStore {
         on connection: PostgresConnection
     ) async throws -> Int {
         guard !digests.isEmpty else { return 0 }
+        // `held`: the copies of the users the fold reaches. `span`: those the groups are read from —
+        // the same, or in a fan-out batch every copy in its key range (one index range read; a group
+        // none of whose users the send reaches folds nobody).
         let held: PostgresQuery
+        let span: PostgresQuery
         switch reach {
         case .keys(let keys):
             guard !keys.isEmpty else { return 0 }
             held = "r.user_key = ANY(\(keys)) AND r.channel_key = \(channelKey) AND NOT r.deleted"
+            span = held
         case .batch(let users, let after, let through):
-            held = """
-                r.user_key > \(after) AND r.user_key <= \(through) AND r.user_key IN (\(users)) AND r.channel_key = \(channelKey) AND NOT r.deleted
-                """
-        }
-        // The groups: the digest copies of the users, or in a fan-out batch of its key range (one
-        // index range read; a group none of whose users the send reaches folds nobody).
-        var span = held
-        if case .batch(_, let after, let through) = reach {
             span = "r.user_key > \(after) AND r.user_key <= \(through) AND r.channel_key = \(channelKey) AND NOT r.deleted"
+            held = "\(span) AND r.user_key IN (\(users))"
         }
         let groups = try await connection.query(
             """

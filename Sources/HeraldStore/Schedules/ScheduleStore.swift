@@ -19,6 +19,17 @@ public struct ScheduleStore: Sendable {
         case replayed(StoredResponse)
         /// The idempotency key was used before with a different request.
         case keyReused
+
+        /// What a key already used answers (idempotency records are shared with sends).
+        init(_ previous: NotificationStore.SendOutcome) {
+            if case .replayed(let response) = previous { self = .replayed(response) } else { self = .keyReused }
+        }
+    }
+
+    /// What a scheduling with this key must answer without doing anything: the first response (same
+    /// request) or `keyReused`; `nil` when the key is new.
+    public func previousOutcome(for idempotency: IdempotencyKey) async throws -> CreateOutcome? {
+        try await NotificationStore(client: client).previousOutcome(for: idempotency).map(CreateOutcome.init)
     }
 
     /// Stores a scheduled send, due first at `nextAt`. With an idempotency key, the key is claimed in
@@ -39,10 +50,7 @@ public struct ScheduleStore: Sendable {
         let (sendAt, localTime) = Self.columns(timing)
         return try await client.withRetryingTransaction { connection in
             if let idempotency, let previous = try await NotificationStore.claim(idempotency, on: connection) {
-                switch previous {
-                case .replayed(let response): return .replayed(response)
-                case .created, .keyReused: return .keyReused
-                }
+                return CreateOutcome(previous)
             }
             let row = try await connection.query(
                 """

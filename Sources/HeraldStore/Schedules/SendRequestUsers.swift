@@ -28,7 +28,7 @@ public enum SendRequestUsers {
 
     /// SQL true when the stored body `request` (a `jsonb` column) names `userID` in one of those
     /// fields: containment and key tests that `sql/0033_scheduled_sends_by_user.sql` indexes.
-    static func names(_ userID: String, request: PostgresQuery) -> PostgresQuery {
+    static func names(_ userID: String, request: PostgresQuery) throws -> PostgresQuery {
         let id = JSONValue.string(userID)
         let listed: [JSONValue] = [
             .object(["targets": .array([id])]), .object(["exclude": .array([id])]),
@@ -37,7 +37,7 @@ public enum SendRequestUsers {
         ]
         var condition: PostgresQuery = "(\(request) -> 'user_variables') ? \(userID)"
         for shape in listed {
-            let json = PostgresJSONB(utf8: Array((try? JSONEncoder().encode(shape)) ?? Data()))
+            let json = PostgresJSONB(utf8: Array(try JSONEncoder().encode(shape)))
             condition = "\(condition) OR \(request) @> \(json)"
         }
         return "(\(condition))"

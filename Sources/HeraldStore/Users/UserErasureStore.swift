@@ -140,7 +140,7 @@ public struct UserErasureStore: Sendable {
     static func removeFromScheduledSends(userID: String, on connection: PostgresConnection) async throws {
         let named = try await connection.query(
             """
-            SELECT id, request, state FROM scheduled_sends WHERE \(SendRequestUsers.names(userID, request: "request"))
+            SELECT id, request, state FROM scheduled_sends WHERE \(try SendRequestUsers.names(userID, request: "request"))
             ORDER BY id FOR UPDATE
             """
         )
