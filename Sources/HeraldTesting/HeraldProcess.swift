@@ -138,19 +138,62 @@ private final class PrintedLines: Sendable {
 
 /// Runs `body`, failing with a clear error if it takes longer than `timeout`. A guard against hangs,
 /// not a way to wait for something.
+///
+/// Past the deadline the body is cancelled and not waited for. Not a task group: a group waits for
+/// all its children, so a body that ignores cancellation (a continuation that only what it waits for
+/// resumes) would turn the guard into the hang it is there to catch.
 public func withTimeout<R: Sendable>(
     _ timeout: Duration,
     what: String,
     _ body: @escaping @Sendable () async throws -> R
 ) async throws -> R {
-    try await withThrowingTaskGroup(of: R.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: timeout)
-            throw HeraldProcessError(message: "timed out after \(timeout) waiting for \(what)")
+    let first = FirstResult<R>()
+    let work = Task {
+        do {
+            first.finish(.success(try await body()))
+        } catch {
+            first.finish(.failure(error))
         }
-        guard let first = try await group.next() else { throw CancellationError() }
-        group.cancelAll()
-        return first
+    }
+    let timer = Task {
+        try await Task.sleep(for: timeout)
+        first.finish(.failure(HeraldProcessError(message: "timed out after \(timeout) waiting for \(what)")))
+        work.cancel()
+    }
+    defer { timer.cancel() }
+    return try await withTaskCancellationHandler {
+        try await first.value()
+    } onCancel: {
+        work.cancel()
+    }
+}
+
+/// The first of several outcomes offered, handed to the one waiter; later ones are dropped.
+private final class FirstResult<R: Sendable>: Sendable {
+    private struct State {
+        var result: Result<R, any Error>?
+        var waiter: CheckedContinuation<R, any Error>?
+    }
+    private let state = Mutex(State())
+
+    func finish(_ result: Result<R, any Error>) {
+        let waiter = state.withLock { state -> CheckedContinuation<R, any Error>? in
+            guard state.result == nil else { return nil }
+            state.result = result
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(with: result)
+    }
+
+    func value() async throws -> R {
+        try await withCheckedThrowingContinuation { continuation in
+            let ready = state.withLock { state -> Result<R, any Error>? in
+                if let result = state.result { return result }
+                state.waiter = continuation
+                return nil
+            }
+            if let ready { continuation.resume(with: ready) }
+        }
     }
 }

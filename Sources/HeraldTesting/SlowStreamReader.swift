@@ -8,7 +8,8 @@ import Glibc
 ///
 /// A plain blocking socket with a tiny receive buffer, so the server's writes back up after a few
 /// kilobytes. `drain()` later reads everything the server sent until it closed the connection, and
-/// parses the WebSocket frames (server frames are never masked).
+/// parses the WebSocket frames (server frames are never masked). Every blocking read and write gives
+/// up after a minute, so that a server that never answers or never closes fails the test, not hangs it.
 public final class SlowStreamReader: @unchecked Sendable {
     private let descriptor: Int32
     private var pending: [UInt8] = []
@@ -17,6 +18,9 @@ public final class SlowStreamReader: @unchecked Sendable {
         descriptor = try LoopbackSocket.connect(port: port) { descriptor in
             var size: Int32 = 4096
             setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+            var limit = timeval(tv_sec: 60, tv_usec: 0)
+            setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+            setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
         }
         let request =
             "GET /v1/me/stream HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
@@ -110,6 +114,7 @@ public final class SlowStreamReader: @unchecked Sendable {
             let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
             if count < 0 && errno == EINTR { continue }
             if count < 0 && errno == ECONNRESET { return false }
+            if count < 0 && errno == EAGAIN { throw HeraldProcessError(message: "the server sent nothing and kept the connection for a minute") }
             guard count >= 0 else { throw HeraldProcessError(message: "recv failed: errno \(errno)") }
             if count == 0 { return false }
             pending.append(contentsOf: chunk[0..<count])

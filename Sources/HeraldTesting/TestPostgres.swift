@@ -61,13 +61,18 @@ public enum TestPostgres {
             preparedStatements: server.preparedStatements,
             client: client
         )
+        // The pool's shutdown waits for every connection to come back: one a test's task still holds
+        // (waiting for something that never comes) fails the test after a minute instead of hanging it.
+        @Sendable func shutDown() async throws {
+            try await withTimeout(.seconds(60), what: "the test's database connections to be returned") { await client.shutdown() }
+        }
         do {
             let result = try await body(database)
-            await client.shutdown()
+            try await shutDown()
             try await server.dropDatabase(name)
             return result
         } catch {
-            await client.shutdown()
+            try? await shutDown()
             try? await server.dropDatabase(name)
             throw error
         }
@@ -236,6 +241,9 @@ actor TestServer {
     }
 
     /// Databases are created one at a time: `CREATE DATABASE … TEMPLATE` needs the template idle.
+    ///
+    /// A transaction a failed test left open (its task waiting for a signal that never comes) is ended
+    /// after five minutes: else whatever waits for its locks would wait for ever instead of failing.
     func createDatabase(_ name: String, migrated: Bool) async throws {
         if migrated {
             try await prepareTemplate()
@@ -243,6 +251,7 @@ actor TestServer {
         } else {
             try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \"\(name)\""))
         }
+        try await admin.query(PostgresQuery(unsafeSQL: "ALTER DATABASE \"\(name)\" SET idle_in_transaction_session_timeout = '5min'"))
     }
 
     func dropDatabase(_ name: String) async throws {

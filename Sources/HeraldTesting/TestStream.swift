@@ -82,16 +82,28 @@ public final class TestStream: Sendable {
         return try await withTimeout(timeout, what: "the stream to close") {
             var events: [String] = []
             for await message in messages { events.append(message) }
-            let frame = try await task.value
+            // Past the deadline the connection is dropped, so that it does not outlive the test.
+            let frame = try await withTaskCancellationHandler {
+                try await task.value
+            } onCancel: {
+                task.cancel()
+            }
             return (events, frame.map { UInt16(webSocketErrorCode: $0.closeCode) }, frame?.reason)
         }
     }
 
-    /// Closes the stream normally and waits until the connection has ended.
+    /// Closes the stream normally and waits until the connection has ended (dropping it after 30 s).
     public func close() async {
         if let writer = outbound.withLockedValue({ $0 }) {
             try? await writer.close(.normalClosure, reason: nil)
         }
-        _ = try? await task.value
+        let task = self.task
+        _ = try? await withTimeout(.seconds(30), what: "the stream to end") {
+            try await withTaskCancellationHandler {
+                try await task.value
+            } onCancel: {
+                task.cancel()
+            }
+        }
     }
 }

@@ -134,10 +134,17 @@ struct OperationsRouteTests {
                     }
                 }
                 try await app.test(.live) { client in
-                    let request = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-                    let outcome = try await RawHTTPExchange.send(Array(request.utf8), port: try #require(client.port), timeout: .seconds(10))
-                    // Let go before the server shuts down: a connection task stuck behind the blocked
-                    // threads would otherwise hold up the shutdown, and the test would hang, not fail.
+                    // Let go before the server shuts down, whatever happens here: a connection task
+                    // stuck behind the blocked threads would otherwise hold up the shutdown, and the
+                    // test would hang, not fail.
+                    let outcome: RawHTTPExchange.Outcome
+                    do {
+                        let request = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                        outcome = try await RawHTTPExchange.send(Array(request.utf8), port: try #require(client.port), timeout: .seconds(10))
+                    } catch {
+                        _ = try? await holder.query("SELECT pg_advisory_unlock_all()")
+                        throw error
+                    }
                     try await holder.query("SELECT pg_advisory_unlock_all()")
                     #expect(outcome.response.hasPrefix("HTTP/1.1 200"), "\(outcome.response.prefix(200))")
                 }

@@ -28,8 +28,13 @@ struct WebClientTests {
             environment["HOME"] = scratch
             environment["LC_ALL"] = "C.UTF-8"
             let status = try await ProgramRun.run(
-                // One file at a time: each starts its own server, and the machine has two cores.
-                [Self.node, "--experimental-websocket", "--test", "--test-concurrency=1", root + "/web/test/"],
+                // One file at a time: each starts its own server, and the machine has two cores. A test
+                // that hangs fails at its timeout, and a client a failed test left open (reconnecting on
+                // a timer) does not keep the runner from ending.
+                [
+                    Self.node, "--experimental-websocket", "--test", "--test-concurrency=1", "--test-timeout=180000", "--test-force-exit",
+                    root + "/web/test/",
+                ],
                 environment: environment.map { "\($0)=\($1)" },
                 outputPath: scratch + "/output"
             )

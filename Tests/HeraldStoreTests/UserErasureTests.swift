@@ -36,6 +36,9 @@ struct UserErasureTests {
             // Never leaves the transaction open, even when an expectation below fails.
             defer { releaseSignal.finish() }
             let beside = Task {
+                // Finished however the transaction ends, so that a failing BEGIN fails the test below
+                // instead of leaving it waiting for a signal that never comes.
+                defer { openedSignal.finish() }
                 try await db.client.withTransaction { connection in
                     // Has an id before the erasure commits; writes the user's row after it.
                     try await connection.query("SELECT pg_current_xact_id()")
@@ -46,7 +49,15 @@ struct UserErasureTests {
                     )
                 }
             }
-            for await _ in opened { break }
+            var held = false
+            for await _ in opened {
+                held = true
+                break
+            }
+            guard held else {
+                try await beside.value
+                throw HeraldProcessError(message: "the transaction beside the erasure ended before it held an id")
+            }
             let erasures = UserErasureStore(client: db.client)
             let started = try #require(try await erasures.start(userID: "u1"))
             #expect(started.state == .running)
