@@ -434,6 +434,31 @@ extension WebhookTests {
         }
     }
 
+    /// A claim takes at most the webhook's batch, whatever the planner believes of the backlog. With
+    /// the statistics of a table that looks almost empty (new, not yet analysed), the batch's choice
+    /// became the inner side of a nested loop and was scanned again for every delivery, each scan
+    /// skipping what the update had just claimed: one claim took the whole backlog.
+    @Test func aClaimTakesAtMostABatchWhateverThePlannerBelieves() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            let world = try await world(db)
+            _ = try await world.store.put(
+                name: "backend",
+                url: "http://127.0.0.1:1/hooks",
+                events: [.notificationClicked],
+                secret: Self.secret,
+                batchSize: 5
+            )
+            try await db.client.query(
+                "SELECT herald_webhook_event('notification.clicked', jsonb_build_object('n', g)) FROM generate_series(1, 300) AS g"
+            )
+            try await db.client.query("UPDATE pg_class SET reltuples = 1, relpages = 1 WHERE relname = 'webhook_deliveries'")
+            try await db.client.query("DELETE FROM pg_statistic WHERE starelid = 'webhook_deliveries'::regclass")
+            let batch = try #require(try await world.store.claim(lease: .seconds(60)))
+            #expect(batch.events.count == 5)
+            #expect(try await world.count("SELECT count(*) FROM webhook_deliveries WHERE claimed_until IS NOT NULL") == 5)
+        }
+    }
+
     /// Two dispatchers (as two replicas run them) share one webhook's backlog: every event arrives
     /// once, each batch claimed by one of them.
     @Test func twoDispatchersShareTheWorkWithoutPostingAnEventTwice() async throws {

@@ -165,15 +165,17 @@ public struct WebhookStore: Sendable {
             let (name, url, sealed, batchSize) = try hook.decode((String, String, PostgresBytes, Int).self)
             let rows = try await connection.query(
                 """
-                WITH claimed AS (
+                -- Chosen once, as a CTE (never inlined, as it locks): a subquery in the UPDATE's FROM may
+                -- be scanned again, and each scan skips the rows the UPDATE has just claimed and locks
+                -- the next ones, so one claim took more than a batch.
+                -- In the due index's order, so the scan stops at the batch's end however long the
+                -- backlog (by event id it would sort the whole backlog for every claim).
+                WITH chosen AS (
+                    SELECT d.event_id FROM webhook_deliveries d WHERE d.webhook = \(name) AND \(due)
+                    ORDER BY d.next_attempt_at LIMIT \(batchSize) FOR UPDATE SKIP LOCKED
+                ), claimed AS (
                     UPDATE webhook_deliveries d SET claimed_until = now() + \(TimeSQL.interval(lease))::interval, attempts = d.attempts + 1
-                    FROM (
-                        -- In the due index's order, so the scan stops at the batch's end however long
-                        -- the backlog (by event id it would sort the whole backlog for every claim).
-                        SELECT d.event_id FROM webhook_deliveries d WHERE d.webhook = \(name) AND \(due)
-                        ORDER BY d.next_attempt_at LIMIT \(batchSize) FOR UPDATE SKIP LOCKED
-                    ) AS s
-                    WHERE d.webhook = \(name) AND d.event_id = s.event_id
+                    FROM chosen WHERE d.webhook = \(name) AND d.event_id = chosen.event_id
                     RETURNING d.event_id
                 )
                 SELECT e.id, \(Self.eventJSON("e")) FROM claimed JOIN webhook_events e ON e.id = claimed.event_id ORDER BY e.id
