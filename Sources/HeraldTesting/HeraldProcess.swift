@@ -157,8 +157,8 @@ public func withTimeout<R: Sendable>(
     }
     let timer = Task {
         try await Task.sleep(for: timeout)
-        first.finish(.failure(HeraldProcessError(message: "timed out after \(timeout) waiting for \(what)")))
         work.cancel()
+        first.finish(.failure(HeraldProcessError(message: "timed out after \(timeout) waiting for \(what)")))
     }
     defer { timer.cancel() }
     return try await withTaskCancellationHandler {

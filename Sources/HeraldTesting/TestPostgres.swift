@@ -66,16 +66,22 @@ public enum TestPostgres {
         @Sendable func shutDown() async throws {
             try await withTimeout(.seconds(60), what: "the test's database connections to be returned") { await client.shutdown() }
         }
+        let result: R
         do {
-            let result = try await body(database)
-            try await shutDown()
-            try await server.dropDatabase(name)
-            return result
+            result = try await body(database)
         } catch {
             try? await shutDown()
             try? await server.dropDatabase(name)
             throw error
         }
+        do {
+            try await shutDown()
+        } catch {
+            try? await server.dropDatabase(name)
+            throw error
+        }
+        try await server.dropDatabase(name)
+        return result
     }
 
     /// Stops and removes the throwaway clusters of earlier test processes that are gone without

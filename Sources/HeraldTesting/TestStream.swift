@@ -94,13 +94,11 @@ public final class TestStream: Sendable {
 
     /// Closes the stream normally and waits until the connection has ended (dropping it after 30 s).
     public func close() async {
-        if let writer = outbound.withLockedValue({ $0 }) {
-            try? await writer.close(.normalClosure, reason: nil)
-        }
-        let task = self.task
+        let (writer, task) = (outbound.withLockedValue { $0 }, self.task)
         _ = try? await withTimeout(.seconds(30), what: "the stream to end") {
             try await withTaskCancellationHandler {
-                try await task.value
+                try? await writer?.close(.normalClosure, reason: nil)
+                return try await task.value
             } onCancel: {
                 task.cancel()
             }
