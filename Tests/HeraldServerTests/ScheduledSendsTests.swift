@@ -135,7 +135,8 @@ struct ScheduledSendsTests {
     @Test func aRetriedSchedulingWithItsKeySchedulesOnce() async throws {
         try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
             let world = try await World(db, users: ["u1": "UTC"])
-            let now = Date()
+            // A whole second, so that it reads the same written with or without milliseconds.
+            let now = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
             try await world.app().test(.router) { client in
                 func schedule(_ body: String, key: String) async throws -> (status: HTTPResponse.Status, replayed: Bool, json: [String: Any]) {
                     var headers = jsonHeaders(bearer: Self.adminToken)
@@ -154,6 +155,11 @@ struct ScheduledSendsTests {
                 let id = try #require(first.json["id"] as? String)
                 let again = try await schedule(body, key: "reminder-42")
                 #expect(again.status == .created && again.replayed && again.json["id"] as? String == id)
+                // The same instant written in another zone is the same request.
+                let elsewhere = ISO8601DateFormatter()
+                elsewhere.timeZone = TimeZone(secondsFromGMT: -5 * 3600)
+                let sameInstant = try await schedule(Self.body("once", #""send_at": "\#(elsewhere.string(from: now + 3600))""#), key: "reminder-42")
+                #expect(sameInstant.replayed && sameInstant.json["id"] as? String == id)
 
                 // The first answer stands once the send is made and its time has passed.
                 try await world.db.client.query("UPDATE scheduled_sends SET next_at = now() - interval '1 hour'")

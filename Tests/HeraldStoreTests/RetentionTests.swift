@@ -90,6 +90,37 @@ struct RetentionTests {
             #expect(try await world.notifications.foldNextBatch(size: 10) == nil, "an expired broadcast is folded no further")
         }
     }
+
+    /// Scheduled sends that finished (sent, cancelled, failed) go once they have been finished longer
+    /// than the retention; waiting ones stay however old, and so do finished ones still within it.
+    @Test func finishedScheduledSendsGoAfterTheirRetention() async throws {
+        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+            let schedules = ScheduleStore(client: db.client)
+            var ids: [String: Int64] = [:]
+            for name in ["waiting", "sent", "canceled", "failed", "recent"] {
+                let outcome = try await schedules.create(
+                    request: Array(#"{"targets": ["u1"], "variables": {"title": "x"}}"#.utf8),
+                    channelURL: "feed",
+                    templateKey: "plain",
+                    audience: "targets",
+                    timing: .at(Date() + 3600),
+                    repeats: nil,
+                    nextAt: Date() + 3600
+                ) { _ in StoredResponse(status: 201, body: []) }
+                guard case .created(let stored, _) = outcome else { throw CancellationError() }
+                ids[name] = stored.id
+            }
+            for (name, state) in [("sent", "sent"), ("canceled", "canceled"), ("failed", "failed"), ("recent", "sent")] {
+                try await db.client.query("UPDATE scheduled_sends SET state = \(state) WHERE id = \(ids[name]!)")
+            }
+            try await db.client.query("UPDATE scheduled_sends SET updated_at = now() - interval '2 hours' WHERE id <> \(ids["recent"]!)")
+
+            #expect(try await schedules.deleteFinished(olderThan: .seconds(3 * 3600)) == 0)
+            #expect(try await schedules.deleteFinished(olderThan: .seconds(3600)) == 3)
+            let left = try await db.client.query("SELECT id FROM scheduled_sends ORDER BY id").map { try $0.decode(Int64.self) }
+            #expect(left == [ids["waiting"]!, ids["recent"]!])
+        }
+    }
 }
 
 extension StoreWorld {
@@ -117,4 +148,5 @@ extension StoreWorld {
             #expect(try await counts(in: url) == copies, "\(url)")
         }
     }
+
 }

@@ -28,8 +28,11 @@ struct ScheduledSendRequest: Decodable, Sendable {
 
     /// A digest of the request for its `Idempotency-Key`: the send in its canonical form and when to
     /// make it, under a name of its own, so that no send to `POST /v1/notifications` digests the same.
+    /// `send_at` counts as the instant it names: the same moment written with another offset or
+    /// precision is the same request.
     func canonicalDigest() throws -> [UInt8] {
-        let timing = [sendAt ?? "", deliverAtLocal ?? "", repeats ?? ""].joined(separator: "\n")
+        let instant = sendAt.map { text in RFC3339.date(from: text).map { String(RFC3339.milliseconds(from: $0)) } ?? text }
+        let timing = [instant ?? "", deliverAtLocal ?? "", repeats ?? ""].joined(separator: "\n")
         return SHA256.digest(Array("scheduled-send\n\(timing)\n".utf8) + Array(try CanonicalJSON.encoder.encode(send)))
     }
 

@@ -71,6 +71,18 @@ public struct ScheduleStore: Sendable {
         try await client.query("SELECT \(Self.columns) FROM scheduled_sends WHERE id = \(id)").first.map(Self.decode)
     }
 
+    /// How long a finished scheduled send (sent, cancelled or failed) is kept for listing after its
+    /// last change. Its notifications live on under their channel's retention; its row is only history.
+    public static let finishedRetention: Duration = .seconds(30 * 24 * 3600)
+
+    /// Removes the scheduled sends that finished longer ago than `age`; returns how many.
+    @discardableResult
+    public func deleteFinished(olderThan age: Duration = Self.finishedRetention) async throws -> Int {
+        try await client.query(
+            "DELETE FROM scheduled_sends WHERE state <> 'scheduled' AND updated_at < now() - \(TimeSQL.interval(age))::interval"
+        ).affectedRows
+    }
+
     /// Scheduled sends in id order after `after`, of one state or all.
     public func list(state: ScheduledSend.State?, after: Int64?, limit: Int) async throws -> [ScheduledSend] {
         try await client.query(
