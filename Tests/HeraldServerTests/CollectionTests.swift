@@ -460,7 +460,8 @@ struct CollectionTests {
     /// check and poll go out together and answer the token's user, and a token under another user's
     /// session still reads nothing of the token's user.
     @Test func aListeningServersPollAnswersOnlyTheTokensUser() async throws {
-        try await TestPostgres.withDatabase { (db: TestDatabase) async throws in
+        // On the cluster of its suite: its incremental poll must see the send it just made.
+        try await TestPostgres.withDatabase(cluster: .horizonSensitive) { (db: TestDatabase) async throws in
             let world = try await world(db)
             let app = HeraldApplication.build(
                 try heraldDependencies(db, adminToken: Self.adminToken),
