@@ -148,5 +148,4 @@ extension StoreWorld {
             #expect(try await counts(in: url) == copies, "\(url)")
         }
     }
-
 }
